@@ -1,0 +1,392 @@
+//===- SeqOps.cpp - shape signatures and verifiers of the seq ops ---------===//
+//
+// Each op declares its shapes once (buildShapeSignature); the generic
+// signature verifier checks ranks, element types and every shared dimension,
+// and each op's verify() adds the rules that are not about shapes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Seq/SeqDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace seqc::seq;
+
+static int64_t rankOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getRank();
+}
+
+/// `prefix0, prefix1, ...` named dimensions.
+static SmallVector<DimExpr> numberedDims(StringRef prefix, int64_t count) {
+  SmallVector<DimExpr> dims;
+  for (int64_t i = 0; i < count; ++i)
+    dims.push_back(DimExpr((prefix + Twine(i)).str()));
+  return dims;
+}
+
+static SmallVector<DimExpr> concat(ArrayRef<DimExpr> a, ArrayRef<DimExpr> b) {
+  SmallVector<DimExpr> r(a.begin(), a.end());
+  r.append(b.begin(), b.end());
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
+// linear_scan
+//===----------------------------------------------------------------------===//
+
+void LinearScanOp::buildShapeSignature(ShapeSignature &sig) {
+  SmallVector<DimExpr> stateDims =
+      numberedDims("S", std::max<int64_t>(rankOf(getA()) - 2, 0));
+  SmallVector<DimExpr> full = concat({"B", "T"}, stateDims);
+  SmallVector<DimExpr> state = concat({"B"}, stateDims);
+  sig.add("a", getA(), full);
+  sig.add("b", getB(), full);
+  sig.add("init", getInit(), state, ElementKind::State);
+  sig.add("h", getH(), full);
+  sig.add("last", getLast(), state, ElementKind::State);
+}
+
+LogicalResult LinearScanOp::verify() {
+  if (rankOf(getA()) < 2)
+    return emitOpError() << "a must have rank >= 2 (B x T x S...), but has "
+                         << "rank " << rankOf(getA());
+  return verifyShapeSignature(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// associative_scan
+//===----------------------------------------------------------------------===//
+
+void AssociativeScanOp::buildShapeSignature(ShapeSignature &sig) {
+  if (getInputs().empty())
+    return;
+  SmallVector<DimExpr> dims = numberedDims("d", rankOf(getInputs()[0]));
+  for (auto [i, v] : llvm::enumerate(getInputs()))
+    sig.add(("input #" + Twine(i)).str(), v, dims, ElementKind::Any);
+  for (auto [i, v] : llvm::enumerate(getOutputs()))
+    sig.add(("result #" + Twine(i)).str(), v, dims, ElementKind::Any);
+}
+
+LogicalResult AssociativeScanOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one input";
+  if (getInputs().size() != getOutputs().size())
+    return emitOpError() << "has " << getInputs().size() << " inputs but "
+                         << getOutputs().size() << " results";
+  int64_t rank = rankOf(getInputs()[0]);
+  if (getDim() < 0 || getDim() >= rank)
+    return emitOpError() << "dim = " << getDim()
+                         << " is out of range for inputs of rank " << rank;
+  for (auto [i, in, out] : llvm::enumerate(getInputs(), getOutputs())) {
+    Type elt = cast<RankedTensorType>(in.getType()).getElementType();
+    if (!elt.isIntOrFloat())
+      return emitOpError() << "input #" << i
+                           << " must have an integer or float element type, "
+                           << "but has " << elt;
+    Type outElt = cast<RankedTensorType>(out.getType()).getElementType();
+    if (outElt != elt)
+      return emitOpError() << "result #" << i << " has element type " << outElt
+                           << " but input #" << i << " has " << elt;
+  }
+  return verifyShapeSignature(*this);
+}
+
+LogicalResult AssociativeScanOp::verifyRegions() {
+  Block &body = getCombiner().front();
+  size_t n = getInputs().size();
+  if (body.getNumArguments() != 2 * n)
+    return emitOpError() << "combiner must take " << 2 * n
+                         << " scalars (the prefix, then the next element), "
+                         << "but takes " << body.getNumArguments();
+  for (auto [i, in] : llvm::enumerate(getInputs())) {
+    Type elt = cast<RankedTensorType>(in.getType()).getElementType();
+    for (size_t which : {i, i + n}) {
+      Type argType = body.getArgument(which).getType();
+      if (argType != elt)
+        return emitOpError() << "combiner argument #" << which << " has type "
+                             << argType << " but input #" << i
+                             << " has element type " << elt;
+    }
+  }
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError() << "combiner must end with seq.yield";
+  if (yield.getValues().size() != n)
+    return yield.emitOpError() << "yields " << yield.getValues().size()
+                               << " values but the scan has " << n
+                               << " inputs";
+  for (auto [i, in] : llvm::enumerate(getInputs())) {
+    Type elt = cast<RankedTensorType>(in.getType()).getElementType();
+    Type yielded = yield.getValues()[i].getType();
+    if (yielded != elt)
+      return yield.emitOpError() << "value #" << i << " has type " << yielded
+                                 << " but input #" << i << " has element type "
+                                 << elt;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// selective_scan
+//===----------------------------------------------------------------------===//
+
+void SelectiveScanOp::buildShapeSignature(ShapeSignature &sig) {
+  sig.add("u", getU(), {"B", "T", "D"});
+  sig.add("delta", getDelta(), {"B", "T", "D"});
+  sig.add("A", getA(), {"D", "N"}, ElementKind::Param);
+  sig.add("B", getB(), {"B", "T", "G", "N"});
+  sig.add("C", getC(), {"B", "T", "G", "N"});
+  sig.add("skip", getSkip(), {"D"}, ElementKind::Param);
+  sig.add("gate", getGate(), {"B", "T", "D"});
+  sig.add("delta_bias", getDeltaBias(), {"D"}, ElementKind::Param);
+  sig.add("init", getInit(), {"B", "D", "N"}, ElementKind::State);
+  sig.add("y", getY(), {"B", "T", "D"});
+  sig.add("last", getLast(), {"B", "D", "N"}, ElementKind::State);
+  sig.requireDivisible("D", "G");
+}
+
+LogicalResult SelectiveScanOp::verify() { return verifyShapeSignature(*this); }
+
+//===----------------------------------------------------------------------===//
+// ssd
+//===----------------------------------------------------------------------===//
+
+void SsdOp::buildShapeSignature(ShapeSignature &sig) {
+  sig.add("x", getX(), {"B", "T", "H", "P"});
+  sig.add("dt", getDt(), {"B", "T", "H"});
+  sig.add("A", getA(), {"H"}, ElementKind::Param);
+  sig.add("B", getB(), {"B", "T", "G", "N"});
+  sig.add("C", getC(), {"B", "T", "G", "N"});
+  sig.add("skip", getSkip(), {"H"}, ElementKind::Param);
+  sig.add("gate", getGate(), {"B", "T", "H", "P"});
+  sig.add("dt_bias", getDtBias(), {"H"}, ElementKind::Param);
+  sig.add("init", getInit(), {"B", "H", "P", "N"}, ElementKind::State);
+  sig.add("y", getY(), {"B", "T", "H", "P"});
+  sig.add("last", getLast(), {"B", "H", "P", "N"}, ElementKind::State);
+  sig.requireDivisible("H", "G");
+}
+
+LogicalResult SsdOp::verify() {
+  if (getChunkSize() < 0)
+    return emitOpError() << "chunk_size must be >= 0 (0: the compiler "
+                         << "chooses), but is " << getChunkSize();
+  return verifyShapeSignature(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// semiseparable_mask
+//===----------------------------------------------------------------------===//
+
+void SemiseparableMaskOp::buildShapeSignature(ShapeSignature &sig) {
+  SmallVector<DimExpr> lead =
+      numberedDims("d", std::max<int64_t>(rankOf(getLogA()) - 1, 0));
+  sig.add("log_a", getLogA(), concat(lead, {"T"}));
+  sig.add("mask", getMask(), concat(lead, {"T", "T"}));
+}
+
+LogicalResult SemiseparableMaskOp::verify() {
+  if (rankOf(getLogA()) < 1)
+    return emitOpError() << "log_a must have rank >= 1 (... x T), but has "
+                         << "rank 0";
+  return verifyShapeSignature(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// linear_attention
+//===----------------------------------------------------------------------===//
+
+void LinearAttentionOp::buildShapeSignature(ShapeSignature &sig) {
+  sig.add("q", getQ(), {"B", "T", "H", "K"});
+  sig.add("k", getK(), {"B", "T", "H", "K"});
+  sig.add("v", getV(), {"B", "T", "H", "V"});
+  if (Value decay = getDecay()) {
+    switch (rankOf(decay)) {
+    case 1:
+      sig.add("decay", decay, {"H"});
+      break;
+    case 3:
+      sig.add("decay", decay, {"B", "T", "H"});
+      break;
+    default:
+      sig.add("decay", decay, {"B", "T", "H", "K"});
+      break;
+    }
+  }
+  sig.add("init", getInit(), {"B", "H", "K", "V"}, ElementKind::State);
+  sig.add("o", getO(), {"B", "T", "H", "V"});
+  sig.add("last", getLast(), {"B", "H", "K", "V"}, ElementKind::State);
+}
+
+LogicalResult LinearAttentionOp::verify() {
+  if (Value decay = getDecay()) {
+    int64_t r = rankOf(decay);
+    if (r != 1 && r != 3 && r != 4)
+      return emitOpError() << "decay must have rank 1 (H), 3 (B x T x H) or "
+                           << "4 (B x T x H x K), but has rank " << r;
+    if (!getCausal())
+      return emitOpError() << "decay requires causal = true (a non-causal "
+                           << "sum has no order to decay along)";
+  }
+  if (getNormalize() && getInit())
+    return emitOpError() << "normalize cannot be combined with init: the "
+                         << "normalizer state is not carried";
+  if (getChunkSize() < 0)
+    return emitOpError() << "chunk_size must be >= 0 (0: the compiler "
+                         << "chooses), but is " << getChunkSize();
+  if (!(getEps().convertToFloat() >= 0.0f))
+    return emitOpError() << "eps must be >= 0";
+  return verifyShapeSignature(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// random_features
+//===----------------------------------------------------------------------===//
+
+void RandomFeaturesOp::buildShapeSignature(ShapeSignature &sig) {
+  SmallVector<DimExpr> lead =
+      numberedDims("d", std::max<int64_t>(rankOf(getX()) - 1, 0));
+  sig.add("x", getX(), concat(lead, {"K"}));
+  sig.add("omega", getOmega(), {"K", "M"});
+  DimExpr features = getKind() == RandomFeatures::trigonometric
+                         ? DimExpr("M", 2, 0)
+                         : DimExpr("M");
+  sig.add("features", getFeatures(), concat(lead, {features}));
+}
+
+LogicalResult RandomFeaturesOp::verify() {
+  if (rankOf(getX()) < 1)
+    return emitOpError() << "x must have rank >= 1 (... x K), but has rank 0";
+  return verifyShapeSignature(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// attention
+//===----------------------------------------------------------------------===//
+
+void AttentionOp::buildShapeSignature(ShapeSignature &sig) {
+  sig.add("q", getQ(), {"B", "T", "H", "K"});
+  sig.add("k", getK(), {"B", "S", "Hkv", "K"});
+  sig.add("v", getV(), {"B", "S", "Hkv", "V"});
+  sig.add("o", getO(), {"B", "T", "H", "V"});
+  sig.requireDivisible("H", "Hkv");
+}
+
+LogicalResult AttentionOp::verify() {
+  if (getWindow() < 0)
+    return emitOpError() << "window must be >= 0 (0: unlimited), but is "
+                         << getWindow();
+  if (auto scale = getScale(); scale && !std::isfinite(scale->convertToFloat()))
+    return emitOpError() << "scale must be finite";
+  return verifyShapeSignature(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// causal_conv1d
+//===----------------------------------------------------------------------===//
+
+void CausalConv1dOp::buildShapeSignature(ShapeSignature &sig) {
+  sig.add("x", getX(), {"B", "T", "D"});
+  sig.add("w", getW(), {"D", "W"}, ElementKind::Param);
+  sig.add("bias", getBias(), {"D"}, ElementKind::Param);
+  sig.add("init", getInit(), {"B", "D", DimExpr("W", 1, -1)},
+          ElementKind::State);
+  sig.add("y", getY(), {"B", "T", "D"});
+  sig.add("last", getLast(), {"B", "D", DimExpr("W", 1, -1)},
+          ElementKind::State);
+  sig.requirePositive("W");
+}
+
+LogicalResult CausalConv1dOp::verify() {
+  Activation act = getActivation();
+  if (act != Activation::none && act != Activation::silu)
+    return emitOpError() << "activation must be none or silu, but is "
+                         << stringifyActivation(act);
+  return verifyShapeSignature(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// route
+//===----------------------------------------------------------------------===//
+
+void RouteOp::buildShapeSignature(ShapeSignature &sig) {
+  sig.add("logits", getLogits(), {"T", "E"});
+  sig.add("bias", getBias(), {"E"}, ElementKind::Param);
+  sig.add("noise_eps", getNoiseEps(), {"T", "E"});
+  sig.add("noise_logits", getNoiseLogits(), {"T", "E"});
+  sig.bind("k", getK(), "k");
+  sig.add("weights", getWeights(), {"T", "k"});
+  sig.add("indices", getIndices(), {"T", "k"}, ElementKind::Int32);
+  sig.add("aux", getAux(), {}, ElementKind::State);
+}
+
+LogicalResult RouteOp::verify() {
+  if (getK() < 1)
+    return emitOpError() << "k must be >= 1, but is " << getK();
+  if (static_cast<bool>(getNoiseEps()) != static_cast<bool>(getNoiseLogits()))
+    return emitOpError() << "noise needs both eps and noise_logits";
+  int64_t experts = cast<RankedTensorType>(getLogits().getType()).getRank() == 2
+                        ? cast<RankedTensorType>(getLogits().getType())
+                              .getDimSize(1)
+                        : ShapedType::kDynamic;
+  if (!ShapedType::isDynamic(experts) && getK() > experts)
+    return emitOpError() << "k = " << getK()
+                         << " exceeds the number of experts E = " << experts;
+  return verifyShapeSignature(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// moe_ffn
+//===----------------------------------------------------------------------===//
+
+void MoeFfnOp::buildShapeSignature(ShapeSignature &sig) {
+  sig.add("x", getX(), {"T", "D"});
+  sig.add("weights", getWeights(), {"T", "k"});
+  sig.add("indices", getIndices(), {"T", "k"}, ElementKind::Int32);
+  sig.add("w_up", getWUp(), {"E", "D", "F"});
+  sig.add("w_down", getWDown(), {"E", "F", "D"});
+  sig.add("w_gate", getWGate(), {"E", "D", "F"});
+  sig.add("y", getY(), {"T", "D"});
+  sig.add("load", getLoad(), {"E"}, ElementKind::Int64);
+}
+
+LogicalResult MoeFfnOp::verify() {
+  float cf = getCapacityFactor().convertToFloat();
+  if (!(cf >= 0.0f) || std::isinf(cf))
+    return emitOpError() << "capacity_factor must be a finite value >= 0 "
+                         << "(0: no capacity limit), but is " << cf;
+  Activation act = getActivation();
+  if (act == Activation::none)
+    return emitOpError() << "activation must be silu, gelu or relu";
+  return verifyShapeSignature(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// check
+//===----------------------------------------------------------------------===//
+
+LogicalResult CheckOp::verify() {
+  StringRef msg = getMessage();
+  if (msg.empty())
+    return emitOpError() << "needs a message";
+  for (size_t pos = msg.find('{'); pos != StringRef::npos;
+       pos = msg.find('{', pos + 1)) {
+    size_t end = msg.find('}', pos);
+    unsigned index;
+    if (end == StringRef::npos ||
+        msg.substr(pos + 1, end - pos - 1).getAsInteger(10, index))
+      return emitOpError() << "malformed placeholder in message";
+    if (index >= getArgs().size())
+      return emitOpError() << "message refers to {" << index << "} but only "
+                           << getArgs().size() << " values are given";
+  }
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "Seq/SeqOps.cpp.inc"

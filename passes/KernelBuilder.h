@@ -1,0 +1,151 @@
+//===- KernelBuilder.h - terse IR construction for lowerings ----*- C++ -*-===//
+//
+// The reference lowerings are written as explicit loop nests on tensors. This
+// builder keeps them readable: index and f32 arithmetic, element loads that
+// widen to f32 and stores that narrow back, loops with iteration values, and
+// the numerically careful pointwise functions the SPEC defines (softplus with
+// its linear tail, expm1-based ZOH, exact-erf GELU, ...).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SEQC_PASSES_KERNELBUILDER_H
+#define SEQC_PASSES_KERNELBUILDER_H
+
+#include "Seq/SeqDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <functional>
+
+namespace seqc {
+
+using mlir::Value;
+using mlir::ValueRange;
+
+/// Body of a loop: receives the induction variable(s) and the current
+/// iteration values, returns the next iteration values.
+using LoopBody =
+    std::function<llvm::SmallVector<Value>(Value iv, ValueRange iters)>;
+using NestBody =
+    std::function<llvm::SmallVector<Value>(ValueRange ivs, ValueRange iters)>;
+using BranchBody = std::function<llvm::SmallVector<Value>()>;
+
+class KernelBuilder {
+public:
+  KernelBuilder(mlir::ImplicitLocOpBuilder &b) : b(b) {}
+
+  mlir::ImplicitLocOpBuilder &builder() { return b; }
+  mlir::Type f32Type() { return b.getF32Type(); }
+
+  // Constants.
+  Value idx(int64_t v);
+  Value f32(double v);
+  Value i1(bool v);
+  Value i64(int64_t v);
+
+  // Index arithmetic.
+  Value add(Value a, Value c);
+  Value sub(Value a, Value c);
+  Value mul(Value a, Value c);
+  Value divs(Value a, Value c); ///< signed floor-free division (c > 0)
+  Value rems(Value a, Value c);
+  Value cmp(mlir::arith::CmpIPredicate p, Value a, Value c);
+  Value andi(Value a, Value c);
+  Value ori(Value a, Value c);
+  Value noti(Value a);
+  Value select(Value cond, Value a, Value c);
+  Value indexToI64(Value v);
+  Value i32ToIndex(Value v);
+
+  // f32 arithmetic.
+  Value fadd(Value a, Value c);
+  Value fsub(Value a, Value c);
+  Value fmul(Value a, Value c);
+  Value fdiv(Value a, Value c);
+  Value fneg(Value a);
+  Value fmax(Value a, Value c); ///< maxnumf: NaN-ignoring, as in softmax max
+  Value fcmp(mlir::arith::CmpFPredicate p, Value a, Value c);
+  Value exp(Value a);
+  Value expm1(Value a);
+  Value log1p(Value a);
+  Value sqrt(Value a);
+  Value sin(Value a);
+  Value cos(Value a);
+  Value erf(Value a);
+  Value sigmoid(Value a);
+  /// softplus(x) = log1p(exp(x)), and x itself for x > 20 (Mamba's tail).
+  Value softplus(Value a);
+  Value silu(Value a);
+  /// Exact GELU: 0.5 x (1 + erf(x / sqrt 2)).
+  Value gelu(Value a);
+  Value relu(Value a);
+  Value eluPlusOne(Value a);
+  Value activation(seq::Activation act, Value a);
+  Value featureMap(seq::FeatureMap map, Value a);
+  Value indexToF32(Value v);
+
+  // Tensors.
+  Value dim(Value tensor, int64_t d);
+  /// Extracts an element and widens floats to f32.
+  Value load(Value tensor, ValueRange ivs);
+  /// Narrows an f32 value to the tensor's element type and inserts it.
+  Value store(Value scalar, Value tensor, ValueRange ivs);
+  /// An uninitialized tensor of `type`; `sizes` gives every dimension.
+  Value empty(mlir::RankedTensorType type, ValueRange sizes);
+  /// A tensor of `type` filled with `value` (an f32 or integer scalar).
+  Value filled(mlir::RankedTensorType type, ValueRange sizes, Value value);
+  /// A tensor of `type` filled with zeros of its element type.
+  Value zeros(mlir::RankedTensorType type, ValueRange sizes);
+  /// Converts `tensor` (f32) elementwise to `type`'s element type.
+  Value castTensor(Value tensor, mlir::RankedTensorType type,
+                   ValueRange sizes);
+
+  // Control flow.
+  llvm::SmallVector<Value> loop(Value lb, Value ub, ValueRange inits,
+                                const LoopBody &body);
+  llvm::SmallVector<Value> loop(Value ub, ValueRange inits,
+                                const LoopBody &body) {
+    return loop(idx(0), ub, inits, body);
+  }
+  /// Nested loops from 0 to each of `ubs`.
+  llvm::SmallVector<Value> nest(ValueRange ubs, ValueRange inits,
+                                const NestBody &body);
+  llvm::SmallVector<Value> ifElse(Value cond, mlir::TypeRange types,
+                                  const BranchBody &thenBody,
+                                  const BranchBody &elseBody);
+  /// `cond ? load(tensor, ivs) : fallback` without touching memory when the
+  /// condition is false (the indices may be out of bounds then).
+  Value loadIf(Value cond, Value tensor, ValueRange ivs, Value fallback);
+
+  /// Emits a run-time check.
+  void check(Value ok, llvm::StringRef message, ValueRange args = {});
+
+private:
+  mlir::ImplicitLocOpBuilder &b;
+};
+
+/// The sizes of the named dimensions of an op (B, T, H, ...), read from their
+/// first occurrence after run-time checks that every other occurrence
+/// agrees, that divisibility and positivity rules hold.
+class DimSizes {
+public:
+  /// Emits the checks of `op`'s shape signature and records every size.
+  static DimSizes checkAndCollect(KernelBuilder &kb, mlir::Operation *op);
+
+  Value operator[](llvm::StringRef symbol) const;
+  /// The sizes of every dimension of declared tensor `name`.
+  llvm::SmallVector<Value> of(llvm::StringRef name) const;
+
+private:
+  llvm::StringMap<Value> sizes;
+  seq::ShapeSignature sig;
+  KernelBuilder *kb = nullptr;
+};
+
+} // namespace seqc
+
+#endif // SEQC_PASSES_KERNELBUILDER_H

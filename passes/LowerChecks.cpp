@@ -1,0 +1,94 @@
+//===- LowerChecks.cpp - seq.check to calls into the runtime --------------===//
+
+#include "seqc/Passes.h"
+
+#include "Seq/SeqDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace seqc {
+#define GEN_PASS_DEF_SEQLOWERCHECKS
+#include "passes/Passes.h.inc"
+} // namespace seqc
+
+using namespace mlir;
+
+/// The runtime entry point (runtime/Errors.cpp).
+static constexpr StringLiteral kCheckFailed = "seqc_rt_check_failed";
+/// seq.check carries at most this many values (the runtime's signature).
+static constexpr unsigned kMaxArgs = 4;
+
+namespace {
+struct SeqLowerChecks : seqc::impl::SeqLowerChecksBase<SeqLowerChecks> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<seqc::seq::CheckOp> checks;
+    module.walk([&](seqc::seq::CheckOp op) { checks.push_back(op); });
+    if (checks.empty())
+      return;
+
+    MLIRContext *ctx = &getContext();
+    OpBuilder top = OpBuilder::atBlockBegin(module.getBody());
+    Type ptr = LLVM::LLVMPointerType::get(ctx);
+    Type i64 = IntegerType::get(ctx, 64);
+    FailureOr<LLVM::LLVMFuncOp> fn = LLVM::lookupOrCreateFn(
+        top, module, kCheckFailed, {ptr, i64, i64, i64, i64, i64},
+        LLVM::LLVMVoidType::get(ctx));
+    if (failed(fn)) {
+      module.emitError() << kCheckFailed << " is declared with another type";
+      return signalPassFailure();
+    }
+
+    // One constant string per distinct message.
+    llvm::StringMap<LLVM::GlobalOp> globals;
+    auto globalFor = [&](StringRef msg) {
+      LLVM::GlobalOp &g = globals[msg];
+      if (g)
+        return g;
+      std::string text = msg.str();
+      text.push_back('\0');
+      auto type = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8),
+                                           text.size());
+      g = LLVM::GlobalOp::create(
+          top, module.getLoc(), type, /*isConstant=*/true,
+          LLVM::Linkage::Internal,
+          ("__seqc_check_msg_" + Twine(globals.size() - 1)).str(),
+          top.getStringAttr(text));
+      return g;
+    };
+
+    for (seqc::seq::CheckOp op : checks) {
+      if (op.getArgs().size() > kMaxArgs) {
+        op.emitOpError() << "carries more than " << kMaxArgs << " values";
+        return signalPassFailure();
+      }
+      ImplicitLocOpBuilder b(op.getLoc(), op);
+      Value failedCond = arith::XOrIOp::create(
+          b, op.getCondition(),
+          arith::ConstantOp::create(b, b.getBoolAttr(true)));
+      auto ifOp = scf::IfOp::create(b, failedCond, /*withElseRegion=*/false);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      SmallVector<Value> args{
+          LLVM::AddressOfOp::create(b, globalFor(op.getMessage())),
+          arith::ConstantOp::create(b, b.getI64IntegerAttr(op.getArgs().size()))};
+      for (Value v : op.getArgs()) {
+        if (v.getType().isIndex())
+          args.push_back(arith::IndexCastOp::create(b, i64, v));
+        else if (v.getType().getIntOrFloatBitWidth() < 64)
+          args.push_back(arith::ExtSIOp::create(b, i64, v));
+        else
+          args.push_back(v);
+      }
+      while (args.size() < kMaxArgs + 2)
+        args.push_back(arith::ConstantOp::create(b, b.getI64IntegerAttr(0)));
+      LLVM::CallOp::create(b, *fn, args);
+      op.erase();
+    }
+  }
+};
+} // namespace

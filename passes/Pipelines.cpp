@@ -1,0 +1,89 @@
+//===- Pipelines.cpp - seqc's named pass pipelines ------------------------===//
+
+#include "seqc/Passes.h"
+#include "seqc/InitSeqc.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void seqc::buildLowerToLLVMPipeline(OpPassManager &pm) {
+  pm.addPass(createSeqLowerChecks());
+  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  // Transcendentals the reference relies on (expm1, log1p, erf) go to libm,
+  // which keeps them exact.
+  pm.addPass(createConvertMathToLibmPass());
+  FinalizeMemRefToLLVMConversionPassOptions memrefOpts;
+  // Allocations go through seqc's runtime, which tracks them per call.
+  memrefOpts.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefOpts));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+/// Tensors to memrefs for whole functions, with deallocation of temporaries.
+static void addBufferization(OpPassManager &pm) {
+  bufferization::OneShotBufferizePassOptions opts;
+  opts.bufferizeFunctionBoundaries = true;
+  opts.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  opts.unknownTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(opts));
+  bufferization::buildBufferDeallocationPipeline(pm);
+}
+
+void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
+  pm.addPass(createSeqLowerToReference());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  addBufferization(pm);
+  buildLowerToLLVMPipeline(pm);
+}
+
+namespace {
+struct CpuPipelineCLOptions
+    : public PassPipelineOptions<CpuPipelineCLOptions> {
+  Option<bool> reference{*this, "reference",
+                         llvm::cl::desc("Use the reference lowering"),
+                         llvm::cl::init(false)};
+};
+} // namespace
+
+void seqc::registerPasses() {
+  registerSeqcPasses();
+  PassPipelineRegistration<CpuPipelineCLOptions>(
+      "seqc-cpu-pipeline",
+      "Lower a graph of seq and tensor-level ops to the LLVM dialect for the "
+      "host CPU (the default pipeline of seqc-run and the JIT)",
+      [](OpPassManager &pm, const CpuPipelineCLOptions &cl) {
+        CpuPipelineOptions opts;
+        opts.reference = cl.reference;
+        buildCpuPipeline(pm, opts);
+      });
+  PassPipelineRegistration<>(
+      "seqc-reference-pipeline",
+      "Lower a graph through the reference lowering (the test oracle) to the "
+      "LLVM dialect for the host CPU",
+      [](OpPassManager &pm) {
+        CpuPipelineOptions opts;
+        opts.reference = true;
+        buildCpuPipeline(pm, opts);
+      });
+}
