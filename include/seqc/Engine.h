@@ -1,0 +1,112 @@
+//===- Engine.h - seqc's JIT: compile MLIR, call functions ------*- C++ -*-===//
+//
+// Compile MLIR text (a graph of seq and tensor-level ops in func.func) for the
+// host CPU, look functions up by name and call them on host tensors:
+//
+//   seqc::Engine engine;
+//   auto module = engine.compile(source, {});
+//   if (!module) { report(module.message()); }
+//   auto fn = (*module)->function("main");
+//   auto results = fn->call({x.view(), w.view()});
+//
+// Errors are values (Status / Expected); the library writes nothing to
+// stdout or stderr on its own.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SEQC_ENGINE_H
+#define SEQC_ENGINE_H
+
+#include "seqc/Tensor.h"
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace seqc {
+
+/// Where code runs.
+enum class Target { CPU, CUDA };
+
+struct CompileOptions {
+  Target target = Target::CPU;
+  /// Lower through the reference lowering (the test oracle) instead of the
+  /// default pipeline.
+  bool reference = false;
+  /// LLVM optimization level for the generated code (0-3).
+  int optLevel = 3;
+  /// The most bytes one call may allocate at once; 0 means the machine's
+  /// physical memory. A call that would exceed it fails with an error.
+  size_t memoryLimit = 0;
+};
+
+/// The type of one argument or result. Dynamic dimensions are -1.
+struct TensorSpec {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  /// The argument's name (its `seq.name` attribute), or "argN" / "resultN".
+  std::string name;
+  /// "tensor<?x16xf32>".
+  std::string typeString() const;
+};
+
+struct FunctionSignature {
+  std::string name;
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+};
+
+class CompiledModule;
+
+/// A function of a compiled module. Cheap to copy; keeps its module alive.
+/// Calls may run concurrently from several threads.
+class Function {
+public:
+  const FunctionSignature &signature() const;
+  /// Checks `args` against the signature (count, element type, rank, static
+  /// dimensions), runs the function and returns its results as new tensors.
+  /// Run-time errors (dynamic dimensions that disagree, out-of-range expert
+  /// indices, memory limit) come back as errors.
+  Expected<std::vector<Tensor>> call(const std::vector<TensorView> &args) const;
+
+private:
+  friend class CompiledModule;
+  struct Impl;
+  std::shared_ptr<const Impl> impl;
+};
+
+/// The result of compiling one MLIR module.
+class CompiledModule {
+public:
+  ~CompiledModule();
+  /// Public functions, in the order they appear in the source.
+  std::vector<std::string> functionNames() const;
+  Expected<Function> function(std::string_view name) const;
+
+  struct Impl;
+
+private:
+  friend class Engine;
+  std::shared_ptr<Impl> impl;
+};
+
+/// Compiles MLIR. Thread-safe: each compilation uses its own MLIR context.
+class Engine {
+public:
+  Engine();
+  ~Engine();
+
+  Expected<std::shared_ptr<CompiledModule>>
+  compile(std::string_view source, const CompileOptions &options,
+          const std::string &bufferName = "<input>");
+  Expected<std::shared_ptr<CompiledModule>>
+  compileFile(const std::string &path, const CompileOptions &options);
+};
+
+/// Whether a CUDA driver and at least one device are present.
+bool cudaDeviceAvailable();
+
+} // namespace seqc
+
+#endif // SEQC_ENGINE_H

@@ -1,0 +1,179 @@
+//===- CallScope.cpp - errors and tracked allocations of a call -----------===//
+
+#include "CallScope.h"
+#include "Runtime.h"
+
+#include <csetjmp>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+namespace seqc::rt {
+
+struct CallState {
+  std::jmp_buf jump;
+  bool canJump = false;
+  std::thread::id owner;
+  std::string error;
+  std::mutex mutex;
+  std::unordered_map<void *, size_t> live;
+  size_t bytes = 0;
+  size_t peak = 0;
+  size_t limit = 0;
+};
+
+static thread_local CallState *current = nullptr;
+
+CallState *enterCall(CallState *state) {
+  CallState *prev = current;
+  current = state;
+  return prev;
+}
+
+CallState *currentCall() { return current; }
+
+CallScope::CallScope(size_t memoryLimit) : state(new CallState) {
+  state->limit = memoryLimit;
+  state->owner = std::this_thread::get_id();
+}
+
+CallScope::~CallScope() {
+  for (auto &entry : state->live)
+    std::free(entry.first);
+}
+
+bool CallScope::run(void (*fn)(void **), void **args) {
+  CallState *prev = enterCall(state.get());
+  state->canJump = true;
+  if (setjmp(state->jump) == 0) {
+    fn(args);
+    state->canJump = false;
+    enterCall(prev);
+    return true;
+  }
+  state->canJump = false;
+  enterCall(prev);
+  return false;
+}
+
+const std::string &CallScope::error() const { return state->error; }
+
+bool CallScope::owns(const void *ptr) const {
+  std::lock_guard<std::mutex> lock(state->mutex);
+  return state->live.count(const_cast<void *>(ptr)) != 0;
+}
+
+size_t CallScope::peakBytes() const { return state->peak; }
+
+/// Formats `fmt`, replacing `{i}` by args[i], into `out`.
+static void formatInto(std::string &out, const char *fmt, int64_t nargs,
+                       const int64_t *args) {
+  out.clear();
+  for (const char *p = fmt; *p; ++p) {
+    if (*p == '{' && p[1] >= '0' && p[1] <= '9' && p[2] == '}') {
+      int i = p[1] - '0';
+      if (i < nargs)
+        out += std::to_string(args[i]);
+      p += 2;
+      continue;
+    }
+    out.push_back(*p);
+  }
+}
+
+/// Ends the running call with the error already stored in `state->error`.
+/// Only trivially destructible locals may be alive in callers up to run().
+[[noreturn]] static void unwind(CallState *state) {
+  if (state && state->canJump &&
+      state->owner == std::this_thread::get_id())
+    std::longjmp(state->jump, 1);
+  // A worker thread, or no running call: nothing can be unwound safely.
+  std::fprintf(stderr, "error: %s\n",
+               state ? state->error.c_str() : "run-time check failed");
+  std::abort();
+}
+
+} // namespace seqc::rt
+
+using namespace seqc::rt;
+
+extern "C" void seqc_rt_check_failed(const char *fmt, int64_t nargs,
+                                     int64_t a0, int64_t a1, int64_t a2,
+                                     int64_t a3) {
+  CallState *state = current;
+  int64_t args[4] = {a0, a1, a2, a3};
+  if (!state) {
+    std::string msg;
+    formatInto(msg, fmt, nargs, args);
+    std::fprintf(stderr, "error: %s\n", msg.c_str());
+    std::abort();
+  }
+  formatInto(state->error, fmt, nargs, args);
+  unwind(state);
+}
+
+/// A tracked allocation of `size` bytes aligned to `alignment`.
+static void *trackedAlloc(size_t alignment, size_t size) {
+  CallState *state = current;
+  if (size == 0)
+    size = 1;
+  if (state && state->limit) {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    if (size > state->limit || state->bytes > state->limit - size) {
+      state->error = "out of memory: a buffer of " + std::to_string(size) +
+                     " bytes exceeds the memory limit of " +
+                     std::to_string(state->limit) + " bytes (" +
+                     std::to_string(state->bytes) + " in use)";
+    }
+  }
+  if (state && !state->error.empty())
+    unwind(state);
+  void *ptr = nullptr;
+  if (alignment <= alignof(std::max_align_t)) {
+    ptr = std::malloc(size);
+  } else if (posix_memalign(&ptr, alignment, size) != 0) {
+    ptr = nullptr;
+  }
+  if (!ptr) {
+    if (!state) {
+      std::fprintf(stderr, "error: out of memory allocating %zu bytes\n", size);
+      std::abort();
+    }
+    state->error =
+        "out of memory: allocating " + std::to_string(size) + " bytes failed";
+    unwind(state);
+  }
+  if (state) {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->live.emplace(ptr, size);
+    state->bytes += size;
+    if (state->bytes > state->peak)
+      state->peak = state->bytes;
+  }
+  return ptr;
+}
+
+extern "C" void *_mlir_memref_to_llvm_alloc(size_t size) {
+  return trackedAlloc(alignof(std::max_align_t), size);
+}
+
+extern "C" void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment,
+                                                    size_t size) {
+  return trackedAlloc(alignment, size);
+}
+
+extern "C" void _mlir_memref_to_llvm_free(void *ptr) {
+  if (!ptr)
+    return;
+  if (CallState *state = current) {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    auto it = state->live.find(ptr);
+    if (it != state->live.end()) {
+      state->bytes -= it->second;
+      state->live.erase(it);
+    }
+  }
+  std::free(ptr);
+}

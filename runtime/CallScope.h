@@ -1,0 +1,48 @@
+//===- CallScope.h - host side of a call into compiled code -----*- C++ -*-===//
+
+#ifndef SEQC_RUNTIME_CALLSCOPE_H
+#define SEQC_RUNTIME_CALLSCOPE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace seqc::rt {
+
+struct CallState;
+
+/// One call into compiled code. While it runs, the allocations the code makes
+/// are tracked and a failed run-time check unwinds back to run(). When the
+/// scope ends, every allocation still live (temporaries the code leaked,
+/// results already copied out) is released.
+class CallScope {
+public:
+  /// `memoryLimit`: the most bytes the call may hold at once (0: no limit).
+  explicit CallScope(size_t memoryLimit = 0);
+  ~CallScope();
+  CallScope(const CallScope &) = delete;
+  CallScope &operator=(const CallScope &) = delete;
+
+  /// Runs `fn(args)` (an MLIR packed entry point). Returns false when a
+  /// run-time check failed; error() then says why.
+  bool run(void (*fn)(void **), void **args);
+  const std::string &error() const;
+  /// Whether `ptr` is an allocation made during this call.
+  bool owns(const void *ptr) const;
+  /// Peak bytes held at once during the call.
+  size_t peakBytes() const;
+
+private:
+  std::unique_ptr<CallState> state;
+};
+
+/// Lets a worker thread of the thread pool act on behalf of a call (its
+/// allocations are tracked there). Returns the previous state.
+CallState *enterCall(CallState *state);
+/// The call running on this thread, or null.
+CallState *currentCall();
+
+} // namespace seqc::rt
+
+#endif // SEQC_RUNTIME_CALLSCOPE_H

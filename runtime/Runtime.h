@@ -1,0 +1,37 @@
+/*===- Runtime.h - what compiled seqc code calls at run time ------*- C -*-===*\
+|*                                                                            *|
+|* The entry points generated code calls (run-time check failures, tracked   *|
+|* allocations) and the host-side call scope that catches their errors.       *|
+|* No MLIR or LLVM here: AOT objects link against this library alone.         *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef SEQC_RUNTIME_RUNTIME_H
+#define SEQC_RUNTIME_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Called by generated code when a run-time check fails: formats `fmt` with
+ * `{0}`..`{3}` replaced by `a0`..`a3` (the first `nargs` are used), records it
+ * in the running call and unwinds to the call's entry. Without a running call
+ * it prints the message and aborts. */
+void seqc_rt_check_failed(const char *fmt, int64_t nargs, int64_t a0,
+                          int64_t a1, int64_t a2, int64_t a3);
+
+/* The allocation entry points of MLIR's memref-to-LLVM lowering
+ * (use-generic-functions). Inside a call they are tracked, so whatever the
+ * call leaves allocated is released when it ends, and a request over the
+ * memory limit fails the call with an error instead of the process. */
+void *_mlir_memref_to_llvm_alloc(size_t size);
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
+void _mlir_memref_to_llvm_free(void *ptr);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* SEQC_RUNTIME_RUNTIME_H */

@@ -1,0 +1,271 @@
+//===- seqc-run.cpp - compile a graph through the JIT and run it ----------===//
+//
+//   seqc-run FILE.mlir [-e NAME] [--target cpu|cuda] [--input A.npy]...
+//            [--random-inputs [--seed N]] [--output-dir DIR] [--print]
+//            [--bench N] [--reference]
+//
+// Any bad input prints one `error: ...` line to stderr and exits 1, before
+// any output file is written.
+//
+//===----------------------------------------------------------------------===//
+
+#include "seqc/Engine.h"
+#include "seqc/Npy.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+using namespace seqc;
+
+namespace {
+
+struct Options {
+  std::string file;
+  std::string entry;
+  Target target = Target::CPU;
+  std::vector<std::string> inputs;
+  bool randomInputs = false;
+  uint64_t seed = 0;
+  std::string outputDir;
+  bool print = false;
+  int bench = 0;
+  bool reference = false;
+};
+
+const char *kUsage =
+    "usage: seqc-run FILE.mlir [-e NAME] [--target cpu|cuda] "
+    "[--input A.npy]... [--random-inputs [--seed N]] [--output-dir DIR] "
+    "[--print] [--bench N] [--reference]\n"
+    "\n"
+    "Compiles FILE.mlir through seqc's JIT and runs one function.\n"
+    "  -e NAME            the function to run (default: main, or the only\n"
+    "                     public function)\n"
+    "  --target cpu|cuda  where to run (default: cpu)\n"
+    "  --input A.npy      binds the next argument (repeat, in order)\n"
+    "  --random-inputs    deterministic data for every argument; --seed N\n"
+    "  --output-dir DIR   writes result0.npy, result1.npy, ...\n"
+    "  --print            prints the results\n"
+    "  --bench N          one warm-up call, then N timed calls\n"
+    "  --reference        lowers through the reference lowering (the oracle)\n";
+
+[[noreturn]] void fail(const std::string &message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  std::exit(1);
+}
+
+bool parseUnsigned(const std::string &s, uint64_t &out) {
+  if (s.empty() || s.size() > 19)
+    return false;
+  for (char c : s)
+    if (c < '0' || c > '9')
+      return false;
+  out = std::stoull(s);
+  return true;
+}
+
+Options parseArgs(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    bool hasInline = false;
+    if (arg.rfind("--", 0) == 0) {
+      size_t eq = arg.find('=');
+      if (eq != std::string::npos) {
+        value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+        hasInline = true;
+      }
+    }
+    auto takeValue = [&]() -> std::string {
+      if (hasInline)
+        return value;
+      if (i + 1 >= argc)
+        fail("option " + arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (arg == "-e" || arg == "--entry") {
+      o.entry = takeValue();
+    } else if (arg == "--target") {
+      std::string t = takeValue();
+      if (t == "cpu")
+        o.target = Target::CPU;
+      else if (t == "cuda")
+        o.target = Target::CUDA;
+      else
+        fail("unknown target '" + t + "' (expected cpu or cuda)");
+    } else if (arg == "--input") {
+      o.inputs.push_back(takeValue());
+    } else if (arg == "--random-inputs") {
+      o.randomInputs = true;
+    } else if (arg == "--seed") {
+      if (!parseUnsigned(takeValue(), o.seed))
+        fail("--seed needs a non-negative integer");
+    } else if (arg == "--output-dir") {
+      o.outputDir = takeValue();
+      if (o.outputDir.empty())
+        fail("--output-dir needs a directory");
+    } else if (arg == "--print") {
+      o.print = true;
+    } else if (arg == "--bench") {
+      uint64_t n;
+      if (!parseUnsigned(takeValue(), n) || n == 0 || n > 1000000)
+        fail("--bench needs a positive number of runs");
+      o.bench = static_cast<int>(n);
+    } else if (arg == "--reference") {
+      o.reference = true;
+    } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
+      fail("unknown option '" + arg + "' (see --help)");
+    } else if (o.file.empty()) {
+      o.file = arg;
+    } else {
+      fail("more than one input file ('" + o.file + "' and '" + arg + "')");
+    }
+  }
+  if (o.file.empty())
+    fail("no input file (usage: seqc-run FILE.mlir [options], see --help)");
+  if (o.randomInputs && !o.inputs.empty())
+    fail("--random-inputs and --input cannot be combined");
+  return o;
+}
+
+/// The function to run: -e, else `main`, else the only public function.
+std::string pickEntry(const CompiledModule &module, const std::string &asked) {
+  if (!asked.empty())
+    return asked;
+  std::vector<std::string> names = module.functionNames();
+  if (std::find(names.begin(), names.end(), "main") != names.end())
+    return "main";
+  if (names.size() == 1)
+    return names[0];
+  if (names.empty())
+    fail("the module has no public function to run");
+  std::string list;
+  for (const std::string &n : names)
+    list += (list.empty() ? "@" : ", @") + n;
+  fail("the module has several public functions (" + list +
+       ") and none is @main: choose one with -e");
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// Writes every result, or none: files written before a failure are removed.
+void writeResults(const std::string &dir, const std::vector<Tensor> &results) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) {
+    if (mkdir(dir.c_str(), 0755) != 0)
+      fail("cannot create output directory '" + dir +
+           "': " + std::strerror(errno));
+  } else if (!S_ISDIR(st.st_mode)) {
+    fail("'" + dir + "' is not a directory");
+  }
+  std::vector<std::string> written;
+  for (size_t i = 0; i < results.size(); ++i) {
+    std::string path = dir + "/result" + std::to_string(i) + ".npy";
+    Status s = npy::write(path, results[i]);
+    if (!s) {
+      for (const std::string &w : written)
+        std::remove(w.c_str());
+      fail(s.message());
+    }
+    written.push_back(path);
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options opts = parseArgs(argc, argv);
+
+  // Inputs are read before compiling: a bad file is reported at once.
+  std::vector<Tensor> inputs;
+  for (const std::string &path : opts.inputs) {
+    Expected<Tensor> t = npy::read(path);
+    if (!t)
+      fail(t.message());
+    inputs.push_back(t.take());
+  }
+
+  if (opts.target == Target::CUDA && !cudaDeviceAvailable())
+    fail("no CUDA device");
+
+  Engine engine;
+  CompileOptions copts;
+  copts.target = opts.target;
+  copts.reference = opts.reference;
+  Expected<std::shared_ptr<CompiledModule>> module =
+      engine.compileFile(opts.file, copts);
+  if (!module)
+    fail(module.message());
+
+  std::string entry = pickEntry(**module, opts.entry);
+  Expected<Function> fn = (*module)->function(entry);
+  if (!fn)
+    fail(fn.message());
+  const FunctionSignature &sig = fn->signature();
+
+  if (opts.randomInputs) {
+    for (size_t i = 0; i < sig.inputs.size(); ++i) {
+      const TensorSpec &spec = sig.inputs[i];
+      for (int64_t d : spec.shape)
+        if (d < 0)
+          fail("--random-inputs needs static shapes, but argument " +
+               std::to_string(i) + " (" + spec.name + ") has type " +
+               spec.typeString());
+      Expected<Tensor> t = randomTensor(spec.dtype, spec.shape,
+                                        opts.seed * 1000003ULL + i);
+      if (!t)
+        fail(t.message());
+      inputs.push_back(t.take());
+    }
+  } else if (inputs.size() != sig.inputs.size()) {
+    fail("@" + entry + " takes " + std::to_string(sig.inputs.size()) +
+         " arguments but " + std::to_string(inputs.size()) +
+         " --input files were given");
+  }
+
+  std::vector<TensorView> views;
+  for (const Tensor &t : inputs)
+    views.push_back(t.view());
+
+  Expected<std::vector<Tensor>> results = fn->call(views);
+  if (!results)
+    fail(results.message());
+
+  std::vector<double> times;
+  for (int r = 0; r < opts.bench; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    Expected<std::vector<Tensor>> again = fn->call(views);
+    auto end = std::chrono::steady_clock::now();
+    if (!again)
+      fail(again.message());
+    times.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+  }
+
+  if (!opts.outputDir.empty())
+    writeResults(opts.outputDir, *results);
+  if (opts.print) {
+    for (size_t i = 0; i < results->size(); ++i) {
+      const Tensor &t = (*results)[i];
+      std::printf("result%zu: %s\n%s\n", i, t.typeString().c_str(),
+                  formatTensor(t).c_str());
+    }
+  }
+  if (opts.bench > 0)
+    std::printf("bench: median_ms=%.4f min_ms=%.4f runs=%d\n", median(times),
+                *std::min_element(times.begin(), times.end()), opts.bench);
+  return 0;
+}
