@@ -80,8 +80,9 @@ LogicalResult AssociativeScanOp::verify() {
     return emitOpError() << "has " << getInputs().size() << " inputs but "
                          << getOutputs().size() << " results";
   int64_t rank = rankOf(getInputs()[0]);
-  if (getDim() < 0 || getDim() >= rank)
-    return emitOpError() << "dim = " << getDim()
+  int64_t dim = getDimAttr().getInt();
+  if (dim < 0 || dim >= rank)
+    return emitOpError() << "dim = " << dim
                          << " is out of range for inputs of rank " << rank;
   for (auto [i, in, out] : llvm::enumerate(getInputs(), getOutputs())) {
     Type elt = cast<RankedTensorType>(in.getType()).getElementType();
@@ -173,9 +174,9 @@ void SsdOp::buildShapeSignature(ShapeSignature &sig) {
 }
 
 LogicalResult SsdOp::verify() {
-  if (getChunkSize() < 0)
+  if (getChunkSizeAttr().getInt() < 0)
     return emitOpError() << "chunk_size must be >= 0 (0: the compiler "
-                         << "chooses), but is " << getChunkSize();
+                         << "chooses), but is " << getChunkSizeAttr().getInt();
   return verifyShapeSignature(*this);
 }
 
@@ -236,9 +237,9 @@ LogicalResult LinearAttentionOp::verify() {
   if (getNormalize() && getInit())
     return emitOpError() << "normalize cannot be combined with init: the "
                          << "normalizer state is not carried";
-  if (getChunkSize() < 0)
+  if (getChunkSizeAttr().getInt() < 0)
     return emitOpError() << "chunk_size must be >= 0 (0: the compiler "
-                         << "chooses), but is " << getChunkSize();
+                         << "chooses), but is " << getChunkSizeAttr().getInt();
   if (!(getEps().convertToFloat() >= 0.0f))
     return emitOpError() << "eps must be >= 0";
   return verifyShapeSignature(*this);
@@ -278,9 +279,9 @@ void AttentionOp::buildShapeSignature(ShapeSignature &sig) {
 }
 
 LogicalResult AttentionOp::verify() {
-  if (getWindow() < 0)
+  if (getWindowAttr().getInt() < 0)
     return emitOpError() << "window must be >= 0 (0: unlimited), but is "
-                         << getWindow();
+                         << getWindowAttr().getInt();
   if (auto scale = getScale(); scale && !std::isfinite(scale->convertToFloat()))
     return emitOpError() << "scale must be finite";
   return verifyShapeSignature(*this);
@@ -319,23 +320,24 @@ void RouteOp::buildShapeSignature(ShapeSignature &sig) {
   sig.add("bias", getBias(), {"E"}, ElementKind::Param);
   sig.add("noise_eps", getNoiseEps(), {"T", "E"});
   sig.add("noise_logits", getNoiseLogits(), {"T", "E"});
-  sig.bind("k", getK(), "k");
+  sig.bind("k", getKAttr().getInt(), "k");
   sig.add("weights", getWeights(), {"T", "k"});
   sig.add("indices", getIndices(), {"T", "k"}, ElementKind::Int32);
   sig.add("aux", getAux(), {}, ElementKind::State);
 }
 
 LogicalResult RouteOp::verify() {
-  if (getK() < 1)
-    return emitOpError() << "k must be >= 1, but is " << getK();
+  int64_t k = getKAttr().getInt();
+  if (k < 1)
+    return emitOpError() << "k must be >= 1, but is " << k;
   if (static_cast<bool>(getNoiseEps()) != static_cast<bool>(getNoiseLogits()))
     return emitOpError() << "noise needs both eps and noise_logits";
   int64_t experts = cast<RankedTensorType>(getLogits().getType()).getRank() == 2
                         ? cast<RankedTensorType>(getLogits().getType())
                               .getDimSize(1)
                         : ShapedType::kDynamic;
-  if (!ShapedType::isDynamic(experts) && getK() > experts)
-    return emitOpError() << "k = " << getK()
+  if (!ShapedType::isDynamic(experts) && k > experts)
+    return emitOpError() << "k = " << k
                          << " exceeds the number of experts E = " << experts;
   return verifyShapeSignature(*this);
 }

@@ -182,6 +182,12 @@ LogicalResult ShapeSignature::verify(Operation *op) const {
            << " (parameters are f32 or the data type)";
   }
 
+  auto isDivisor = [&](StringRef sym) {
+    for (const auto &d : divisible)
+      if (d.second == sym)
+        return true;
+    return false;
+  };
   llvm::StringMap<Known> known;
   for (const auto &[sym, src] : bindings)
     known[sym] = Known{src.constant, -1, 0, src.origin};
@@ -199,8 +205,16 @@ LogicalResult ShapeSignature::verify(Operation *op) const {
           return op->emitOpError()
                  << describe(i, j) << " is " << size << ", which is not "
                  << e.str() << " for any " << e.symbol << " >= 0";
-        known[e.symbol] = Known{base / e.scale, static_cast<int>(i),
+        int64_t value = base / e.scale;
+        known[e.symbol] = Known{value, static_cast<int>(i),
                                 static_cast<unsigned>(j), ""};
+        // A size that must be positive is reported before anything derived
+        // from it (W-1 of a zero-width filter would be -1).
+        if (value < 1 && (llvm::is_contained(positive, e.symbol) ||
+                          isDivisor(e.symbol)))
+          return op->emitOpError()
+                 << e.symbol << " must be at least 1, but " << describe(i, j)
+                 << " gives " << e.symbol << " = " << value;
         continue;
       }
       const Known &k = it->second;

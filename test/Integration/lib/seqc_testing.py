@@ -1,0 +1,157 @@
+"""Helpers for seqc's integration tests: build MLIR, run seqc-run, compare.
+
+Every test computes its expectation with numpy in float64 from the SPEC's
+equations (refs.py) and checks seqc's f32 results with the SPEC's rule
+max|y - ref| <= tol * max(1, max|ref|).
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+SEQC_RUN = shutil.which("seqc-run") or "seqc-run"
+
+_NP_TO_MLIR = {np.float32: "f32", np.float16: "f16", np.int32: "i32", np.int64: "i64"}
+
+
+def mlir_type(shape, dtype="f32"):
+    dims = "".join(("?" if d is None or d < 0 else str(d)) + "x" for d in shape)
+    return f"tensor<{dims}{dtype}>"
+
+
+def type_of(array):
+    return mlir_type(array.shape, _NP_TO_MLIR[array.dtype.type])
+
+
+class SeqcError(Exception):
+    def __init__(self, returncode, stderr):
+        super().__init__(f"seqc-run exited with {returncode}: {stderr.strip()}")
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+def run_seqc(mlir, inputs, func=None, extra=(), expect_error=False):
+    """Runs `mlir` through seqc-run with `inputs` (numpy arrays, in argument
+    order) and returns the results as numpy arrays. With expect_error, returns
+    the stderr of a run that must fail with status 1 and write nothing."""
+    with tempfile.TemporaryDirectory(prefix="seqc-test-") as tmp:
+        src = os.path.join(tmp, "graph.mlir")
+        with open(src, "w") as f:
+            f.write(mlir)
+        cmd = [SEQC_RUN, src, "--output-dir", os.path.join(tmp, "out")]
+        if func:
+            cmd += ["-e", func]
+        for i, a in enumerate(inputs):
+            path = os.path.join(tmp, f"in{i}.npy")
+            np.save(path, np.ascontiguousarray(a))
+            cmd += ["--input", path]
+        cmd += list(extra)
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if expect_error:
+            if proc.returncode != 1:
+                raise AssertionError(
+                    f"expected exit status 1, got {proc.returncode}: {proc.stderr}")
+            if os.path.exists(os.path.join(tmp, "out")) and os.listdir(os.path.join(tmp, "out")):
+                raise AssertionError("a failing run wrote output files")
+            return proc.stderr
+        if proc.returncode != 0:
+            raise SeqcError(proc.returncode, proc.stderr)
+        out = os.path.join(tmp, "out")
+        results = []
+        i = 0
+        while os.path.exists(os.path.join(out, f"result{i}.npy")):
+            results.append(np.load(os.path.join(out, f"result{i}.npy")))
+            i += 1
+        return results
+
+
+class Checker:
+    """Collects comparisons; exits non-zero at the end if any failed."""
+
+    def __init__(self):
+        self.failures = 0
+        self.count = 0
+
+    def close(self, name, got, ref, tol=1e-4):
+        self.count += 1
+        got = np.asarray(got, dtype=np.float64)
+        ref = np.asarray(ref, dtype=np.float64)
+        if got.shape != ref.shape:
+            print(f"FAIL {name}: shape {got.shape} != expected {ref.shape}")
+            self.failures += 1
+            return False
+        if ref.size == 0:
+            print(f"ok   {name}: empty")
+            return True
+        err = float(np.max(np.abs(got - ref)))
+        scale = max(1.0, float(np.max(np.abs(ref))))
+        ok = err <= tol * scale and np.all(np.isfinite(got) == np.isfinite(ref))
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: max|err| = {err:.3g} (limit {tol * scale:.3g})")
+        if not ok:
+            self.failures += 1
+        return ok
+
+    def equal(self, name, got, ref):
+        self.count += 1
+        ok = np.array_equal(np.asarray(got), np.asarray(ref))
+        print(f"{'ok  ' if ok else 'FAIL'} {name}")
+        if not ok:
+            print("  got:", np.asarray(got).ravel()[:16])
+            print("  ref:", np.asarray(ref).ravel()[:16])
+            self.failures += 1
+        return ok
+
+    def expect(self, name, condition, detail=""):
+        self.count += 1
+        print(f"{'ok  ' if condition else 'FAIL'} {name} {detail}")
+        if not condition:
+            self.failures += 1
+
+    def run(self, name, fn):
+        """Runs one case; an exception counts as a failure."""
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - report and continue
+            self.count += 1
+            self.failures += 1
+            print(f"FAIL {name}: {e}")
+
+    def finish(self):
+        print(f"{self.count - self.failures}/{self.count} checks passed")
+        sys.exit(1 if self.failures else 0)
+
+
+def rng(seed):
+    return np.random.default_rng(seed)
+
+
+def f32(x):
+    return np.asarray(x, dtype=np.float32)
+
+
+def seq_op(result, op, required, optional=(), attrs="", in_types=(), out_types=()):
+    """One `%result = seq.op ...` line in the SPEC's custom syntax.
+    `optional` is a list of (keyword, [ssa names])."""
+    text = ", ".join(required)
+    for kw, names in optional:
+        text += f" {kw}({', '.join(names)})"
+    attr = f" {{{attrs}}}" if attrs else ""
+    lhs = f"%{result}:{len(out_types)}" if len(out_types) > 1 else f"%{result}"
+    return (f"  {lhs} = seq.{op} {text}{attr} : ({', '.join(in_types)}) -> "
+            f"({', '.join(out_types)})")
+
+
+def func(args, body, results, name="main"):
+    """`func.func @name(args) -> (types) { body; return results }` where args
+    is a list of (ssa name, type) and results a list of (ssa value, type)."""
+    sig = ", ".join(f"%{n}: {t}" for n, t in args)
+    rtypes = ", ".join(t for _, t in results)
+    rvals = ", ".join(v for v, _ in results)
+    lines = [f"func.func @{name}({sig}) -> ({rtypes}) {{"]
+    lines += body
+    lines.append(f"  return {rvals} : {rtypes}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,104 @@
+# seq.selective_scan against a float64 recurrence: both discretizations,
+# softplus with its linear tail, every optional operand, G > 1, T = 1, odd
+# sizes, A = 0 entries (the ZOH limit), and the carried state in two pieces.
+# RUN: %python %s
+import numpy as np
+from refs import selective_scan, softplus as softplus_fn
+from seqc_testing import Checker, f32, func, rng, run_seqc, seq_op, type_of
+
+c = Checker()
+
+
+def make(Bs, T, D, N, G, seed):
+    r = rng(seed)
+    return dict(
+        u=f32(r.standard_normal((Bs, T, D))),
+        delta=f32(r.uniform(-2.0, 1.0, (Bs, T, D))),
+        A=f32(-np.exp(r.uniform(-1.0, 1.0, (D, N)))),
+        B=f32(r.standard_normal((Bs, T, G, N))),
+        C=f32(r.standard_normal((Bs, T, G, N))),
+        D=f32(r.standard_normal(D)),
+        z=f32(r.standard_normal((Bs, T, D))),
+        db=f32(r.uniform(-0.5, 0.5, D)),
+        h0=f32(r.standard_normal((Bs, D, N))),
+    )
+
+
+OPTIONAL = [("skip", "D"), ("gate", "z"), ("delta_bias", "db"), ("init", "h0")]
+
+
+def graph(v, use, attrs, name="main", prefix="", init_from=None):
+    names = ["u", "delta", "A", "B", "C"]
+    args = [(prefix + n, type_of(v[n])) for n in names]
+    opt = []
+    for kw, n in OPTIONAL:
+        if n in use:
+            if kw == "init" and init_from:
+                opt.append((kw, [init_from]))
+                continue
+            args.append((prefix + n, type_of(v[n])))
+            opt.append((kw, ["%" + prefix + n]))
+    tys = [t for _, t in args]
+    if init_from:
+        tys.append(type_of(v["h0"]))
+    out = [type_of(v["u"]), type_of(v["h0"])]
+    line = seq_op(prefix + "r", "selective_scan", ["%" + prefix + n for n in names], opt, attrs, tys, out)
+    return args, line, out
+
+
+def case(Bs, T, D, N, G, use=(), softplus=False, zoh=False, zero_a=False, seed=0):
+    v = make(Bs, T, D, N, G, seed)
+    if not softplus:  # without softplus the given delta must already be positive
+        v["delta"] = f32(softplus_fn(v["delta"]))
+    if zero_a:
+        v["A"][::3, ::2] = 0.0
+    attrs = []
+    if softplus:
+        attrs.append("delta_softplus = true")
+    if zoh:
+        attrs.append("discretization = #seq.discretization<zoh>")
+    args, line, out = graph(v, use, ", ".join(attrs))
+    mlir = func(args, [line], [("%r#0", out[0]), ("%r#1", out[1])])
+    y, last = run_seqc(mlir, [v[n] for n, _ in args])
+    get = lambda n: v[n] if n in use else None
+    ry, rl = selective_scan(v["u"], v["delta"], v["A"], v["B"], v["C"], get("D"), get("z"),
+                            get("db"), get("h0"), softplus, zoh)
+    tag = f"B={Bs} T={T} D={D} N={N} G={G} opt={','.join(use)} softplus={softplus} zoh={zoh} zeroA={zero_a}"
+    c.close("y " + tag, y, ry)
+    c.close("last " + tag, last, rl)
+
+
+def pieces(Bs, T, D, N, G, split, zoh=False, seed=11):
+    v = make(Bs, T, D, N, G, seed)
+    use = ("D", "z", "db")
+    attrs = "delta_softplus = true" + (", discretization = #seq.discretization<zoh>" if zoh else "")
+    halves = []
+    for part, sl in (("p", slice(0, split)), ("q", slice(split, T))):
+        w = dict(v)
+        for n in ("u", "delta", "B", "C", "z"):
+            w[n] = v[n][:, sl]
+        halves.append(w)
+    a1, l1, o1 = graph(halves[0], use, attrs, prefix="p")
+    a2, l2, o2 = graph(halves[1], use + ("h0",), attrs, prefix="q", init_from="%pr#1")
+    mlir = func(a1 + a2, [l1, l2], [("%pr#0", o1[0]), ("%qr#0", o2[0]), ("%qr#1", o2[1])])
+    inputs = [halves[0][n.lstrip("p")] for n, _ in a1] + [halves[1][n.lstrip("q")] for n, _ in a2]
+    y1, y2, last = run_seqc(mlir, inputs)
+    ry, rl = selective_scan(v["u"], v["delta"], v["A"], v["B"], v["C"], v["D"], v["z"], v["db"],
+                            None, True, zoh)
+    c.close(f"pieces y split={split} zoh={zoh}", np.concatenate([y1, y2], axis=1), ry)
+    c.close(f"pieces last split={split} zoh={zoh}", last, rl)
+
+
+c.run("plain", lambda: case(2, 16, 8, 4, 1))
+c.run("all optional", lambda: case(2, 19, 12, 5, 3, use=("D", "z", "db", "h0"), softplus=True, seed=1))
+c.run("zoh", lambda: case(1, 23, 6, 4, 2, use=("D", "db"), softplus=True, zoh=True, seed=2))
+c.run("zoh A=0 limit", lambda: case(2, 9, 6, 4, 1, zoh=True, zero_a=True, seed=3))
+c.run("T=1", lambda: case(3, 1, 10, 16, 5, use=("D", "z", "h0"), softplus=True, seed=4))
+c.run("gate only", lambda: case(1, 7, 4, 3, 4, use=("z",), seed=5))
+c.run("delta bias only", lambda: case(2, 5, 4, 2, 2, use=("db",), softplus=True, seed=6))
+c.run("init only", lambda: case(1, 33, 9, 7, 1, use=("h0",), seed=7))
+c.run("skip only", lambda: case(1, 6, 8, 4, 2, use=("D",), seed=8))
+c.run("pieces", lambda: pieces(2, 31, 8, 4, 2, 17))
+c.run("pieces zoh decode", lambda: pieces(1, 12, 6, 3, 3, 11, zoh=True))
+c.run("long", lambda: case(1, 1024, 4, 4, 1, use=("D",), softplus=True, seed=9))
+c.finish()

@@ -1,0 +1,41 @@
+# lit configuration of seqc's tests: dialect round trips and diagnostics,
+# pass structure, and integration tests against numpy references.
+import ctypes
+import os
+
+import lit.formats
+
+config.name = "seqc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".test", ".py"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "lib", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.seqc_obj_root, "test")
+
+# seqc's tools first, then FileCheck, not, count from LLVM.
+config.environment["PATH"] = os.pathsep.join(
+    [config.seqc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+config.environment["PYTHONPATH"] = os.path.join(
+    config.test_source_root, "Integration", "lib")
+# Tests are deterministic and sized for a small machine.
+config.environment["SEQC_NUM_THREADS"] = os.environ.get("SEQC_NUM_THREADS", "2")
+
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%seqc_src", config.seqc_src_root))
+
+
+def cuda_device_present():
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        if cuda.cuInit(0) != 0:
+            return False
+        count = ctypes.c_int(0)
+        return cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+    except OSError:
+        return False
+
+
+if cuda_device_present():
+    config.available_features.add("cuda-device")
+if os.path.exists("/usr/local/cuda/bin/ptxas") or os.environ.get("CUDA_HOME"):
+    config.available_features.add("ptxas")
