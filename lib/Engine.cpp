@@ -369,7 +369,7 @@ Engine::compile(std::string_view source, const CompileOptions &options,
     std::string loc;
     llvm::raw_string_ostream los(loc);
     if (auto fl = mlir::dyn_cast<mlir::FileLineColLoc>(diag.getLocation()))
-      los << fl.getFilename() << ":" << fl.getLine() << ":" << fl.getColumn()
+      los << fl.getFilename().getValue() << ":" << fl.getLine() << ":" << fl.getColumn()
           << ": ";
     firstError = loc + diag.str();
     return mlir::success();

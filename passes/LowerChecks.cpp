@@ -5,6 +5,7 @@
 #include "Seq/SeqDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -23,12 +24,65 @@ static constexpr StringLiteral kCheckFailed = "seqc_rt_check_failed";
 /// seq.check carries at most this many values (the runtime's signature).
 static constexpr unsigned kMaxArgs = 4;
 
+/// Upstream run-time verification writes multi-line messages:
+///   ERROR: Runtime op verification failed
+///   %c = tensor.cast %a : tensor<?x4xf32> to tensor<3x4xf32>
+///   ^ size mismatch of dim 0
+///   Location: loc("graph.mlir":2:8)
+/// seqc reports errors on one line: "tensor.cast at graph.mlir:2:8: size
+/// mismatch of dim 0".
+static std::string oneLineMessage(StringRef msg) {
+  SmallVector<StringRef> lines;
+  msg.split(lines, '\n', -1, /*KeepEmpty=*/false);
+  std::string opName, reason, where;
+  for (StringRef line : lines) {
+    line = line.trim();
+    if (line.consume_front("^ ")) {
+      reason = line.str();
+    } else if (line.consume_front("Location: loc(")) {
+      line.consume_back(")");
+      std::string loc;
+      for (char c : line)
+        if (c != '"')
+          loc.push_back(c);
+      where = loc;
+    } else if (!line.starts_with("ERROR:") && opName.empty()) {
+      // "%x = dialect.op ..." or "dialect.op ..."
+      StringRef rest = line;
+      if (rest.starts_with("%"))
+        rest = rest.split(" = ").second;
+      opName = rest.split(' ').first.str();
+    }
+  }
+  if (reason.empty()) {
+    std::string flat;
+    for (StringRef line : lines)
+      flat += (flat.empty() ? "" : "; ") + line.trim().str();
+    return flat;
+  }
+  std::string out = opName.empty() ? "run-time check" : opName;
+  if (!where.empty())
+    out += " at " + where;
+  return out + ": " + reason;
+}
+
 namespace {
 struct SeqLowerChecks : seqc::impl::SeqLowerChecksBase<SeqLowerChecks> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<seqc::seq::CheckOp> checks;
     module.walk([&](seqc::seq::CheckOp op) { checks.push_back(op); });
+    // Upstream run-time verification (cf.assert) reports through the same
+    // path instead of aborting the process.
+    SmallVector<cf::AssertOp> asserts;
+    module.walk([&](cf::AssertOp op) { asserts.push_back(op); });
+    for (cf::AssertOp op : asserts) {
+      OpBuilder b(op);
+      checks.push_back(seqc::seq::CheckOp::create(
+          b, op.getLoc(), op.getArg(),
+          b.getStringAttr(oneLineMessage(op.getMsg())), ValueRange{}));
+      op.erase();
+    }
     if (checks.empty())
       return;
 

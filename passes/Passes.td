@@ -20,7 +20,7 @@ def SeqLowerToReference : Pass<"seq-lower-to-reference"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect", "::mlir::scf::SCFDialect",
-    "::mlir::tensor::TensorDialect"
+    "::mlir::tensor::TensorDialect", "::seqc::seq::SeqDialect"
   ];
 }
 
@@ -34,7 +34,7 @@ def SeqLowerChecks : Pass<"seq-lower-checks", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect",
-    "::mlir::scf::SCFDialect"
+    "::mlir::scf::SCFDialect", "::seqc::seq::SeqDialect"
   ];
 }
 

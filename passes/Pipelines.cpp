@@ -47,9 +47,16 @@ static void addBufferization(OpPassManager &pm) {
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(opts));
   bufferization::buildBufferDeallocationPipeline(pm);
+  // Clones the deallocation pipeline kept become alloc + copy.
+  pm.addPass(createConvertBufferizationToMemRefPass());
 }
 
 void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
+  // Dynamic shapes of the graph's upstream ops (tensor.cast, linalg.matmul,
+  // extract_slice, ...) are checked at run time; seq ops check themselves
+  // in their lowerings.
+  pm.addPass(createGenerateRuntimeVerificationPass());
+  pm.addPass(createCanonicalizerPass());
   pm.addPass(createSeqLowerToReference());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -6,6 +6,8 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "Seq/SeqDialect.h"
+
 #include <memory>
 
 namespace mlir {

@@ -54,7 +54,11 @@ def associative_scan(xs, combine, dim=1, reverse=False):
     acc = None
     for t in order:
         cur = [x[t] for x in xs]
-        acc = cur if acc is None else list(combine(*acc, *cur))
+        if acc is None:
+            acc = cur
+        else:
+            r = combine(*acc, *cur)
+            acc = list(r) if isinstance(r, tuple) else [r]
         for o, v in zip(outs, acc):
             o[t] = v
     return [np.moveaxis(o, 0, dim) for o in outs]

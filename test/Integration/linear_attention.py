@@ -1,0 +1,96 @@
+# seq.linear_attention against float64: the three decay shapes, feature maps,
+# scale, normalize (causal and not), non-causal with init, T = 1, odd sizes,
+# and the carried state in two pieces.
+# RUN: %python %s
+import numpy as np
+from refs import linear_attention
+from seqc_testing import Checker, f32, func, rng, run_seqc, seq_op, type_of
+
+c = Checker()
+
+
+def make(Bs, T, H, K, V, decay_rank, seed):
+    r = rng(seed)
+    v = dict(q=f32(r.standard_normal((Bs, T, H, K)) * 0.5),
+             k=f32(r.standard_normal((Bs, T, H, K)) * 0.5),
+             v=f32(r.standard_normal((Bs, T, H, V))),
+             S0=f32(r.standard_normal((Bs, H, K, V))))
+    if decay_rank == 1:
+        v["g"] = f32(-r.uniform(0.01, 0.5, H))
+    elif decay_rank == 3:
+        v["g"] = f32(-r.uniform(0.01, 0.5, (Bs, T, H)))
+    elif decay_rank == 4:
+        v["g"] = f32(-r.uniform(0.01, 0.5, (Bs, T, H, K)))
+    return v
+
+
+def graph(v, use_decay, use_init, attrs, prefix="", init_from=None):
+    args = [(prefix + n, type_of(v[n])) for n in ("q", "k", "v")]
+    opt = []
+    if use_decay:
+        args.append((prefix + "g", type_of(v["g"])))
+        opt.append(("decay", ["%" + prefix + "g"]))
+    if init_from:
+        opt.append(("init", [init_from]))
+    elif use_init:
+        args.append((prefix + "S0", type_of(v["S0"])))
+        opt.append(("init", ["%" + prefix + "S0"]))
+    tys = [t for _, t in args] + ([type_of(v["S0"])] if init_from else [])
+    Bs, T, H, _ = v["q"].shape
+    out = [type_of(f32(np.zeros((Bs, T, H, v["v"].shape[-1])))), type_of(v["S0"])]
+    line = seq_op(prefix + "r", "linear_attention", ["%" + prefix + n for n in ("q", "k", "v")],
+                  opt, attrs, tys, out)
+    return args, line, out
+
+
+def case(Bs, T, H, K, V, decay_rank=0, init=False, feature="identity", causal=True,
+         normalize=False, scale=1.0, seed=0):
+    v = make(Bs, T, H, K, V, decay_rank, seed)
+    attrs = [f"feature_map = #seq.feature_map<{feature}>", f"causal = {str(causal).lower()}",
+             f"normalize = {str(normalize).lower()}", f"scale = {scale} : f32"]
+    args, line, out = graph(v, decay_rank > 0, init, ", ".join(attrs))
+    o, last = run_seqc(func(args, [line], [("%r#0", out[0]), ("%r#1", out[1])]),
+                       [v[n] for n, _ in args])
+    ro, rl = linear_attention(v["q"], v["k"], v["v"], v.get("g"), v["S0"] if init else None,
+                              feature, causal, normalize, scale)
+    tag = (f"B={Bs} T={T} H={H} K={K} V={V} decay={decay_rank} init={init} phi={feature} "
+           f"causal={causal} normalize={normalize} scale={scale}")
+    c.close("o " + tag, o, ro)
+    c.close("last " + tag, last, rl)
+
+
+def pieces(Bs, T, H, K, V, decay_rank, split, feature="identity", seed=41):
+    v = make(Bs, T, H, K, V, decay_rank, seed)
+    halves = []
+    for sl in (slice(0, split), slice(split, T)):
+        w = dict(v)
+        for n in ("q", "k", "v"):
+            w[n] = v[n][:, sl]
+        if decay_rank >= 3:
+            w["g"] = v["g"][:, sl]
+        halves.append(w)
+    attrs = f"feature_map = #seq.feature_map<{feature}>"
+    a1, l1, o1 = graph(halves[0], decay_rank > 0, False, attrs, prefix="p")
+    a2, l2, o2 = graph(halves[1], decay_rank > 0, False, attrs, prefix="q", init_from="%pr#1")
+    mlir = func(a1 + a2, [l1, l2], [("%pr#0", o1[0]), ("%qr#0", o2[0]), ("%qr#1", o2[1])])
+    inputs = [halves[0][n[1:]] for n, _ in a1] + [halves[1][n[1:]] for n, _ in a2]
+    o1v, o2v, last = run_seqc(mlir, inputs)
+    ro, rl = linear_attention(v["q"], v["k"], v["v"], v.get("g"), None, feature)
+    c.close(f"pieces o decay={decay_rank} split={split}", np.concatenate([o1v, o2v], axis=1), ro)
+    c.close(f"pieces last decay={decay_rank} split={split}", last, rl)
+
+
+c.run("plain", lambda: case(2, 16, 2, 8, 4))
+c.run("decay H", lambda: case(1, 23, 3, 5, 7, decay_rank=1, init=True, seed=1))
+c.run("decay BTH", lambda: case(2, 19, 2, 8, 8, decay_rank=3, scale=0.35, seed=2))
+c.run("decay BTHK (GLA)", lambda: case(1, 17, 2, 6, 5, decay_rank=4, init=True, seed=3))
+c.run("elu+1 normalized", lambda: case(2, 21, 2, 4, 6, feature="elu_plus_one", normalize=True, seed=4))
+c.run("relu", lambda: case(1, 9, 3, 4, 4, feature="relu", decay_rank=3, seed=5))
+c.run("non-causal normalized", lambda: case(2, 13, 2, 4, 3, feature="elu_plus_one", causal=False,
+                                            normalize=True, seed=6))
+c.run("non-causal with init", lambda: case(1, 11, 2, 3, 5, causal=False, init=True, seed=7))
+c.run("T=1", lambda: case(3, 1, 2, 8, 8, decay_rank=4, init=True, seed=8))
+c.run("pieces decay BTH", lambda: pieces(2, 27, 2, 4, 4, 3, 11))
+c.run("pieces GLA", lambda: pieces(1, 15, 2, 5, 3, 4, 14, feature="elu_plus_one"))
+c.run("pieces no decay", lambda: pieces(1, 12, 1, 4, 4, 0, 5))
+c.finish()
