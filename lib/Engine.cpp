@@ -10,6 +10,7 @@
 #include "Runtime.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -26,6 +27,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstring>
+#include <dlfcn.h>
 #include <mutex>
 #include <unistd.h>
 
@@ -327,6 +329,19 @@ static size_t physicalMemory() {
   return static_cast<size_t>(pages) * static_cast<size_t>(page);
 }
 
+/// The entry points of seqc's runtime that generated code may call.
+static const char *const kRuntimeSymbols[] = {
+    "seqc_rt_check_failed", "_mlir_memref_to_llvm_alloc",
+    "_mlir_memref_to_llvm_aligned_alloc", "_mlir_memref_to_llvm_free",
+    "memrefCopy"};
+
+static bool isRuntimeSymbol(const std::string &name) {
+  for (const char *s : kRuntimeSymbols)
+    if (name == s)
+      return true;
+  return false;
+}
+
 /// The symbols of seqc's runtime that generated code calls.
 static llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner mangle) {
   llvm::orc::SymbolMap map;
@@ -341,6 +356,7 @@ static llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner mangle) 
       reinterpret_cast<void *>(&_mlir_memref_to_llvm_aligned_alloc));
   add("_mlir_memref_to_llvm_free",
       reinterpret_cast<void *>(&_mlir_memref_to_llvm_free));
+  add("memrefCopy", reinterpret_cast<void *>(&memrefCopy));
   return map;
 }
 
@@ -399,6 +415,21 @@ Engine::compile(std::string_view source, const CompileOptions &options,
   buildCpuPipeline(pm, cpu);
   if (mlir::failed(pm.run(*module)))
     return fail("compilation of " + bufferName + " failed");
+
+  // Every function the code calls must exist here: seqc's runtime or the
+  // process (libm). Checked before the JIT, which would only print a
+  // complaint and fail the lookup.
+  std::string missing;
+  for (auto fn : module->getOps<mlir::LLVM::LLVMFuncOp>()) {
+    if (!fn.isExternal())
+      continue;
+    std::string name = fn.getSymName().str();
+    if (!isRuntimeSymbol(name) && !dlsym(RTLD_DEFAULT, name.c_str()))
+      missing += (missing.empty() ? "" : ", ") + name;
+  }
+  if (!missing.empty())
+    return Status::error("the compiled code calls functions this process "
+                         "does not provide: " + missing);
 
   auto tmBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!tmBuilder)

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -22,6 +23,10 @@ void seqc::buildLowerToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createLowerAffinePass());
   // Transcendentals the reference relies on (expm1, log1p, erf) go to libm,
   // which keeps them exact.
+  // rsqrt has no libm function: expand it to 1 / sqrt first.
+  math::MathExpandOpsPassOptions expand;
+  expand.opMnemonics = {"rsqrt"};
+  pm.addPass(math::createMathExpandOpsPass(expand));
   pm.addPass(createConvertMathToLibmPass());
   FinalizeMemRefToLLVMConversionPassOptions memrefOpts;
   // Allocations go through seqc's runtime, which tracks them per call.
@@ -57,6 +62,8 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
   // in their lowerings.
   pm.addPass(createGenerateRuntimeVerificationPass());
   pm.addPass(createCanonicalizerPass());
+  // arith/math ops on whole tensors become linalg.generic (bufferizable).
+  pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createSeqLowerToReference());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -30,6 +30,12 @@ void *_mlir_memref_to_llvm_alloc(size_t size);
 void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
 void _mlir_memref_to_llvm_free(void *ptr);
 
+/* Strided copy between two unranked memref descriptors (the signature of
+ * MLIR's memref-to-LLVM lowering of memref.copy). */
+struct UnrankedMemRef;
+void memrefCopy(int64_t elementSize, struct UnrankedMemRef *src,
+                struct UnrankedMemRef *dst);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
