@@ -58,3 +58,48 @@ TEST(CallScope, ScopesAreIndependent) {
 }
 
 } // namespace
+
+namespace {
+
+struct Unranked {
+  int64_t rank;
+  void *descriptor;
+};
+
+TEST(MemrefCopy, StridedToContiguous) {
+  // A 3x4 source viewed as its transpose (4x3, strides 1, 4) copied into a
+  // contiguous 4x3 buffer.
+  float src[12];
+  for (int i = 0; i < 12; ++i)
+    src[i] = static_cast<float>(i);
+  float dst[12] = {};
+  int64_t srcDesc[7] = {reinterpret_cast<intptr_t>(src), reinterpret_cast<intptr_t>(src),
+                        0, 4, 3, 1, 4};
+  int64_t dstDesc[7] = {reinterpret_cast<intptr_t>(dst), reinterpret_cast<intptr_t>(dst),
+                        0, 4, 3, 3, 1};
+  Unranked s{2, srcDesc}, d{2, dstDesc};
+  memrefCopy(sizeof(float), reinterpret_cast<UnrankedMemRef *>(&s),
+             reinterpret_cast<UnrankedMemRef *>(&d));
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 3; ++c)
+      EXPECT_EQ(dst[r * 3 + c], src[c * 4 + r]);
+}
+
+TEST(MemrefCopy, OffsetsAndEmptyShapes) {
+  double src[6] = {0, 1, 2, 3, 4, 5};
+  double dst[2] = {-1, -1};
+  int64_t srcDesc[5] = {reinterpret_cast<intptr_t>(src), reinterpret_cast<intptr_t>(src), 3, 2, 2};
+  int64_t dstDesc[5] = {reinterpret_cast<intptr_t>(dst), reinterpret_cast<intptr_t>(dst), 0, 2, 1};
+  Unranked s{1, srcDesc}, d{1, dstDesc};
+  memrefCopy(sizeof(double), reinterpret_cast<UnrankedMemRef *>(&s),
+             reinterpret_cast<UnrankedMemRef *>(&d));
+  EXPECT_EQ(dst[0], 3.0);
+  EXPECT_EQ(dst[1], 5.0);
+  srcDesc[3] = 0; // an empty source copies nothing
+  dst[0] = -1;
+  memrefCopy(sizeof(double), reinterpret_cast<UnrankedMemRef *>(&s),
+             reinterpret_cast<UnrankedMemRef *>(&d));
+  EXPECT_EQ(dst[0], -1.0);
+}
+
+} // namespace

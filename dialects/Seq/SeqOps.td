@@ -373,6 +373,7 @@ def Seq_CheckOp : Op<Seq_Dialect, "check",
     $condition `,` $message (`(` $args^ `:` type($args) `)`)? attr-dict
   }];
   let hasVerifier = 1;
+  let hasCanonicalizeMethod = 1;
 }
 
 #endif // SEQ_OPS_TD
