@@ -333,7 +333,7 @@ static size_t physicalMemory() {
 static const char *const kRuntimeSymbols[] = {
     "seqc_rt_check_failed", "_mlir_memref_to_llvm_alloc",
     "_mlir_memref_to_llvm_aligned_alloc", "_mlir_memref_to_llvm_free",
-    "memrefCopy"};
+    "memrefCopy", "seqc_rt_parallel_for"};
 
 static bool isRuntimeSymbol(const std::string &name) {
   for (const char *s : kRuntimeSymbols)
@@ -357,6 +357,7 @@ static llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner mangle) 
   add("_mlir_memref_to_llvm_free",
       reinterpret_cast<void *>(&_mlir_memref_to_llvm_free));
   add("memrefCopy", reinterpret_cast<void *>(&memrefCopy));
+  add("seqc_rt_parallel_for", reinterpret_cast<void *>(&seqc_rt_parallel_for));
   return map;
 }
 

@@ -38,4 +38,20 @@ def SeqLowerChecks : Pass<"seq-lower-checks", "::mlir::ModuleOp"> {
   ];
 }
 
+def SeqLowerParallel : Pass<"seq-lower-parallel", "::mlir::ModuleOp"> {
+  let summary = "Lower seq.parallel_for to the runtime's thread pool";
+  let description = [{
+    Runs on memrefs, before the conversion to LLVM. Each `seq.parallel_for`
+    becomes a context struct on the stack holding the shared arguments (memref
+    descriptors and scalars) and a call of
+    `seqc_rt_parallel_for(count, trampoline, ctx)`. One trampoline per callee,
+    `(ptr ctx, i64 begin, i64 end) -> ()` with a plain C signature, unpacks
+    the context and calls the callee with the range.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect"
+  ];
+}
+
 #endif // SEQC_PASSES_TD

@@ -16,6 +16,7 @@ using namespace mlir;
 
 void seqc::buildLowerToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createSeqLowerChecks());
+  pm.addPass(createSeqLowerParallel());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

@@ -34,7 +34,7 @@ struct SeqLowerToReference
     // Every seq op but the run-time checks must be gone.
     WalkResult left = getOperation()->walk([](Operation *op) {
       if (isa<seqc::seq::SeqDialect>(op->getDialect()) &&
-          !isa<seqc::seq::CheckOp>(op)) {
+          !isa<seqc::seq::CheckOp, seqc::seq::ParallelForOp>(op)) {
         op->emitError() << "no reference lowering for this op";
         return WalkResult::interrupt();
       }

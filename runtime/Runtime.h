@@ -30,6 +30,14 @@ void *_mlir_memref_to_llvm_alloc(size_t size);
 void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
 void _mlir_memref_to_llvm_free(void *ptr);
 
+/* The thread pool. `fn(ctx, begin, end)` is called on disjoint ranges that
+ * cover [0, count), on the pool's threads and the caller's; the call returns
+ * when all are done. Thread count: SEQC_NUM_THREADS, else the hardware's. */
+typedef void (*seqc_rt_task_fn)(void *ctx, int64_t begin, int64_t end);
+void seqc_rt_parallel_for(int64_t count, seqc_rt_task_fn fn, void *ctx);
+int64_t seqc_rt_get_num_threads(void);
+void seqc_rt_set_num_threads(int64_t n);
+
 /* Strided copy between two unranked memref descriptors (the signature of
  * MLIR's memref-to-LLVM lowering of memref.copy). */
 struct UnrankedMemRef;

@@ -11,6 +11,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
@@ -387,6 +389,31 @@ LogicalResult CheckOp::verify() {
       return emitOpError() << "message refers to {" << index << "} but only "
                            << getArgs().size() << " values are given";
   }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// parallel_for
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+ParallelForOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto fn = symbolTable.lookupNearestSymbolFrom<FunctionOpInterface>(
+      *this, getCalleeAttr());
+  if (!fn)
+    return emitOpError() << "refers to an unknown function " << getCalleeAttr();
+  ArrayRef<Type> inputs = fn.getArgumentTypes();
+  if (inputs.size() != getArgs().size() + 2 || !inputs[0].isIndex() ||
+      !inputs[1].isIndex())
+    return emitOpError() << "callee must take (index, index) followed by the "
+                         << getArgs().size() << " shared arguments";
+  for (auto [i, arg] : llvm::enumerate(getArgs()))
+    if (arg.getType() != inputs[i + 2])
+      return emitOpError() << "argument #" << i << " has type "
+                           << arg.getType() << " but the callee expects "
+                           << inputs[i + 2];
+  if (!fn.getResultTypes().empty())
+    return emitOpError() << "callee must not return values";
   return success();
 }
 

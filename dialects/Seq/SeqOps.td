@@ -13,6 +13,7 @@ include "Seq/SeqDialect.td"
 include "Seq/SeqAttrs.td"
 include "Seq/SeqInterfaces.td"
 include "mlir/IR/OpBase.td"
+include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -374,6 +375,34 @@ def Seq_CheckOp : Op<Seq_Dialect, "check",
   }];
   let hasVerifier = 1;
   let hasCanonicalizeMethod = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Parallel execution on seqc's runtime thread pool (emitted by CPU lowerings)
+//===----------------------------------------------------------------------===//
+
+def Seq_ParallelForOp : Op<Seq_Dialect, "parallel_for",
+    [MemoryEffects<[MemRead, MemWrite]>,
+     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "runs a function over [0, count) on the runtime's thread pool";
+  let description = [{
+    Calls `callee(begin, end, args...)` on disjoint ranges `[begin, end)`
+    covering `[0, count)`, from the threads of seqc's runtime pool (the
+    calling thread included), and returns when all ranges are done. The
+    callee is a `func.func` whose first two arguments are `index`; the other
+    arguments (memrefs and scalars) are shared by every range. Emitted by the
+    CPU lowerings after bufferization; `seq-lower-parallel` turns it into a
+    call of `seqc_rt_parallel_for` with a trampoline.
+
+    ```mlir
+    seq.parallel_for %n, @kernel(%a, %b) : memref<?x64xf32>, memref<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Index:$count, FlatSymbolRefAttr:$callee,
+                   Variadic<AnyType>:$args);
+  let assemblyFormat = [{
+    $count `,` $callee `(` $args `)` attr-dict `:` type($args)
+  }];
 }
 
 #endif // SEQ_OPS_TD
