@@ -6,7 +6,9 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
 
@@ -68,26 +70,36 @@ Value KernelBuilder::sin(Value a) { return math::SinOp::create(b, a); }
 Value KernelBuilder::cos(Value a) { return math::CosOp::create(b, a); }
 Value KernelBuilder::erf(Value a) { return math::ErfOp::create(b, a); }
 
+Value KernelBuilder::like(Value ref, double v) {
+  Type t = ref.getType();
+  if (auto vt = dyn_cast<VectorType>(t))
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(vt, b.getFloatAttr(vt.getElementType(), v)));
+  return arith::ConstantOp::create(b, b.getFloatAttr(t, v));
+}
+
 Value KernelBuilder::sigmoid(Value a) {
-  return fdiv(f32(1.0), fadd(f32(1.0), exp(fneg(a))));
+  return fdiv(like(a, 1.0), fadd(like(a, 1.0), exp(fneg(a))));
 }
 Value KernelBuilder::softplus(Value a) {
-  Value big = fcmp(arith::CmpFPredicate::OGT, a, f32(20.0));
-  return select(big, a, log1p(exp(a)));
+  // exp is evaluated on min(x, 20) so the branch not taken cannot overflow.
+  Value big = fcmp(arith::CmpFPredicate::OGT, a, like(a, 20.0));
+  Value clamped = select(big, like(a, 20.0), a);
+  return select(big, a, log1p(exp(clamped)));
 }
 Value KernelBuilder::silu(Value a) { return fmul(a, sigmoid(a)); }
 Value KernelBuilder::gelu(Value a) {
-  Value inner = erf(fmul(a, f32(M_SQRT1_2)));
-  return fmul(fmul(f32(0.5), a), fadd(f32(1.0), inner));
+  Value inner = erf(fmul(a, like(a, M_SQRT1_2)));
+  return fmul(fmul(like(a, 0.5), a), fadd(like(a, 1.0), inner));
 }
 Value KernelBuilder::relu(Value a) {
   // max(x, 0) that propagates NaN, as torch.relu does.
-  Value neg = fcmp(arith::CmpFPredicate::OLT, a, f32(0.0));
-  return select(neg, f32(0.0), a);
+  Value neg = fcmp(arith::CmpFPredicate::OLT, a, like(a, 0.0));
+  return select(neg, like(a, 0.0), a);
 }
 Value KernelBuilder::eluPlusOne(Value a) {
-  Value pos = fcmp(arith::CmpFPredicate::OGT, a, f32(0.0));
-  return select(pos, fadd(a, f32(1.0)), exp(a));
+  Value pos = fcmp(arith::CmpFPredicate::OGT, a, like(a, 0.0));
+  return select(pos, fadd(a, like(a, 1.0)), exp(a));
 }
 Value KernelBuilder::activation(seq::Activation act, Value a) {
   switch (act) {
@@ -116,6 +128,93 @@ Value KernelBuilder::featureMap(seq::FeatureMap map, Value a) {
 Value KernelBuilder::indexToF32(Value v) {
   Value i = arith::IndexCastOp::create(b, b.getI64Type(), v);
   return arith::SIToFPOp::create(b, f32Type(), i);
+}
+
+//===----------------------------------------------------------------------===//
+// Memrefs and vectors
+//===----------------------------------------------------------------------===//
+
+VectorType KernelBuilder::vec(int64_t lanes) {
+  return VectorType::get({lanes}, f32Type());
+}
+
+Value KernelBuilder::mdim(Value memref, int64_t d) {
+  auto type = cast<MemRefType>(memref.getType());
+  if (!type.isDynamicDim(d))
+    return idx(type.getDimSize(d));
+  return memref::DimOp::create(b, memref, d);
+}
+
+Value KernelBuilder::mload(Value memref, ValueRange ivs) {
+  Value v = memref::LoadOp::create(b, memref, ivs);
+  if (isa<FloatType>(v.getType()) && !v.getType().isF32())
+    v = arith::ExtFOp::create(b, f32Type(), v);
+  return v;
+}
+
+void KernelBuilder::mstore(Value scalar, Value memref, ValueRange ivs) {
+  Type elt = cast<MemRefType>(memref.getType()).getElementType();
+  if (isa<FloatType>(elt) && scalar.getType() != elt)
+    scalar = arith::TruncFOp::create(b, elt, scalar);
+  memref::StoreOp::create(b, scalar, memref, ivs);
+}
+
+Value KernelBuilder::vload(Value memref, ValueRange ivs, int64_t lanes) {
+  return vector::LoadOp::create(b, vec(lanes), memref, ivs);
+}
+
+Value KernelBuilder::vloadMasked(Value memref, ValueRange ivs, int64_t lanes,
+                                 Value mask) {
+  Value zero = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(vec(lanes), b.getF32FloatAttr(0.0f)));
+  return vector::MaskedLoadOp::create(b, vec(lanes), memref, ivs, mask, zero);
+}
+
+void KernelBuilder::vstore(Value v, Value memref, ValueRange ivs) {
+  vector::StoreOp::create(b, v, memref, ivs);
+}
+
+void KernelBuilder::vstoreMasked(Value v, Value memref, ValueRange ivs,
+                                 Value mask) {
+  vector::MaskedStoreOp::create(b, memref, ivs, mask, v);
+}
+
+Value KernelBuilder::vmask(Value active, int64_t lanes) {
+  auto maskType = VectorType::get({lanes}, b.getI1Type());
+  return vector::CreateMaskOp::create(b, maskType, ValueRange{active});
+}
+
+Value KernelBuilder::splat(Value scalar, int64_t lanes) {
+  return vector::BroadcastOp::create(
+      b, VectorType::get({lanes}, scalar.getType()), scalar);
+}
+
+Value KernelBuilder::vfma(Value a, Value c, Value acc) {
+  return vector::FMAOp::create(b, a, c, acc);
+}
+
+Value KernelBuilder::hsum(Value v) {
+  return vector::ReductionOp::create(b, vector::CombiningKind::ADD, v);
+}
+
+Value KernelBuilder::hmax(Value v) {
+  return vector::ReductionOp::create(b, vector::CombiningKind::MAXNUMF, v);
+}
+
+void KernelBuilder::forEach(Value lb, Value ub, Value step,
+                            const std::function<void(Value)> &body) {
+  scf::ForOp::create(b, lb, ub, step, ValueRange{},
+                     [&](OpBuilder &, Location, Value iv, ValueRange) {
+                       body(iv);
+                       scf::YieldOp::create(b);
+                     });
+}
+
+void KernelBuilder::ifThen(Value cond, const std::function<void()> &body) {
+  auto ifOp = scf::IfOp::create(b, TypeRange{}, cond, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  body();
 }
 
 //===----------------------------------------------------------------------===//

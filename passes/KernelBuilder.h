@@ -88,6 +88,31 @@ public:
   Value featureMap(seq::FeatureMap map, Value a);
   Value indexToF32(Value v);
 
+  /// A constant of `ref`'s type (scalar or vector splat) with value `v`.
+  Value like(Value ref, double v);
+
+  // Memrefs and vectors (CPU kernels).
+  mlir::VectorType vec(int64_t lanes);
+  Value mdim(Value memref, int64_t d);
+  /// Scalar load, widened to f32 for floats.
+  Value mload(Value memref, ValueRange ivs);
+  void mstore(Value scalar, Value memref, ValueRange ivs);
+  Value vload(Value memref, ValueRange ivs, int64_t lanes);
+  /// Loads the lanes enabled by `mask` and zeros elsewhere.
+  Value vloadMasked(Value memref, ValueRange ivs, int64_t lanes, Value mask);
+  void vstore(Value v, Value memref, ValueRange ivs);
+  void vstoreMasked(Value v, Value memref, ValueRange ivs, Value mask);
+  /// The mask of the first `active` lanes (all when active >= lanes).
+  Value vmask(Value active, int64_t lanes);
+  Value splat(Value scalar, int64_t lanes);
+  Value vfma(Value a, Value b, Value c);
+  Value hsum(Value v);
+  Value hmax(Value v);
+  /// A loop without results.
+  void forEach(Value lb, Value ub, Value step,
+               const std::function<void(Value)> &body);
+  void ifThen(Value cond, const std::function<void()> &body);
+
   // Tensors.
   Value dim(Value tensor, int64_t d);
   /// Extracts an element and widens floats to f32.

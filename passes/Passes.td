@@ -24,6 +24,55 @@ def SeqLowerToReference : Pass<"seq-lower-to-reference"> {
   ];
 }
 
+def SeqLowerToCpu : Pass<"seq-lower-to-cpu", "::mlir::ModuleOp"> {
+  let summary = "Lower seq ops to fast, vectorized, multi-threaded CPU kernels";
+  let description = [{
+    Rewrites each seq op into kernels on memrefs that run over a task space
+    on seqc's thread pool (`seq.parallel_for`), bridged to the tensor graph
+    with `bufferization.to_buffer` / `to_tensor`. Kernels keep recurrent
+    states in vector registers of the target's width. Ops (or element
+    types) without a fast kernel take the reference lowering.
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
+           "f32 lanes per vector (0: the host's widest)">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::vector::VectorDialect", "::seqc::seq::SeqDialect"
+  ];
+}
+
+def SeqVectorMath : Pass<"seq-vector-math"> {
+  let summary = "Polynomial approximations of exp, log, erf, ... (fast path)";
+  let description = [{
+    Replaces `math` ops on f32 (scalars and vectors) by the upstream
+    polynomial approximations, which vectorize. Used by the fast CPU
+    pipeline; the reference pipeline keeps libm.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
+def SeqMathToLibm : Pass<"seq-math-to-libm", "::mlir::ModuleOp"> {
+  let summary = "Call libm for the math functions LLVM cannot lower exactly";
+  let description = [{
+    expm1, log1p, erf, erfc, the inverse and hyperbolic trigonometric
+    functions and cbrt become libm calls (vectors unrolled); every other math
+    op is left to the LLVM conversion, which keeps floor, fma, sqrt, exp, ...
+    as (vector) intrinsics.
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 def SeqLowerChecks : Pass<"seq-lower-checks", "::mlir::ModuleOp"> {
   let summary = "Lower seq.check to calls into seqc's runtime";
   let description = [{

@@ -22,13 +22,14 @@ void seqc::buildLowerToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
-  // Transcendentals the reference relies on (expm1, log1p, erf) go to libm,
+  // Transcendentals LLVM would approximate (expm1, log1p, erf) go to libm,
   // which keeps them exact.
   // rsqrt has no libm function: expand it to 1 / sqrt first.
   math::MathExpandOpsPassOptions expand;
   expand.opMnemonics = {"rsqrt"};
   pm.addPass(math::createMathExpandOpsPass(expand));
-  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createSeqMathToLibm());
+  pm.addPass(createConvertVectorToLLVMPass());
   FinalizeMemRefToLLVMConversionPassOptions memrefOpts;
   // Allocations go through seqc's runtime, which tracks them per call.
   memrefOpts.useGenericFunctions = true;
@@ -65,10 +66,18 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
   pm.addPass(createCanonicalizerPass());
   // arith/math ops on whole tensors become linalg.generic (bufferizable).
   pm.addPass(createConvertElementwiseToLinalgPass());
-  pm.addPass(createSeqLowerToReference());
+  if (opts.reference) {
+    pm.addPass(createSeqLowerToReference());
+  } else {
+    SeqLowerToCpuOptions cpu;
+    cpu.vectorWidth = opts.vectorWidth;
+    pm.addPass(createSeqLowerToCpu(cpu));
+  }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   addBufferization(pm);
+  if (!opts.reference)
+    pm.addPass(createSeqVectorMath());
   buildLowerToLLVMPipeline(pm);
 }
 
@@ -78,6 +87,10 @@ struct CpuPipelineCLOptions
   Option<bool> reference{*this, "reference",
                          llvm::cl::desc("Use the reference lowering"),
                          llvm::cl::init(false)};
+  Option<int64_t> vectorWidth{
+      *this, "vector-width",
+      llvm::cl::desc("f32 lanes per vector (0: the host's widest)"),
+      llvm::cl::init(0)};
 };
 } // namespace
 
@@ -90,6 +103,7 @@ void seqc::registerPasses() {
       [](OpPassManager &pm, const CpuPipelineCLOptions &cl) {
         CpuPipelineOptions opts;
         opts.reference = cl.reference;
+        opts.vectorWidth = cl.vectorWidth;
         buildCpuPipeline(pm, opts);
       });
   PassPipelineRegistration<>(

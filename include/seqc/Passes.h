@@ -31,6 +31,8 @@ struct CpuPipelineOptions {
   /// Lower through the reference lowering (the oracle) instead of the fast
   /// chunked / vectorized one.
   bool reference = false;
+  /// f32 lanes per vector for the fast kernels (0: the host's widest).
+  int64_t vectorWidth = 0;
 };
 
 /// Tensor-level graph (seq + linalg/tensor/arith/math ops in func.func) to

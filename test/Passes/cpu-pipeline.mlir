@@ -1,22 +1,29 @@
-// The CPU pipeline takes a graph of seq and upstream ops all the way to the
-// LLVM dialect: nothing else is left, and the runtime's entry points are the
-// only external calls besides libm.
-// RUN: seqc-opt %s --seqc-cpu-pipeline | FileCheck %s
-// RUN: seqc-opt %s --seqc-reference-pipeline | FileCheck %s
+// Both CPU pipelines take a graph of seq and upstream ops all the way to the
+// LLVM dialect. The fast one runs kernels on the thread pool with vectors of
+// the requested width and polynomial math; the reference one keeps libm.
+// RUN: seqc-opt %s --seqc-cpu-pipeline=vector-width=8 | FileCheck %s --check-prefixes=CHECK,FAST
+// RUN: seqc-opt %s --seqc-reference-pipeline | FileCheck %s --check-prefixes=CHECK,REF
 
 // CHECK-NOT: seq.
 // CHECK-NOT: memref.
 // CHECK-NOT: scf.
 // CHECK-NOT: tensor.
+// CHECK-NOT: vector.
 // CHECK-DAG: llvm.func @_mlir_memref_to_llvm_alloc(i64) -> !llvm.ptr
 // CHECK-DAG: llvm.func @seqc_rt_check_failed
-// CHECK-DAG: llvm.func @log1pf(f32) -> f32
+// FAST-DAG: llvm.func @seqc_rt_parallel_for(i64, !llvm.ptr, !llvm.ptr)
+// FAST-DAG: llvm.intr.fma({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// FAST-DAG: llvm.load {{.*}} -> vector<8xf32>
+// FAST-NOT: llvm.func @log1pf
+// REF-DAG: llvm.func @log1pf(f32) -> f32
+// REF-NOT: seqc_rt_parallel_for
 // CHECK: llvm.func @main
 func.func @main(%x: tensor<1x?x4x8xf32>, %dt: tensor<1x?x4xf32>, %A: tensor<4xf32>,
-                %B: tensor<1x?x1x16xf32>, %C: tensor<1x?x1x16xf32>, %w: tensor<8x8xf32>)
-    -> (tensor<1x?x4x8xf32>, tensor<1x4x8x16xf32>) {
+                %B: tensor<1x?x1x16xf32>, %C: tensor<1x?x1x16xf32>, %a: tensor<2x?x16xf32>)
+    -> (tensor<1x?x4x8xf32>, tensor<1x4x8x16xf32>, tensor<2x?x16xf32>) {
   %y, %l = seq.ssd %x, %dt, %A, %B, %C {dt_softplus = true}
     : (tensor<1x?x4x8xf32>, tensor<1x?x4xf32>, tensor<4xf32>, tensor<1x?x1x16xf32>, tensor<1x?x1x16xf32>)
       -> (tensor<1x?x4x8xf32>, tensor<1x4x8x16xf32>)
-  return %y, %l : tensor<1x?x4x8xf32>, tensor<1x4x8x16xf32>
+  %h, %hl = seq.linear_scan %a, %a : (tensor<2x?x16xf32>, tensor<2x?x16xf32>) -> (tensor<2x?x16xf32>, tensor<2x16xf32>)
+  return %y, %l, %h : tensor<1x?x4x8xf32>, tensor<1x4x8x16xf32>, tensor<2x?x16xf32>
 }

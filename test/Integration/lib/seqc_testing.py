@@ -33,39 +33,78 @@ class SeqcError(Exception):
         self.stderr = stderr
 
 
-def run_seqc(mlir, inputs, func=None, extra=(), expect_error=False):
-    """Runs `mlir` through seqc-run with `inputs` (numpy arrays, in argument
-    order) and returns the results as numpy arrays. With expect_error, returns
-    the stderr of a run that must fail with status 1 and write nothing."""
-    with tempfile.TemporaryDirectory(prefix="seqc-test-") as tmp:
-        src = os.path.join(tmp, "graph.mlir")
+# Every run compiles through both CPU pipelines: the fast one (the default)
+# and the reference lowering. Their results must agree to the SPEC's
+# tolerance, so every integration case also proves fast == reference.
+PIPELINES = ([], ["--reference"])
+
+
+def _run_once(mlir, inputs, func, extra, tmp, tag):
+    src = os.path.join(tmp, "graph.mlir")
+    if not os.path.exists(src):
         with open(src, "w") as f:
             f.write(mlir)
-        cmd = [SEQC_RUN, src, "--output-dir", os.path.join(tmp, "out")]
-        if func:
-            cmd += ["-e", func]
+    out = os.path.join(tmp, "out-" + tag)
+    cmd = [SEQC_RUN, src, "--output-dir", out]
+    if func:
+        cmd += ["-e", func]
+    for i in range(len(inputs)):
+        cmd += ["--input", os.path.join(tmp, f"in{i}.npy")]
+    cmd += list(extra)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    results = []
+    i = 0
+    while os.path.exists(os.path.join(out, f"result{i}.npy")):
+        results.append(np.load(os.path.join(out, f"result{i}.npy")))
+        i += 1
+    return proc, out, results
+
+
+def run_seqc(mlir, inputs, func=None, extra=(), expect_error=False, tol=1e-4):
+    """Runs `mlir` through seqc-run with `inputs` (numpy arrays, in argument
+    order), on both CPU pipelines, and returns the fast pipeline's results as
+    numpy arrays after checking that the reference pipeline agrees. With
+    expect_error, both runs must fail with status 1, the same message and no
+    output file; the message is returned."""
+    with tempfile.TemporaryDirectory(prefix="seqc-test-") as tmp:
         for i, a in enumerate(inputs):
-            path = os.path.join(tmp, f"in{i}.npy")
-            np.save(path, np.ascontiguousarray(a))
-            cmd += ["--input", path]
-        cmd += list(extra)
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+            np.save(os.path.join(tmp, f"in{i}.npy"), np.ascontiguousarray(a))
+        runs = [_run_once(mlir, inputs, func, list(extra) + p, tmp, f"p{n}")
+                for n, p in enumerate(PIPELINES)]
         if expect_error:
-            if proc.returncode != 1:
-                raise AssertionError(
-                    f"expected exit status 1, got {proc.returncode}: {proc.stderr}")
-            if os.path.exists(os.path.join(tmp, "out")) and os.listdir(os.path.join(tmp, "out")):
-                raise AssertionError("a failing run wrote output files")
-            return proc.stderr
-        if proc.returncode != 0:
-            raise SeqcError(proc.returncode, proc.stderr)
-        out = os.path.join(tmp, "out")
-        results = []
-        i = 0
-        while os.path.exists(os.path.join(out, f"result{i}.npy")):
-            results.append(np.load(os.path.join(out, f"result{i}.npy")))
-            i += 1
-        return results
+            messages = set()
+            for proc, out, _ in runs:
+                if proc.returncode != 1:
+                    raise AssertionError(
+                        f"expected exit status 1, got {proc.returncode}: {proc.stderr}")
+                if os.path.exists(out) and os.listdir(out):
+                    raise AssertionError("a failing run wrote output files")
+                messages.add(proc.stderr)
+            if len(messages) != 1:
+                raise AssertionError(f"the pipelines report different errors: {messages}")
+            return runs[0][0].stderr
+        for proc, _, _ in runs:
+            if proc.returncode != 0:
+                raise SeqcError(proc.returncode, proc.stderr)
+        fast, ref = runs[0][2], runs[1][2]
+        if len(fast) != len(ref):
+            raise AssertionError("the pipelines return different numbers of results")
+        for i, (f, r) in enumerate(zip(fast, ref)):
+            if f.shape != r.shape or f.dtype != r.dtype:
+                raise AssertionError(f"result {i}: fast {f.shape} {f.dtype} vs reference "
+                                     f"{r.shape} {r.dtype}")
+            if np.issubdtype(f.dtype, np.integer):
+                if not np.array_equal(f, r):
+                    raise AssertionError(f"result {i}: fast and reference pipelines differ")
+                continue
+            r64 = r.astype(np.float64)
+            err = float(np.max(np.abs(f - r64))) if r.size else 0.0
+            scale = max(1.0, float(np.max(np.abs(r64)))) if r.size else 1.0
+            if not err <= tol * scale and not (np.isnan(err) and np.array_equal(
+                    np.isnan(f), np.isnan(r))):
+                raise AssertionError(f"result {i}: fast pipeline differs from the reference "
+                                     f"by {err:.3g} (limit {tol * scale:.3g})")
+        return fast
 
 
 class Checker:

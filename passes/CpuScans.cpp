@@ -1,0 +1,328 @@
+//===- CpuScans.cpp - vectorized recurrences for the CPU ------------------===//
+//
+// Recurrences whose state is one value per channel run sequentially in time
+// and in parallel across channels: a task owns a block of channels, keeps
+// their states in vector registers for the whole sequence and streams the
+// inputs through (linear_scan, selective_scan, causal_conv1d).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CpuKernel.h"
+#include "CpuPatterns.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace seqc;
+
+namespace {
+
+static Value vzero(KernelBuilder &kb, int64_t lanes) {
+  return arith::ConstantOp::create(
+      kb.builder(),
+      DenseElementsAttr::get(kb.vec(lanes), kb.builder().getF32FloatAttr(0)));
+}
+
+/// `[B, T, S...]` -> `[B, T, S]` (S the product of the state dims, 1 if none).
+static Value toBTS(ImplicitLocOpBuilder &b, Value t) {
+  auto type = cast<RankedTensorType>(t.getType());
+  if (type.getRank() == 3)
+    return t;
+  if (type.getRank() == 2) {
+    SmallVector<int64_t> shape{type.getDimSize(0), type.getDimSize(1), 1};
+    return tensor::ExpandShapeOp::create(
+        b, RankedTensorType::get(shape, type.getElementType()), t,
+        ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+  }
+  SmallVector<ReassociationIndices> groups{{0}, {1}, {}};
+  for (int64_t i = 2; i < type.getRank(); ++i)
+    groups[2].push_back(i);
+  return tensor::CollapseShapeOp::create(b, t, groups);
+}
+
+/// `[B, S...]` -> `[B, S]`.
+static Value toBS(ImplicitLocOpBuilder &b, Value t) {
+  auto type = cast<RankedTensorType>(t.getType());
+  if (type.getRank() == 2)
+    return t;
+  if (type.getRank() == 1) {
+    SmallVector<int64_t> shape{type.getDimSize(0), 1};
+    return tensor::ExpandShapeOp::create(
+        b, RankedTensorType::get(shape, type.getElementType()), t,
+        ArrayRef<ReassociationIndices>{{0, 1}});
+  }
+  SmallVector<ReassociationIndices> groups{{0}, {}};
+  for (int64_t i = 1; i < type.getRank(); ++i)
+    groups[1].push_back(i);
+  return tensor::CollapseShapeOp::create(b, t, groups);
+}
+
+/// Reshapes `t` (collapsed by toBTS/toBS) back to `type` (dimension sizes
+/// `sizes`).
+static Value restore(ImplicitLocOpBuilder &b, Value t, RankedTensorType type,
+                     ValueRange sizes) {
+  auto from = cast<RankedTensorType>(t.getType());
+  int64_t rank = type.getRank(), fromRank = from.getRank();
+  auto dynType = RankedTensorType::get(
+      SmallVector<int64_t>(rank, ShapedType::kDynamic), type.getElementType());
+  Value r = t;
+  if (fromRank > rank) { // a unit state dim was added
+    SmallVector<ReassociationIndices> groups;
+    for (int64_t i = 0; i < rank - 1; ++i)
+      groups.push_back({i});
+    groups.push_back({rank - 1, rank});
+    r = tensor::CollapseShapeOp::create(b, dynType, t, groups);
+  } else if (fromRank < rank) { // the state dims were collapsed
+    SmallVector<ReassociationIndices> groups;
+    for (int64_t i = 0; i < fromRank - 1; ++i)
+      groups.push_back({i});
+    ReassociationIndices tail;
+    for (int64_t i = fromRank - 1; i < rank; ++i)
+      tail.push_back(i);
+    groups.push_back(tail);
+    SmallVector<OpFoldResult> shape(sizes.begin(), sizes.end());
+    r = tensor::ExpandShapeOp::create(b, dynType, t, groups, shape);
+  }
+  return tensor::CastOp::create(b, type, r);
+}
+
+/// h_t = a_t * h_{t-1} + b_t with a task per (batch, block of state columns).
+struct CpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
+  CpuLinearScan(MLIRContext *ctx, const CpuTarget &target)
+      : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
+
+  LogicalResult matchAndRewrite(seq::LinearScanOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!allF32(op))
+      return failure();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    DimSizes dims = DimSizes::checkAndCollect(kb, op);
+    const int64_t lanes = target.vectorWidth, unroll = 2;
+    const int64_t width = lanes * unroll;
+
+    Value a = toBTS(b, op.getA()), bb = toBTS(b, op.getB());
+    Value Bsz = kb.dim(a, 0), T = kb.dim(a, 1), S = kb.dim(a, 2);
+    auto f32 = b.getF32Type();
+    int64_t dyn = ShapedType::kDynamic;
+    auto htype = RankedTensorType::get({dyn, dyn, dyn}, f32);
+    auto ltype = RankedTensorType::get({dyn, dyn}, f32);
+    Value hBuf = allocBuffer(b, htype, {Bsz, T, S});
+    Value lBuf = allocBuffer(b, ltype, {Bsz, S});
+    SmallVector<Value> args{readBuffer(b, a), readBuffer(b, bb), hBuf, lBuf};
+    bool hasInit = static_cast<bool>(op.getInit());
+    if (hasInit)
+      args.push_back(readBuffer(b, toBS(b, op.getInit())));
+    bool reverse = op.getReverse();
+
+    Value blocks = kb.divs(kb.add(S, kb.idx(width - 1)), kb.idx(width));
+    emitParallelKernel(
+        b, "linear_scan", kb.mul(Bsz, blocks), args,
+        [&](KernelBuilder &k, Value task, ValueRange in) {
+          Value A = in[0], Bv = in[1], H = in[2], L = in[3];
+          Value nT = k.mdim(A, 1), nS = k.mdim(A, 2);
+          Value nBlocks = k.divs(k.add(nS, k.idx(width - 1)), k.idx(width));
+          Value bi = k.divs(task, nBlocks);
+          Value s0 = k.mul(k.rems(task, nBlocks), k.idx(width));
+          SmallVector<Value> masks, cols;
+          for (int64_t u = 0; u < unroll; ++u) {
+            Value col = k.add(s0, k.idx(u * lanes));
+            cols.push_back(col);
+            masks.push_back(k.vmask(k.sub(nS, col), lanes));
+          }
+          SmallVector<Value> h;
+          for (int64_t u = 0; u < unroll; ++u)
+            h.push_back(hasInit ? k.vloadMasked(in[4], {bi, cols[u]}, lanes,
+                                                masks[u])
+                                : vzero(k, lanes));
+          SmallVector<Value> last = k.loop(nT, h, [&](Value step,
+                                                      ValueRange c) {
+            Value t = reverse ? k.sub(k.sub(nT, k.idx(1)), step) : step;
+            SmallVector<Value> next;
+            for (int64_t u = 0; u < unroll; ++u) {
+              Value av = k.vloadMasked(A, {bi, t, cols[u]}, lanes, masks[u]);
+              Value bv = k.vloadMasked(Bv, {bi, t, cols[u]}, lanes, masks[u]);
+              Value hv = k.vfma(av, c[u], bv);
+              k.vstoreMasked(hv, H, {bi, t, cols[u]}, masks[u]);
+              next.push_back(hv);
+            }
+            return next;
+          });
+          for (int64_t u = 0; u < unroll; ++u)
+            k.vstoreMasked(last[u], L, {bi, cols[u]}, masks[u]);
+        });
+
+    Value h = restore(b, asTensor(b, hBuf, htype),
+                      cast<RankedTensorType>(op.getH().getType()),
+                      dims.of("h"));
+    Value l = restore(b, asTensor(b, lBuf, ltype),
+                      cast<RankedTensorType>(op.getLast().getType()),
+                      dims.of("last"));
+    rewriter.replaceOp(op, {h, l});
+    return success();
+  }
+
+  CpuTarget target;
+};
+
+/// A `[d0, d1, d2]` tensor transposed to `[d0, d2, d1]`.
+static Value transposeLast2(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                            Value t) {
+  auto type = cast<RankedTensorType>(t.getType());
+  SmallVector<int64_t> perm;
+  for (int64_t i = 0; i < type.getRank() - 2; ++i)
+    perm.push_back(i);
+  perm.push_back(type.getRank() - 1);
+  perm.push_back(type.getRank() - 2);
+  SmallVector<int64_t> shape;
+  SmallVector<Value> sizes;
+  for (int64_t p : perm) {
+    shape.push_back(type.getDimSize(p));
+    sizes.push_back(kb.dim(t, p));
+  }
+  Value init = kb.empty(RankedTensorType::get(shape, type.getElementType()),
+                        sizes);
+  return linalg::TransposeOp::create(b, t, init, perm).getResult()[0];
+}
+
+/// The Mamba-1 selective scan with a task per (batch, block of channels):
+/// the N states of the block's channels live in vector registers (one vector
+/// per state index, lanes over channels) for the whole sequence.
+struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
+  CpuSelectiveScan(MLIRContext *ctx, const CpuTarget &target)
+      : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
+
+  LogicalResult matchAndRewrite(seq::SelectiveScanOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!allF32(op))
+      return failure();
+    auto aType = cast<RankedTensorType>(op.getA().getType());
+    auto bType = cast<RankedTensorType>(op.getB().getType());
+    int64_t N = aType.getDimSize(1), G = bType.getDimSize(2);
+    int64_t D = aType.getDimSize(0);
+    const int64_t lanes = target.vectorWidth;
+    // States in registers need a static, modest N; a channel block must not
+    // straddle two B/C groups so B and C are one broadcast per step.
+    if (ShapedType::isDynamic(N) || N > 64 || ShapedType::isDynamic(G) ||
+        ShapedType::isDynamic(D) || (G > 1 && (D / G) % lanes != 0))
+      return failure();
+
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    DimSizes dims = DimSizes::checkAndCollect(kb, op);
+    Value Bsz = dims["B"], T = dims["T"];
+    bool zoh = op.getDiscretization() == seq::Discretization::zoh;
+    bool softplus = op.getDeltaSoftplus();
+    int64_t perGroup = D / G;
+
+    auto f32 = b.getF32Type();
+    // A^T [N, D] and the state in [B, N, D]: lanes run over channels.
+    Value AT = transposeLast2(b, kb, op.getA());
+    Value yBuf = allocBuffer(b, cast<RankedTensorType>(op.getY().getType()),
+                             dims.of("y"));
+    auto stateT = RankedTensorType::get(
+        {cast<RankedTensorType>(op.getLast().getType()).getDimSize(0), N, D},
+        f32);
+    Value lastBuf = allocBuffer(b, stateT, {Bsz, kb.idx(N), kb.idx(D)});
+    SmallVector<Value> args{readBuffer(b, op.getU()), readBuffer(b, op.getDelta()),
+                            readBuffer(b, AT),        readBuffer(b, op.getB()),
+                            readBuffer(b, op.getC()), yBuf,
+                            lastBuf};
+    enum Opt { Skip, Gate, Bias, Init };
+    int optIndex[4] = {-1, -1, -1, -1};
+    auto addOpt = [&](Opt which, Value v) {
+      if (!v)
+        return;
+      optIndex[which] = args.size();
+      args.push_back(readBuffer(b, v));
+    };
+    addOpt(Skip, op.getSkip());
+    addOpt(Gate, op.getGate());
+    addOpt(Bias, op.getDeltaBias());
+    if (op.getInit())
+      addOpt(Init, transposeLast2(b, kb, op.getInit()));
+
+    int64_t blocks = (D + lanes - 1) / lanes;
+    emitParallelKernel(
+        b, "selective_scan", kb.mul(Bsz, kb.idx(blocks)), args,
+        [&](KernelBuilder &k, Value task, ValueRange in) {
+          Value U = in[0], Delta = in[1], At = in[2], Bm = in[3], Cm = in[4],
+                Y = in[5], Last = in[6];
+          Value nT = k.mdim(U, 1);
+          Value bi = k.divs(task, k.idx(blocks));
+          Value d0 = k.mul(k.rems(task, k.idx(blocks)), k.idx(lanes));
+          Value mask = k.vmask(k.sub(k.idx(D), d0), lanes);
+          Value g = k.divs(d0, k.idx(perGroup));
+          auto opt = [&](Opt which) {
+            return optIndex[which] < 0 ? Value() : in[optIndex[which]];
+          };
+          Value bias = opt(Bias) ? k.vloadMasked(opt(Bias), {d0}, lanes, mask)
+                                 : Value();
+          Value skip = opt(Skip) ? k.vloadMasked(opt(Skip), {d0}, lanes, mask)
+                                 : Value();
+          SmallVector<Value> aCols, h;
+          for (int64_t n = 0; n < N; ++n) {
+            aCols.push_back(k.vloadMasked(At, {k.idx(n), d0}, lanes, mask));
+            h.push_back(opt(Init) ? k.vloadMasked(opt(Init),
+                                                  {bi, k.idx(n), d0}, lanes,
+                                                  mask)
+                                  : vzero(k, lanes));
+          }
+          SmallVector<Value> hT = k.loop(nT, h, [&](Value t, ValueRange c) {
+            Value dt = k.vloadMasked(Delta, {bi, t, d0}, lanes, mask);
+            if (bias)
+              dt = k.fadd(dt, bias);
+            if (softplus)
+              dt = k.softplus(dt);
+            Value u = k.vloadMasked(U, {bi, t, d0}, lanes, mask);
+            Value dtu = k.fmul(dt, u);
+            Value y = vzero(k, lanes);
+            SmallVector<Value> next;
+            for (int64_t n = 0; n < N; ++n) {
+              Value dA = k.fmul(dt, aCols[n]);
+              Value Bn = k.splat(k.mload(Bm, {bi, t, g, k.idx(n)}), lanes);
+              Value Cn = k.splat(k.mload(Cm, {bi, t, g, k.idx(n)}), lanes);
+              Value input = k.fmul(dtu, Bn);
+              if (zoh) {
+                // expm1(dt A) / A, whose limit at A = 0 is dt.
+                Value isZero = k.fcmp(arith::CmpFPredicate::OEQ, aCols[n],
+                                      k.like(dt, 0.0));
+                Value safeA = k.select(isZero, k.like(dt, 1.0), aCols[n]);
+                Value w = k.select(isZero, dt, k.fdiv(k.expm1(dA), safeA));
+                input = k.fmul(k.fmul(w, u), Bn);
+              }
+              Value hn = k.vfma(k.exp(dA), c[n], input);
+              y = k.vfma(Cn, hn, y);
+              next.push_back(hn);
+            }
+            if (skip)
+              y = k.vfma(skip, u, y);
+            if (opt(Gate))
+              y = k.fmul(y, k.silu(k.vloadMasked(opt(Gate), {bi, t, d0}, lanes,
+                                                 mask)));
+            k.vstoreMasked(y, Y, {bi, t, d0}, mask);
+            return next;
+          });
+          for (int64_t n = 0; n < N; ++n)
+            k.vstoreMasked(hT[n], Last, {bi, k.idx(n), d0}, mask);
+        });
+
+    Value y = asTensor(b, yBuf, cast<RankedTensorType>(op.getY().getType()));
+    Value last = transposeLast2(b, kb, asTensor(b, lastBuf, stateT));
+    rewriter.replaceOp(op, {y, tensor::CastOp::create(b, op.getLast().getType(),
+                                                      last)});
+    return success();
+  }
+
+  CpuTarget target;
+};
+
+} // namespace
+
+void seqc::populateCpuScanPatterns(RewritePatternSet &patterns,
+                                   const CpuTarget &target) {
+  patterns.add<CpuLinearScan, CpuSelectiveScan>(patterns.getContext(), target);
+}
