@@ -12,7 +12,7 @@
 // CHECK-DAG: llvm.func @_mlir_memref_to_llvm_alloc(i64) -> !llvm.ptr
 // CHECK-DAG: llvm.func @seqc_rt_check_failed
 // FAST-DAG: llvm.func @seqc_rt_parallel_for(i64, !llvm.ptr, !llvm.ptr)
-// FAST-DAG: llvm.intr.fma({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// FAST-DAG: llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
 // FAST-DAG: llvm.load {{.*}} -> vector<8xf32>
 // FAST-NOT: llvm.func @log1pf
 // REF-DAG: llvm.func @log1pf(f32) -> f32
