@@ -5,6 +5,7 @@
 #include "seqc/InitSeqc.h"
 #include "seqc/Passes.h"
 
+#include "BlockCache.h"
 #include "CallScope.h"
 #include "CudaDriver.h"
 #include "Runtime.h"
@@ -26,6 +27,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstring>
 #include <dlfcn.h>
 #include <mutex>
@@ -286,6 +288,7 @@ Function::call(const std::vector<TensorView> &args) const {
 
   std::vector<Tensor> results;
   size_t at = resultStart;
+  std::vector<const void *> adopted;
   for (const TensorSpec &out : sig.outputs) {
     size_t rank = out.shape.size();
     const char *aligned = reinterpret_cast<const char *>(words[at + 1]);
@@ -294,11 +297,42 @@ Function::call(const std::vector<TensorView> &args) const {
                                words.begin() + at + 3 + rank);
     std::vector<int64_t> strides(words.begin() + at + 3 + rank,
                                  words.begin() + at + 3 + 2 * rank);
+    void *allocated = reinterpret_cast<void *>(words[at]);
     at += descriptorWords(rank);
+    size_t elt = dtypeSize(out.dtype);
+    std::optional<int64_t> numel = checkedNumel(shape);
+    if (!numel)
+      return Status::error("result has an invalid shape");
+
+    // A buffer the call allocated for this result alone becomes the result
+    // tensor without a copy; anything else (an input, a constant, a view of
+    // another result) is copied.
+    bool contiguous = true;
+    int64_t expect = 1;
+    for (size_t i = rank; i-- > 0;) {
+      if (shape[i] != 1 && strides[i] != expect)
+        contiguous = false;
+      expect *= shape[i];
+    }
+    size_t blockSize = scope.sizeOf(allocated);
+    const char *begin = aligned + offset * static_cast<int64_t>(elt);
+    if (contiguous && blockSize &&
+        std::find(adopted.begin(), adopted.end(), allocated) == adopted.end() &&
+        begin >= static_cast<const char *>(allocated) &&
+        begin + *numel * elt <=
+            static_cast<const char *>(allocated) + blockSize) {
+      adopted.push_back(allocated);
+      scope.release(allocated);
+      std::shared_ptr<void> owner(allocated, [blockSize](void *p) {
+        rt::releaseBlock(p, blockSize);
+      });
+      results.push_back(Tensor::adopt(out.dtype, shape,
+                                      const_cast<char *>(begin), owner));
+      continue;
+    }
     Expected<Tensor> t = Tensor::zeros(out.dtype, shape);
     if (!t)
       return Status::error(t.message());
-    size_t elt = dtypeSize(out.dtype);
     stridedCopy(static_cast<char *>(t->data()),
                 aligned + offset * static_cast<int64_t>(elt), elt, shape,
                 strides);

@@ -87,6 +87,16 @@ Expected<Tensor> Tensor::zeros(DType dtype, std::vector<int64_t> shape) {
   return t;
 }
 
+Tensor Tensor::adopt(DType dtype, std::vector<int64_t> shape, void *data,
+                     std::shared_ptr<void> owner) {
+  Tensor t;
+  t.type = dtype;
+  t.dims = std::move(shape);
+  t.storage = std::shared_ptr<uint8_t>(std::move(owner),
+                                       static_cast<uint8_t *>(data));
+  return t;
+}
+
 int64_t Tensor::numel() const { return checkedNumel(dims).value_or(0); }
 
 TensorView Tensor::view() const {

@@ -90,6 +90,9 @@ static Value restore(ImplicitLocOpBuilder &b, Value t, RankedTensorType type,
 }
 
 /// h_t = a_t * h_{t-1} + b_t with a task per (batch, block of state columns).
+/// A block is `unroll` vectors wide so every row of a, b and h it touches is
+/// a run of whole cache lines; full blocks use plain loads and streaming
+/// stores, the last block of a row masked ones.
 struct CpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
   CpuLinearScan(MLIRContext *ctx, const CpuTarget &target)
       : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
@@ -101,7 +104,9 @@ struct CpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
-    const int64_t lanes = target.vectorWidth, unroll = 2;
+    const int64_t lanes = target.vectorWidth;
+    // 8 vectors of state per task: 512 (AVX-512) or 256 (AVX2) bytes per row.
+    const int64_t unroll = 8;
     const int64_t width = lanes * unroll;
 
     Value a = toBTS(b, op.getA()), bb = toBTS(b, op.getB());
@@ -127,32 +132,50 @@ struct CpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
           Value nBlocks = k.divs(k.add(nS, k.idx(width - 1)), k.idx(width));
           Value bi = k.divs(task, nBlocks);
           Value s0 = k.mul(k.rems(task, nBlocks), k.idx(width));
-          SmallVector<Value> masks, cols;
-          for (int64_t u = 0; u < unroll; ++u) {
-            Value col = k.add(s0, k.idx(u * lanes));
-            cols.push_back(col);
-            masks.push_back(k.vmask(k.sub(nS, col), lanes));
-          }
-          SmallVector<Value> h;
-          for (int64_t u = 0; u < unroll; ++u)
-            h.push_back(hasInit ? k.vloadMasked(in[4], {bi, cols[u]}, lanes,
-                                                masks[u])
-                                : vzero(k, lanes));
-          SmallVector<Value> last = k.loop(nT, h, [&](Value step,
-                                                      ValueRange c) {
-            Value t = reverse ? k.sub(k.sub(nT, k.idx(1)), step) : step;
-            SmallVector<Value> next;
+          Value full = k.cmp(arith::CmpIPredicate::sle, k.add(s0, k.idx(width)),
+                             nS);
+          // The same scan, with whole vectors or with lane masks.
+          auto scan = [&](bool masked) {
+            SmallVector<Value> masks, cols;
             for (int64_t u = 0; u < unroll; ++u) {
-              Value av = k.vloadMasked(A, {bi, t, cols[u]}, lanes, masks[u]);
-              Value bv = k.vloadMasked(Bv, {bi, t, cols[u]}, lanes, masks[u]);
-              Value hv = k.vfma(av, c[u], bv);
-              k.vstoreMasked(hv, H, {bi, t, cols[u]}, masks[u]);
-              next.push_back(hv);
+              Value col = k.add(s0, k.idx(u * lanes));
+              cols.push_back(col);
+              masks.push_back(masked ? k.vmask(k.sub(nS, col), lanes)
+                                     : Value());
             }
-            return next;
-          });
-          for (int64_t u = 0; u < unroll; ++u)
-            k.vstoreMasked(last[u], L, {bi, cols[u]}, masks[u]);
+            auto load = [&](Value m, ValueRange ivs, int64_t u) {
+              return masked ? k.vloadMasked(m, ivs, lanes, masks[u])
+                            : k.vload(m, ivs, lanes);
+            };
+            auto store = [&](Value v, Value m, ValueRange ivs, int64_t u,
+                             bool streaming) {
+              if (masked)
+                k.vstoreMasked(v, m, ivs, masks[u]);
+              else
+                k.vstore(v, m, ivs, streaming);
+            };
+            SmallVector<Value> h;
+            for (int64_t u = 0; u < unroll; ++u)
+              h.push_back(hasInit ? load(in[4], {bi, cols[u]}, u)
+                                  : vzero(k, lanes));
+            SmallVector<Value> last = k.loop(
+                nT, h, [&](Value step, ValueRange c) {
+                  Value t = reverse ? k.sub(k.sub(nT, k.idx(1)), step) : step;
+                  SmallVector<Value> next;
+                  for (int64_t u = 0; u < unroll; ++u) {
+                    Value hv = k.vfma(load(A, {bi, t, cols[u]}, u), c[u],
+                                      load(Bv, {bi, t, cols[u]}, u));
+                    store(hv, H, {bi, t, cols[u]}, u, /*streaming=*/true);
+                    next.push_back(hv);
+                  }
+                  return next;
+                });
+            for (int64_t u = 0; u < unroll; ++u)
+              store(last[u], L, {bi, cols[u]}, u, /*streaming=*/false);
+            return SmallVector<Value>{};
+          };
+          k.ifElse(full, {}, [&] { return scan(false); },
+                   [&] { return scan(true); });
         });
 
     Value h = restore(b, asTensor(b, hBuf, htype),

@@ -170,8 +170,9 @@ Value KernelBuilder::vloadMasked(Value memref, ValueRange ivs, int64_t lanes,
   return vector::MaskedLoadOp::create(b, vec(lanes), memref, ivs, mask, zero);
 }
 
-void KernelBuilder::vstore(Value v, Value memref, ValueRange ivs) {
-  vector::StoreOp::create(b, v, memref, ivs);
+void KernelBuilder::vstore(Value v, Value memref, ValueRange ivs,
+                           bool streaming) {
+  vector::StoreOp::create(b, v, memref, ivs, streaming);
 }
 
 void KernelBuilder::vstoreMasked(Value v, Value memref, ValueRange ivs,

@@ -100,7 +100,9 @@ public:
   Value vload(Value memref, ValueRange ivs, int64_t lanes);
   /// Loads the lanes enabled by `mask` and zeros elsewhere.
   Value vloadMasked(Value memref, ValueRange ivs, int64_t lanes, Value mask);
-  void vstore(Value v, Value memref, ValueRange ivs);
+  /// `streaming`: a non-temporal store (bypasses the caches; for large
+  /// outputs written once).
+  void vstore(Value v, Value memref, ValueRange ivs, bool streaming = false);
   void vstoreMasked(Value v, Value memref, ValueRange ivs, Value mask);
   /// The mask of the first `active` lanes (all when active >= lanes).
   Value vmask(Value active, int64_t lanes);

@@ -1,6 +1,7 @@
 //===- CallScope.cpp - errors and tracked allocations of a call -----------===//
 
 #include "CallScope.h"
+#include "BlockCache.h"
 #include "Runtime.h"
 
 #include <csetjmp>
@@ -41,7 +42,23 @@ CallScope::CallScope(size_t memoryLimit) : state(new CallState) {
 
 CallScope::~CallScope() {
   for (auto &entry : state->live)
-    std::free(entry.first);
+    releaseBlock(entry.first, entry.second);
+}
+
+void *CallScope::release(void *ptr) {
+  std::lock_guard<std::mutex> lock(state->mutex);
+  auto it = state->live.find(ptr);
+  if (it == state->live.end())
+    return nullptr;
+  state->bytes -= it->second;
+  state->live.erase(it);
+  return ptr;
+}
+
+size_t CallScope::sizeOf(const void *ptr) const {
+  std::lock_guard<std::mutex> lock(state->mutex);
+  auto it = state->live.find(const_cast<void *>(ptr));
+  return it == state->live.end() ? 0 : it->second;
 }
 
 bool CallScope::run(void (*fn)(void **), void **args) {
@@ -130,12 +147,7 @@ static void *trackedAlloc(size_t alignment, size_t size) {
   }
   if (state && !state->error.empty())
     unwind(state);
-  void *ptr = nullptr;
-  if (alignment <= alignof(std::max_align_t)) {
-    ptr = std::malloc(size);
-  } else if (posix_memalign(&ptr, alignment, size) != 0) {
-    ptr = nullptr;
-  }
+  void *ptr = acquireBlock(size, alignment);
   if (!ptr) {
     if (!state) {
       std::fprintf(stderr, "error: out of memory allocating %zu bytes\n", size);
@@ -167,13 +179,15 @@ extern "C" void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment,
 extern "C" void _mlir_memref_to_llvm_free(void *ptr) {
   if (!ptr)
     return;
+  size_t size = 0;
   if (CallState *state = current) {
     std::lock_guard<std::mutex> lock(state->mutex);
     auto it = state->live.find(ptr);
     if (it != state->live.end()) {
+      size = it->second;
       state->bytes -= it->second;
       state->live.erase(it);
     }
   }
-  std::free(ptr);
+  releaseBlock(ptr, size);
 }

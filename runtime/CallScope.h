@@ -30,6 +30,12 @@ public:
   const std::string &error() const;
   /// Whether `ptr` is an allocation made during this call.
   bool owns(const void *ptr) const;
+  /// Hands an allocation of this call over to the caller (a result it keeps
+  /// without copying); it must later be freed with releaseBlock(). Returns
+  /// null when `ptr` is not this call's.
+  void *release(void *ptr);
+  /// The size of an allocation of this call (0 when it is not one).
+  size_t sizeOf(const void *ptr) const;
   /// Peak bytes held at once during the call.
   size_t peakBytes() const;
 

@@ -86,6 +86,10 @@ public:
   Tensor() = default;
   /// A zero-filled tensor. Fails when the byte size overflows.
   static Expected<Tensor> zeros(DType dtype, std::vector<int64_t> shape);
+  /// A tensor over existing contiguous row-major memory at `data`, kept alive
+  /// (and released) by `owner`.
+  static Tensor adopt(DType dtype, std::vector<int64_t> shape, void *data,
+                      std::shared_ptr<void> owner);
 
   DType dtype() const { return type; }
   const std::vector<int64_t> &shape() const { return dims; }
