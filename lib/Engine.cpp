@@ -28,6 +28,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <mutex>
@@ -487,7 +488,10 @@ Engine::compile(std::string_view source, const CompileOptions &options,
   engineOptions.transformer = optimize;
   engineOptions.jitCodeGenOptLevel = level;
   engineOptions.enableGDBNotificationListener = false;
-  engineOptions.enablePerfNotificationListener = false;
+  // SEQC_PERF=1 emits perf's JIT dump (perf record -k 1, perf inject --jit)
+  // so profiles name the generated kernels.
+  const char *perf = std::getenv("SEQC_PERF");
+  engineOptions.enablePerfNotificationListener = perf && perf[0] == '1';
   auto engine =
       mlir::ExecutionEngine::create(*module, engineOptions, std::move(*tm));
   if (!engine)

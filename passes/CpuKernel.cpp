@@ -54,6 +54,7 @@ void seqc::emitParallelKernel(ImplicitLocOpBuilder &b, StringRef name,
     Block *entry = fn.addEntryBlock();
     b.setInsertionPointToStart(entry);
     KernelBuilder kb(b);
+    kb.setAllocaBlock(entry);
     SmallVector<Value> shared(entry->getArguments().drop_front(2));
     kb.forEach(entry->getArgument(0), entry->getArgument(1), kb.idx(1),
                [&](Value task) { body(kb, task, shared); });

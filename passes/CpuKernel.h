@@ -55,6 +55,8 @@ Value allocBuffer(mlir::ImplicitLocOpBuilder &b, mlir::RankedTensorType type,
 Value asTensor(mlir::ImplicitLocOpBuilder &b, Value buffer,
                mlir::RankedTensorType type);
 
+inline int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
 /// Whether every operand and result of `op` has an f32 element type (the
 /// fast kernels' type; others take the reference lowering).
 bool allF32(mlir::Operation *op);

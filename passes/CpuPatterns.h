@@ -15,6 +15,27 @@ namespace seqc {
 void populateCpuScanPatterns(mlir::RewritePatternSet &patterns,
                              const CpuTarget &target);
 
+/// MoE helpers shared by the reference and fast lowerings (LowerMoE.cpp):
+/// run-time checks that every expert index is in [0, E) (naming the first
+/// bad one), and the per-expert capacity ceil(C k T / E) (T k when C = 0).
+void emitExpertIndexChecks(KernelBuilder &kb, Value indices, Value T, Value K,
+                           Value E);
+Value expertCapacity(KernelBuilder &kb, double capacityFactor, Value T,
+                     Value K, Value E);
+
+/// The chunk size of the chunked SSD / linear-attention kernels: `hint` when
+/// positive, else the cost model's choice for state dimension `N`.
+int64_t chooseChunkSize(int64_t hint, int64_t N, int64_t lanes);
+
+void populateCpuSsdPatterns(mlir::RewritePatternSet &patterns,
+                            const CpuTarget &target);
+void populateCpuLinearAttentionPatterns(mlir::RewritePatternSet &patterns,
+                                        const CpuTarget &target);
+void populateCpuAttentionPatterns(mlir::RewritePatternSet &patterns,
+                                  const CpuTarget &target);
+void populateCpuMoEPatterns(mlir::RewritePatternSet &patterns,
+                            const CpuTarget &target);
+
 } // namespace seqc
 
 #endif // SEQC_PASSES_CPUPATTERNS_H

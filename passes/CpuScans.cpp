@@ -21,9 +21,7 @@ using namespace seqc;
 namespace {
 
 static Value vzero(KernelBuilder &kb, int64_t lanes) {
-  return arith::ConstantOp::create(
-      kb.builder(),
-      DenseElementsAttr::get(kb.vec(lanes), kb.builder().getF32FloatAttr(0)));
+  return kb.vconst(0.0, lanes);
 }
 
 /// `[B, T, S...]` -> `[B, T, S]` (S the product of the state dims, 1 if none).
@@ -286,14 +284,16 @@ struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
                                  : Value();
           Value skip = opt(Skip) ? k.vloadMasked(opt(Skip), {d0}, lanes, mask)
                                  : Value();
-          SmallVector<Value> aCols, h;
-          for (int64_t n = 0; n < N; ++n) {
-            aCols.push_back(k.vloadMasked(At, {k.idx(n), d0}, lanes, mask));
+          // The N states stay in registers for the whole sequence; the
+          // columns of A are re-read from L1 every step (loaded inside the
+          // loop, after its stores, so they are not hoisted into registers
+          // the states need).
+          SmallVector<Value> h;
+          for (int64_t n = 0; n < N; ++n)
             h.push_back(opt(Init) ? k.vloadMasked(opt(Init),
                                                   {bi, k.idx(n), d0}, lanes,
                                                   mask)
                                   : vzero(k, lanes));
-          }
           SmallVector<Value> hT = k.loop(nT, h, [&](Value t, ValueRange c) {
             Value dt = k.vloadMasked(Delta, {bi, t, d0}, lanes, mask);
             if (bias)
@@ -305,15 +305,16 @@ struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
             Value y = vzero(k, lanes);
             SmallVector<Value> next;
             for (int64_t n = 0; n < N; ++n) {
-              Value dA = k.fmul(dt, aCols[n]);
+              Value aCol = k.vloadMasked(At, {k.idx(n), d0}, lanes, mask);
+              Value dA = k.fmul(dt, aCol);
               Value Bn = k.splat(k.mload(Bm, {bi, t, g, k.idx(n)}), lanes);
               Value Cn = k.splat(k.mload(Cm, {bi, t, g, k.idx(n)}), lanes);
               Value input = k.fmul(dtu, Bn);
               if (zoh) {
                 // expm1(dt A) / A, whose limit at A = 0 is dt.
-                Value isZero = k.fcmp(arith::CmpFPredicate::OEQ, aCols[n],
+                Value isZero = k.fcmp(arith::CmpFPredicate::OEQ, aCol,
                                       k.like(dt, 0.0));
-                Value safeA = k.select(isZero, k.like(dt, 1.0), aCols[n]);
+                Value safeA = k.select(isZero, k.like(dt, 1.0), aCol);
                 Value w = k.select(isZero, dt, k.fdiv(k.expm1(dA), safeA));
                 input = k.fmul(k.fmul(w, u), Bn);
               }
@@ -343,9 +344,97 @@ struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
   CpuTarget target;
 };
 
+/// Depthwise causal convolution with a task per (batch, block of channels):
+/// the last W-1 inputs of the block's channels are a window of vectors in
+/// registers that slides one step per output.
+struct CpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
+  CpuCausalConv1d(MLIRContext *ctx, const CpuTarget &target)
+      : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
+
+  LogicalResult matchAndRewrite(seq::CausalConv1dOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!allF32(op))
+      return failure();
+    auto wType = cast<RankedTensorType>(op.getW().getType());
+    int64_t W = wType.getDimSize(1), D = wType.getDimSize(0);
+    if (ShapedType::isDynamic(W) || W < 1 || W > 16 || ShapedType::isDynamic(D))
+      return failure();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    DimSizes dims = DimSizes::checkAndCollect(kb, op);
+    Value Bsz = dims["B"];
+    const int64_t lanes = target.vectorWidth;
+    auto f32 = b.getF32Type();
+    auto yType = cast<RankedTensorType>(op.getY().getType());
+    auto lastType = cast<RankedTensorType>(op.getLast().getType());
+    // Weights and states with channels innermost: [W, D], [B, W-1, D].
+    Value wT = transposeLast2(b, kb, op.getW());
+    auto histType = RankedTensorType::get({lastType.getDimSize(0), W - 1, D},
+                                          f32);
+    Value yBuf = allocBuffer(b, yType, dims.of("y"));
+    Value histBuf = allocBuffer(b, histType, {Bsz, kb.idx(W - 1), kb.idx(D)});
+    SmallVector<Value> args{readBuffer(b, op.getX()), readBuffer(b, wT), yBuf,
+                            histBuf};
+    int biasIndex = -1, initIndex = -1;
+    if (op.getBias()) {
+      biasIndex = args.size();
+      args.push_back(readBuffer(b, op.getBias()));
+    }
+    if (op.getInit()) {
+      initIndex = args.size();
+      args.push_back(readBuffer(b, transposeLast2(b, kb, op.getInit())));
+    }
+    seq::Activation act = op.getActivation();
+    int64_t blocks = (D + lanes - 1) / lanes;
+    emitParallelKernel(
+        b, "causal_conv1d", kb.mul(Bsz, kb.idx(blocks)), args,
+        [&](KernelBuilder &k, Value task, ValueRange in) {
+          Value X = in[0], Wt = in[1], Y = in[2], Hist = in[3];
+          Value nT = k.mdim(X, 1);
+          Value bi = k.divs(task, k.idx(blocks));
+          Value d0 = k.mul(k.rems(task, k.idx(blocks)), k.idx(lanes));
+          Value mask = k.vmask(k.sub(k.idx(D), d0), lanes);
+          SmallVector<Value> taps, window;
+          for (int64_t j = 0; j < W; ++j)
+            taps.push_back(k.vloadMasked(Wt, {k.idx(j), d0}, lanes, mask));
+          Value bias = biasIndex >= 0
+                           ? k.vloadMasked(in[biasIndex], {d0}, lanes, mask)
+                           : vzero(k, lanes);
+          for (int64_t j = 0; j < W - 1; ++j)
+            window.push_back(initIndex >= 0
+                                 ? k.vloadMasked(in[initIndex],
+                                                 {bi, k.idx(j), d0}, lanes,
+                                                 mask)
+                                 : vzero(k, lanes));
+          SmallVector<Value> last = k.loop(nT, window, [&](Value t,
+                                                           ValueRange hist) {
+            Value x = k.vloadMasked(X, {bi, t, d0}, lanes, mask);
+            Value y = k.vfma(taps[W - 1], x, bias);
+            for (int64_t j = 0; j < W - 1; ++j)
+              y = k.vfma(taps[j], hist[j], y);
+            k.vstoreMasked(k.activation(act, y), Y, {bi, t, d0}, mask);
+            SmallVector<Value> next(hist.begin() + (W > 1 ? 1 : 0),
+                                    hist.end());
+            if (W > 1)
+              next.push_back(x);
+            return next;
+          });
+          for (int64_t j = 0; j < W - 1; ++j)
+            k.vstoreMasked(last[j], Hist, {bi, k.idx(j), d0}, mask);
+        });
+    Value last = transposeLast2(b, kb, asTensor(b, histBuf, histType));
+    rewriter.replaceOp(op, {asTensor(b, yBuf, yType),
+                            tensor::CastOp::create(b, lastType, last)});
+    return success();
+  }
+
+  CpuTarget target;
+};
+
 } // namespace
 
 void seqc::populateCpuScanPatterns(RewritePatternSet &patterns,
                                    const CpuTarget &target) {
-  patterns.add<CpuLinearScan, CpuSelectiveScan>(patterns.getContext(), target);
+  patterns.add<CpuLinearScan, CpuSelectiveScan, CpuCausalConv1d>(
+      patterns.getContext(), target);
 }

@@ -9,6 +9,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include <cmath>
 
@@ -37,6 +38,7 @@ Value KernelBuilder::sub(Value a, Value c) { return arith::SubIOp::create(b, a, 
 Value KernelBuilder::mul(Value a, Value c) { return arith::MulIOp::create(b, a, c); }
 Value KernelBuilder::divs(Value a, Value c) { return arith::DivSIOp::create(b, a, c); }
 Value KernelBuilder::rems(Value a, Value c) { return arith::RemSIOp::create(b, a, c); }
+Value KernelBuilder::mins(Value a, Value c) { return arith::MinSIOp::create(b, a, c); }
 Value KernelBuilder::cmp(arith::CmpIPredicate p, Value a, Value c) {
   return arith::CmpIOp::create(b, p, a, c);
 }
@@ -138,6 +140,15 @@ VectorType KernelBuilder::vec(int64_t lanes) {
   return VectorType::get({lanes}, f32Type());
 }
 
+Value KernelBuilder::vconst(double v, int64_t lanes) {
+  return arith::ConstantOp::create(
+      b, DenseElementsAttr::get(vec(lanes), b.getF32FloatAttr(v)));
+}
+
+Value KernelBuilder::viota(int64_t lanes) {
+  return vector::StepOp::create(b, VectorType::get({lanes}, b.getIndexType()));
+}
+
 Value KernelBuilder::mdim(Value memref, int64_t d) {
   auto type = cast<MemRefType>(memref.getType());
   if (!type.isDynamicDim(d))
@@ -200,6 +211,14 @@ Value KernelBuilder::hsum(Value v) {
 
 Value KernelBuilder::hmax(Value v) {
   return vector::ReductionOp::create(b, vector::CombiningKind::MAXNUMF, v);
+}
+
+Value KernelBuilder::stackBuffer(ArrayRef<int64_t> shape) {
+  assert(allocaBlock && "stack buffers need a kernel entry block");
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(allocaBlock);
+  return memref::AllocaOp::create(b, MemRefType::get(shape, f32Type()),
+                                  b.getI64IntegerAttr(64));
 }
 
 void KernelBuilder::forEach(Value lb, Value ub, Value step,

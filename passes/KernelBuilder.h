@@ -53,6 +53,7 @@ public:
   Value mul(Value a, Value c);
   Value divs(Value a, Value c); ///< signed floor-free division (c > 0)
   Value rems(Value a, Value c);
+  Value mins(Value a, Value c);
   Value cmp(mlir::arith::CmpIPredicate p, Value a, Value c);
   Value andi(Value a, Value c);
   Value ori(Value a, Value c);
@@ -93,6 +94,10 @@ public:
 
   // Memrefs and vectors (CPU kernels).
   mlir::VectorType vec(int64_t lanes);
+  /// An f32 vector with every lane `v`.
+  Value vconst(double v, int64_t lanes);
+  /// 0, 1, ..., lanes-1 as an index vector.
+  Value viota(int64_t lanes);
   Value mdim(Value memref, int64_t d);
   /// Scalar load, widened to f32 for floats.
   Value mload(Value memref, ValueRange ivs);
@@ -110,6 +115,11 @@ public:
   Value vfma(Value a, Value b, Value c);
   Value hsum(Value v);
   Value hmax(Value v);
+  /// A 64-byte aligned f32 stack buffer of static `shape`, allocated once at
+  /// the start of the kernel's entry block (so loops do not grow the stack).
+  Value stackBuffer(llvm::ArrayRef<int64_t> shape);
+  /// The block stack buffers are allocated in (a kernel's entry block).
+  void setAllocaBlock(mlir::Block *block) { allocaBlock = block; }
   /// A loop without results.
   void forEach(Value lb, Value ub, Value step,
                const std::function<void(Value)> &body);
@@ -153,6 +163,7 @@ public:
 
 private:
   mlir::ImplicitLocOpBuilder &b;
+  mlir::Block *allocaBlock = nullptr;
 };
 
 /// The sizes of the named dimensions of an op (B, T, H, ...), read from their

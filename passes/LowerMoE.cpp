@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CpuPatterns.h"
 #include "KernelBuilder.h"
 #include "seqc/Passes.h"
 
@@ -188,44 +189,9 @@ struct LowerMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
       return kb.i32ToIndex(kb.load(op.getIndices(), {t, j}));
     };
 
-    // Every index is checked before any is used; the first bad one is named.
-    SmallVector<Value> bad = kb.nest(
-        {T, K}, {kb.i1(false), kb.idx(0), kb.idx(0), kb.idx(0)},
-        [&](ValueRange ivs, ValueRange c) {
-          Value e = expertAt(ivs[0], ivs[1]);
-          Value outside = kb.ori(kb.cmp(CmpIPredicate::slt, e, kb.idx(0)),
-                                 kb.cmp(CmpIPredicate::sge, e, E));
-          Value firstBad = kb.andi(outside, kb.noti(c[0]));
-          return SmallVector<Value>{kb.ori(c[0], outside),
-                                    kb.select(firstBad, ivs[0], c[1]),
-                                    kb.select(firstBad, ivs[1], c[2]),
-                                    kb.select(firstBad, e, c[3])};
-        });
-    kb.check(kb.noti(bad[0]),
-             "expert index {2} at indices[{0}, {1}] is outside [0, {3})",
-             {bad[1], bad[2], bad[3], E});
-
-    // cap = ceil(C * k * T / E) slots per expert, computed in f64; C = 0
-    // means no limit.
-    double cf = op.getCapacityFactor().convertToDouble();
-    Value cap = kb.mul(T, K); // never reached
-    if (cf > 0.0) {
-      Type f64 = b.getF64Type();
-      auto toF64 = [&](Value i) {
-        return arith::SIToFPOp::create(b, f64, kb.indexToI64(i)).getResult();
-      };
-      Value hasExperts = kb.cmp(CmpIPredicate::sgt, E, kb.idx(0));
-      Value safeE = kb.select(hasExperts, E, kb.idx(1));
-      Value num = arith::MulFOp::create(
-          b,
-          arith::MulFOp::create(
-              b, arith::ConstantOp::create(b, b.getF64FloatAttr(cf)), toF64(K)),
-          toF64(T));
-      Value slots = math::CeilOp::create(
-          b, arith::DivFOp::create(b, num, toF64(safeE)));
-      Value capI = arith::FPToSIOp::create(b, b.getI64Type(), slots);
-      cap = arith::IndexCastOp::create(b, b.getIndexType(), capI);
-    }
+    emitExpertIndexChecks(kb, op.getIndices(), T, K, E);
+    Value cap = expertCapacity(kb, op.getCapacityFactor().convertToDouble(),
+                               T, K, E);
 
     Activation act = op.getActivation();
     Value counts = kb.zeros(cast<RankedTensorType>(op.getLoad().getType()),
@@ -284,6 +250,55 @@ struct LowerMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
 };
 
 } // namespace
+
+void seqc::emitExpertIndexChecks(KernelBuilder &kb, Value indices, Value T,
+                                 Value K, Value E) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  (void)b;
+  auto expertAt = [&](Value t, Value j) {
+    return kb.i32ToIndex(kb.load(indices, {t, j}));
+  };
+  // Every index is checked before any is used; the first bad one is named.
+  SmallVector<Value> bad = kb.nest(
+      {T, K}, {kb.i1(false), kb.idx(0), kb.idx(0), kb.idx(0)},
+      [&](ValueRange ivs, ValueRange c) {
+        Value e = expertAt(ivs[0], ivs[1]);
+        Value outside = kb.ori(kb.cmp(CmpIPredicate::slt, e, kb.idx(0)),
+                               kb.cmp(CmpIPredicate::sge, e, E));
+        Value firstBad = kb.andi(outside, kb.noti(c[0]));
+        return SmallVector<Value>{kb.ori(c[0], outside),
+                                  kb.select(firstBad, ivs[0], c[1]),
+                                  kb.select(firstBad, ivs[1], c[2]),
+                                  kb.select(firstBad, e, c[3])};
+      });
+  kb.check(kb.noti(bad[0]),
+           "expert index {2} at indices[{0}, {1}] is outside [0, {3})",
+           {bad[1], bad[2], bad[3], E});
+}
+
+Value seqc::expertCapacity(KernelBuilder &kb, double cf, Value T, Value K,
+                           Value E) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  // cap = ceil(C * k * T / E) slots per expert, computed in f64; C = 0
+  // means no limit (T k slots can never fill).
+  if (cf <= 0.0)
+    return kb.mul(T, K);
+  Type f64 = b.getF64Type();
+  auto toF64 = [&](Value i) {
+    return arith::SIToFPOp::create(b, f64, kb.indexToI64(i)).getResult();
+  };
+  Value hasExperts = kb.cmp(CmpIPredicate::sgt, E, kb.idx(0));
+  Value safeE = kb.select(hasExperts, E, kb.idx(1));
+  Value num = arith::MulFOp::create(
+      b,
+      arith::MulFOp::create(
+          b, arith::ConstantOp::create(b, b.getF64FloatAttr(cf)), toF64(K)),
+      toF64(T));
+  Value slots =
+      math::CeilOp::create(b, arith::DivFOp::create(b, num, toF64(safeE)));
+  Value capI = arith::FPToSIOp::create(b, b.getI64Type(), slots);
+  return arith::IndexCastOp::create(b, b.getIndexType(), capI);
+}
 
 void seqc::populateReferenceMoEPatterns(RewritePatternSet &patterns) {
   patterns.add<LowerRoute, LowerMoeFfn>(patterns.getContext());

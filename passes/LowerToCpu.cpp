@@ -33,6 +33,10 @@ struct SeqLowerToCpu : seqc::impl::SeqLowerToCpuBase<SeqLowerToCpu> {
       target.vectorWidth = vectorWidth;
     RewritePatternSet patterns(&getContext());
     seqc::populateCpuScanPatterns(patterns, target);
+    seqc::populateCpuSsdPatterns(patterns, target);
+    seqc::populateCpuLinearAttentionPatterns(patterns, target);
+    seqc::populateCpuAttentionPatterns(patterns, target);
+    seqc::populateCpuMoEPatterns(patterns, target);
     // Whatever has no fast lowering takes the reference one.
     seqc::populateReferenceScanPatterns(patterns);
     seqc::populateReferenceStateSpacePatterns(patterns);
