@@ -119,7 +119,10 @@ struct CpuAttention : OpRewritePattern<seq::AttentionOp> {
           Value Qm = in[0], KT = in[1], VP = in[2], O = in[3];
           Value nT = k.mdim(Qm, 1), nS = k.mdim(KT, 3);
           Value blocks = k.divs(k.add(nT, k.idx(Bq - 1)), k.idx(Bq));
-          Value blk = k.rems(task, blocks), rest = k.divs(task, blocks);
+          // The last query blocks see the most keys (causal): hand them out
+          // first so the pool's dynamic schedule ends balanced.
+          Value blk = k.sub(k.sub(blocks, k.idx(1)), k.rems(task, blocks));
+          Value rest = k.divs(task, blocks);
           Value h = k.rems(rest, k.idx(H)), bi = k.divs(rest, k.idx(H));
           Value hk = k.divs(h, k.idx(rep));
           Value i0 = k.mul(blk, k.idx(Bq));

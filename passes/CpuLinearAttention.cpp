@@ -114,24 +114,27 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   }
 
   /// S from init (or zeros) into the K x V buffer `S`.
-  static void loadState(KernelBuilder &k, ValueRange in, const Params &p,
-                        Value bi, Value h, Value S) {
-    k.forEach(k.idx(0), k.idx(p.K), k.idx(1), [&](Value kk) {
-      k.forEach(k.idx(0), k.idx(p.V), k.idx(1), [&](Value v) {
-        Value s = p.initIndex >= 0 ? k.mload(in[p.initIndex], {bi, h, kk, v})
-                                   : k.f32(0.0);
-        k.mstore(s, S, {kk, v});
-      });
-    });
+  void loadState(KernelBuilder &k, ValueRange in, const Params &p, Value bi,
+                 Value h, Value S) const {
+    if (p.initIndex >= 0) {
+      seqc::packRows(k, target,
+                     MatrixRef{in[p.initIndex],
+                               [&](Value kk, Value v) {
+                                 return SmallVector<Value>{bi, h, kk, v};
+                               }},
+                     k.idx(p.K), p.V, S);
+      return;
+    }
+    seqc::packRows(k, target, rowMajor(S), k.idx(p.K), p.V, S,
+                   [&](Value v, Value) { return k.vconst(0.0, target.vectorWidth); });
   }
 
-  static void storeState(KernelBuilder &k, ValueRange in, const Params &p,
-                         Value bi, Value h, Value S) {
-    k.forEach(k.idx(0), k.idx(p.K), k.idx(1), [&](Value kk) {
-      k.forEach(k.idx(0), k.idx(p.V), k.idx(1), [&](Value v) {
-        k.mstore(k.mload(S, {kk, v}), in[4], {bi, h, kk, v});
-      });
-    });
+  void storeState(KernelBuilder &k, ValueRange in, const Params &p, Value bi,
+                  Value h, Value S) const {
+    seqc::packRows(k, target, rowMajor(S), k.idx(p.K), p.V,
+                   MatrixRef{in[4], [&](Value kk, Value v) {
+                               return SmallVector<Value>{bi, h, kk, v};
+                             }});
   }
 
   /// Copies phi(x[bi, t0 + i, h, :]) * factor(i) for i < rows into `dst`

@@ -87,13 +87,15 @@ static Value restore(ImplicitLocOpBuilder &b, Value t, RankedTensorType type,
   return tensor::CastOp::create(b, type, r);
 }
 
-/// h_t = a_t * h_{t-1} + b_t with a task per (batch, block of state columns).
-/// A block is `unroll` vectors wide so every row of a, b and h it touches is
-/// a run of whole cache lines; full blocks use plain loads and streaming
-/// stores, the last block of a row masked ones.
+/// h_t = a_t * h_{t-1} + b_t with a task per (batch, block of up to 2048
+/// state columns). Each step streams a whole block row of a and b (long
+/// contiguous runs, which DRAM serves at full speed), updates the block's
+/// state in an L1-resident stack buffer and writes h with streaming stores.
 struct CpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
   CpuLinearScan(MLIRContext *ctx, const CpuTarget &target)
       : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
+
+  static constexpr int64_t BlockColumns = 2048;
 
   LogicalResult matchAndRewrite(seq::LinearScanOp op,
                                 PatternRewriter &rewriter) const override {
@@ -103,9 +105,7 @@ struct CpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
     const int64_t lanes = target.vectorWidth;
-    // 8 vectors of state per task: 512 (AVX-512) or 256 (AVX2) bytes per row.
-    const int64_t unroll = 8;
-    const int64_t width = lanes * unroll;
+    const int64_t width = BlockColumns;
 
     Value a = toBTS(b, op.getA()), bb = toBTS(b, op.getB());
     Value Bsz = kb.dim(a, 0), T = kb.dim(a, 1), S = kb.dim(a, 2);
@@ -130,50 +130,48 @@ struct CpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
           Value nBlocks = k.divs(k.add(nS, k.idx(width - 1)), k.idx(width));
           Value bi = k.divs(task, nBlocks);
           Value s0 = k.mul(k.rems(task, nBlocks), k.idx(width));
-          Value full = k.cmp(arith::CmpIPredicate::sle, k.add(s0, k.idx(width)),
-                             nS);
-          // The same scan, with whole vectors or with lane masks.
-          auto scan = [&](bool masked) {
-            SmallVector<Value> masks, cols;
-            for (int64_t u = 0; u < unroll; ++u) {
-              Value col = k.add(s0, k.idx(u * lanes));
-              cols.push_back(col);
-              masks.push_back(masked ? k.vmask(k.sub(nS, col), lanes)
-                                     : Value());
-            }
-            auto load = [&](Value m, ValueRange ivs, int64_t u) {
-              return masked ? k.vloadMasked(m, ivs, lanes, masks[u])
-                            : k.vload(m, ivs, lanes);
-            };
-            auto store = [&](Value v, Value m, ValueRange ivs, int64_t u,
-                             bool streaming) {
-              if (masked)
-                k.vstoreMasked(v, m, ivs, masks[u]);
-              else
-                k.vstore(v, m, ivs, streaming);
-            };
-            SmallVector<Value> h;
-            for (int64_t u = 0; u < unroll; ++u)
-              h.push_back(hasInit ? load(in[4], {bi, cols[u]}, u)
-                                  : vzero(k, lanes));
-            SmallVector<Value> last = k.loop(
-                nT, h, [&](Value step, ValueRange c) {
-                  Value t = reverse ? k.sub(k.sub(nT, k.idx(1)), step) : step;
-                  SmallVector<Value> next;
-                  for (int64_t u = 0; u < unroll; ++u) {
-                    Value hv = k.vfma(load(A, {bi, t, cols[u]}, u), c[u],
-                                      load(Bv, {bi, t, cols[u]}, u));
-                    store(hv, H, {bi, t, cols[u]}, u, /*streaming=*/true);
-                    next.push_back(hv);
-                  }
-                  return next;
-                });
-            for (int64_t u = 0; u < unroll; ++u)
-              store(last[u], L, {bi, cols[u]}, u, /*streaming=*/false);
-            return SmallVector<Value>{};
+          Value cols = k.mins(k.idx(width), k.sub(nS, s0));
+          Value fullEnd = k.mul(k.divs(cols, k.idx(lanes)), k.idx(lanes));
+          Value state = k.stackBuffer({width});
+          // Applies `body(column offset in the block, mask or null)` to every
+          // vector of the block: whole vectors, then one masked.
+          auto eachVector = [&](const std::function<void(Value, Value)> &body) {
+            k.forEach(k.idx(0), fullEnd, k.idx(lanes),
+                      [&](Value c) { body(c, Value()); });
+            k.ifThen(k.cmp(arith::CmpIPredicate::slt, fullEnd, cols), [&] {
+              body(fullEnd, k.vmask(k.sub(cols, fullEnd), lanes));
+            });
           };
-          k.ifElse(full, {}, [&] { return scan(false); },
-                   [&] { return scan(true); });
+          auto load = [&](Value m, ValueRange ivs, Value mask) {
+            return mask ? k.vloadMasked(m, ivs, lanes, mask)
+                        : k.vload(m, ivs, lanes);
+          };
+          auto store = [&](Value v, Value m, ValueRange ivs, Value mask,
+                           bool streaming) {
+            if (mask)
+              k.vstoreMasked(v, m, ivs, mask);
+            else
+              k.vstore(v, m, ivs, streaming);
+          };
+          eachVector([&](Value c, Value mask) {
+            Value h0 = hasInit ? load(in[4], {bi, k.add(s0, c)}, mask)
+                               : k.vconst(0.0, lanes);
+            store(h0, state, {c}, mask, false);
+          });
+          k.forEach(k.idx(0), nT, k.idx(1), [&](Value step) {
+            Value t = reverse ? k.sub(k.sub(nT, k.idx(1)), step) : step;
+            eachVector([&](Value c, Value mask) {
+              Value col = k.add(s0, c);
+              Value hv = k.vfma(load(A, {bi, t, col}, mask),
+                                load(state, {c}, mask),
+                                load(Bv, {bi, t, col}, mask));
+              store(hv, state, {c}, mask, false);
+              store(hv, H, {bi, t, col}, mask, /*streaming=*/true);
+            });
+          });
+          eachVector([&](Value c, Value mask) {
+            store(load(state, {c}, mask), L, {bi, k.add(s0, c)}, mask, false);
+          });
         });
 
     Value h = restore(b, asTensor(b, hBuf, htype),

@@ -179,7 +179,7 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
 
     if (recurrent) {
       emitRecurrent(b, kb, args, Bsz, H, P, N, headsPerGroup, stepDt,
-                    finishRow, loadState, storeState);
+                    finishRow, optIndex[Init]);
     } else {
       // CB = C_c B_c^T per (batch, chunk, group).
       auto cbType = MemRefType::get(
@@ -352,54 +352,70 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
         });
   }
 
-  /// The recurrence step by step (decode), one task per (batch, head),
-  /// vectorized over P.
+  /// The recurrence step by step (decode), one task per (batch, head). The
+  /// state lives in `last` itself, in its [P, N] layout, vectorized over N:
+  /// a decode step reads the carried state once and writes it once.
   void emitRecurrent(ImplicitLocOpBuilder &b, KernelBuilder &kb,
                      ValueRange args, Value Bsz, int64_t H, int64_t P,
                      int64_t N, int64_t headsPerGroup, const StepDt &stepDt,
-                     const RowFn &finishRow, const RowFn &loadState,
-                     const RowFn &storeState) const {
+                     const RowFn &finishRow, int initIndex) const {
     const int64_t lanes = target.vectorWidth;
     emitParallelKernel(
         b, "ssd_recurrent", kb.mul(Bsz, kb.idx(H)), args,
         [&](KernelBuilder &k, Value task, ValueRange in) {
           Value X = in[0], Am = in[2], Bm = in[3], Cm = in[4], Y = in[5];
+          Value Last = in[6];
           Value nT = k.mdim(X, 1);
           Value h = k.rems(task, k.idx(H)), bi = k.divs(task, k.idx(H));
           Value g = k.divs(h, k.idx(headsPerGroup));
           Value aH = k.mload(Am, {h});
-          Value ST = scratch(k, {N, P});
-          loadState(k, in, bi, h, ST);
-          k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
+          SmallVector<Value> masks;
+          for (int64_t n0 = 0; n0 < N; n0 += lanes)
+            masks.push_back(k.vmask(k.idx(N - n0), lanes));
+          // Step t reads the state from `from` and writes it to Last.
+          auto step = [&](Value t, Value from) {
             Value dt = stepDt(k, in, bi, t, h);
             Value decay = k.splat(k.exp(k.fmul(dt, aH)), lanes);
-            SmallVector<Value> masks, xs, ys;
-            for (int64_t p0 = 0; p0 < P; p0 += lanes) {
-              masks.push_back(k.vmask(k.idx(P - p0), lanes));
-              xs.push_back(k.fmul(k.vloadMasked(X, {bi, t, h, k.idx(p0)},
-                                                lanes, masks.back()),
-                                  k.splat(dt, lanes)));
-              ys.push_back(k.vconst(0.0, lanes));
+            SmallVector<Value> bv, cv;
+            for (size_t v = 0; v < masks.size(); ++v) {
+              Value n0 = k.idx(v * lanes);
+              bv.push_back(k.vloadMasked(Bm, {bi, t, g, n0}, lanes, masks[v]));
+              cv.push_back(k.vloadMasked(Cm, {bi, t, g, n0}, lanes, masks[v]));
             }
-            SmallVector<Value> acc = k.loop(
-                k.idx(N), ys, [&](Value n, ValueRange yv) {
-                  Value bn = k.splat(k.mload(Bm, {bi, t, g, n}), lanes);
-                  Value cn = k.splat(k.mload(Cm, {bi, t, g, n}), lanes);
-                  SmallVector<Value> next;
-                  for (size_t v = 0; v < xs.size(); ++v) {
-                    SmallVector<Value> at{n, k.idx(v * lanes)};
-                    Value s = k.vloadMasked(ST, at, lanes, masks[v]);
-                    s = k.vfma(bn, xs[v], k.fmul(decay, s));
-                    k.vstoreMasked(s, ST, at, masks[v]);
-                    next.push_back(k.vfma(cn, s, yv[v]));
-                  }
-                  return next;
-                });
-            for (size_t v = 0; v < acc.size(); ++v)
-              k.vstoreMasked(acc[v], Y, {bi, t, h, k.idx(v * lanes)}, masks[v]);
+            k.forEach(k.idx(0), k.idx(P), k.idx(1), [&](Value p) {
+              Value xdt = k.splat(k.fmul(k.mload(X, {bi, t, h, p}), dt), lanes);
+              Value acc = k.vconst(0.0, lanes);
+              for (size_t v = 0; v < masks.size(); ++v) {
+                SmallVector<Value> at{bi, h, p, k.idx(v * lanes)};
+                Value s = from ? k.vloadMasked(from, at, lanes, masks[v])
+                               : k.vconst(0.0, lanes);
+                s = k.vfma(xdt, bv[v], k.fmul(decay, s));
+                k.vstoreMasked(s, Last, at, masks[v]);
+                acc = k.vfma(cv[v], s, acc);
+              }
+              k.mstore(k.hsum(acc), Y, {bi, t, h, p});
+            });
             finishRow(k, in, bi, t, h);
+          };
+          // The first step reads init (or nothing), the others Last.
+          k.ifThen(k.cmp(CmpIPredicate::sgt, nT, k.idx(0)), [&] {
+            step(k.idx(0), initIndex >= 0 ? in[initIndex] : Value());
+            k.forEach(k.idx(1), nT, k.idx(1),
+                      [&](Value t) { step(t, Last); });
           });
-          storeState(k, in, bi, h, ST);
+          // No steps: the state is init (or zeros).
+          k.ifThen(k.cmp(CmpIPredicate::eq, nT, k.idx(0)), [&] {
+            k.forEach(k.idx(0), k.idx(P), k.idx(1), [&](Value p) {
+              for (size_t v = 0; v < masks.size(); ++v) {
+                SmallVector<Value> at{bi, h, p, k.idx(v * lanes)};
+                Value s = initIndex >= 0
+                              ? k.vloadMasked(in[initIndex], at, lanes,
+                                              masks[v])
+                              : k.vconst(0.0, lanes);
+                k.vstoreMasked(s, Last, at, masks[v]);
+              }
+            });
+          });
         });
   }
 

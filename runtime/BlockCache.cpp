@@ -8,8 +8,10 @@
 
 namespace {
 
-/// Blocks below this size are cheap to get from malloc: not cached.
-constexpr size_t kMinCached = size_t(1) << 20;
+/// Blocks below this size are cheap to get from malloc: not cached. (glibc
+/// serves larger ones with fresh mmaps, whose page faults cost more than
+/// small kernels take.)
+constexpr size_t kMinCached = size_t(64) << 10;
 /// The most bytes kept in the cache.
 constexpr size_t kMaxCachedBytes = size_t(2) << 30;
 

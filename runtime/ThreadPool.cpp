@@ -68,20 +68,20 @@ public:
     job.ctx = ctx;
     job.count = count;
     job.grain = grain;
-    job.next = 0;
+    job.next.store(0, std::memory_order_relaxed);
     job.call = seqc::rt::currentCall();
     int helpers = static_cast<int>(std::min<int64_t>(n - 1, count - 1));
-    job.active = helpers;
-    {
+    job.active.store(helpers, std::memory_order_relaxed);
+    wanted.store(helpers, std::memory_order_relaxed);
+    generation.fetch_add(1, std::memory_order_release);
+    if (sleepers.load(std::memory_order_acquire) > 0) {
       std::lock_guard<std::mutex> lock(mutex);
-      wanted = helpers;
-      ++generation;
+      wake.notify_all();
     }
-    wake.notify_all();
     work();
-    // Wait for the helpers to finish their last grains.
-    std::unique_lock<std::mutex> lock(mutex);
-    finished.wait(lock, [&] { return job.active.load() == 0; });
+    // The helpers finish their last grains.
+    while (job.active.load(std::memory_order_acquire) != 0)
+      std::this_thread::yield();
   }
 
 private:
@@ -100,7 +100,10 @@ private:
     std::lock_guard<std::mutex> lock(mutex);
     while (static_cast<int64_t>(workers.size()) < n) {
       int index = static_cast<int>(workers.size());
-      workers.emplace_back([this, index] { loop(index); });
+      // The worker waits for the first job after this point, however late
+      // its thread starts.
+      uint64_t start = generation.load(std::memory_order_acquire);
+      workers.emplace_back([this, index, start] { loop(index, start); });
       workers.back().detach();
     }
   }
@@ -109,7 +112,7 @@ private:
   void work() {
     insideTask = true;
     for (;;) {
-      int64_t begin = job.next.fetch_add(job.grain);
+      int64_t begin = job.next.fetch_add(job.grain, std::memory_order_relaxed);
       if (begin >= job.count)
         break;
       job.fn(job.ctx, begin, std::min(job.count, begin + job.grain));
@@ -117,30 +120,44 @@ private:
     insideTask = false;
   }
 
-  void loop(int index) {
-    uint64_t seen = 0;
-    for (;;) {
-      {
-        std::unique_lock<std::mutex> lock(mutex);
-        wake.wait(lock, [&] { return generation != seen && index < wanted; });
-        seen = generation;
+  /// Waits for a job this worker takes part in: spins for a while (a decode
+  /// step's kernels follow each other within microseconds), then sleeps.
+  void waitForJob(int index, uint64_t &seen) {
+    auto ready = [&] {
+      return generation.load(std::memory_order_acquire) != seen &&
+             index < wanted.load(std::memory_order_relaxed);
+    };
+    for (int spin = 0; spin < 20000; ++spin) {
+      if (ready()) {
+        seen = generation.load(std::memory_order_acquire);
+        return;
       }
+      std::this_thread::yield();
+    }
+    std::unique_lock<std::mutex> lock(mutex);
+    sleepers.fetch_add(1, std::memory_order_acq_rel);
+    wake.wait(lock, ready);
+    sleepers.fetch_sub(1, std::memory_order_acq_rel);
+    seen = generation.load(std::memory_order_acquire);
+  }
+
+  void loop(int index, uint64_t seen) {
+    for (;;) {
+      waitForJob(index, seen);
       seqc::rt::CallState *prev = seqc::rt::enterCall(job.call);
       work();
       seqc::rt::enterCall(prev);
-      if (job.active.fetch_sub(1) == 1) {
-        std::lock_guard<std::mutex> lock(mutex);
-        finished.notify_all();
-      }
+      job.active.fetch_sub(1, std::memory_order_acq_rel);
     }
   }
 
   std::atomic<int64_t> numThreads{1};
   std::mutex submitMutex; // one parallel loop on the pool at a time
   std::mutex mutex;
-  std::condition_variable wake, finished;
-  uint64_t generation = 0;
-  int wanted = 0;
+  std::condition_variable wake;
+  std::atomic<uint64_t> generation{0};
+  std::atomic<int> wanted{0};
+  std::atomic<int> sleepers{0};
   Job job;
   std::vector<std::thread> workers;
 };

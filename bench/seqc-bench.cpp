@@ -1,0 +1,443 @@
+//===- seqc-bench.cpp - seqc's CPU kernels against the machine's ceilings -===//
+//
+// Measures, in one run:
+//   - the machine's ceilings: STREAM-style triad bandwidth and fp32 FMA peak
+//     over all threads (the FMA loop is itself compiled by seqc);
+//   - each op of the CPU targets at its target shape through the default
+//     (fast) pipeline on all threads and on one thread, and through the
+//     reference lowering;
+// and prints a table: median time, achieved GB/s or GFLOP/s, fraction of the
+// ceiling, speedup over the reference, 1-thread vs all-threads scaling.
+//
+//   seqc-bench [--quick] [--runs N] [--only NAME]
+//
+//===----------------------------------------------------------------------===//
+
+#include "seqc/Engine.h"
+
+#include "Runtime.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+#ifdef __SSE__
+#include <immintrin.h>
+#endif
+
+using namespace seqc;
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+[[noreturn]] void die(const std::string &msg) {
+  std::fprintf(stderr, "error: %s\n", msg.c_str());
+  std::exit(1);
+}
+
+/// STREAM triad a = b + s c over `threads` threads, 12 bytes per element.
+/// The stores are non-temporal where the ISA has them (as STREAM builds
+/// compile them), so the ceiling is not lowered by read-for-ownership traffic
+/// that seqc's own streaming stores avoid.
+double triadGBs(int threads) {
+  const size_t n = size_t(64) << 20; // 256 MiB per array
+  // 64-byte aligned so the streaming stores are aligned.
+  auto alloc = [&](float v) {
+    float *p = static_cast<float *>(std::aligned_alloc(64, n * sizeof(float)));
+    if (!p)
+      die("out of memory for the triad arrays");
+    std::fill(p, p + n, v);
+    return std::unique_ptr<float, decltype(&std::free)>(p, std::free);
+  };
+  auto pa = alloc(0.0f), pbv = alloc(1.0f), pcv = alloc(2.0f);
+  struct {
+    float *data() { return ptr; }
+    float *ptr;
+  } a{pa.get()}, b{pbv.get()}, c{pcv.get()};
+  double best = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {
+    double t0 = now();
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        size_t lo = n * t / threads, hi = n * (t + 1) / threads;
+        float *pa = a.data();
+        const float *pb = b.data(), *pc = c.data();
+#ifdef __SSE__
+        lo = (lo + 3) & ~size_t(3);
+        hi = hi & ~size_t(3);
+        const __m128 three = _mm_set1_ps(3.0f);
+        for (size_t i = lo; i < hi; i += 4)
+          _mm_stream_ps(pa + i, _mm_add_ps(_mm_loadu_ps(pb + i),
+                                           _mm_mul_ps(three, _mm_loadu_ps(pc + i))));
+        _mm_sfence();
+#else
+        for (size_t i = lo; i < hi; ++i)
+          pa[i] = pb[i] + 3.0f * pc[i];
+#endif
+      });
+    for (auto &th : pool)
+      th.join();
+    best = std::min(best, now() - t0);
+  }
+  return 12.0 * static_cast<double>(n) / best / 1e9;
+}
+
+/// An MLIR function whose tasks each run `iters` steps of 12 independent
+/// vector FMA chains: the FMA peak as seqc's own code reaches it.
+std::string fmaKernel(int lanes, long iters) {
+  std::string v = "vector<" + std::to_string(lanes) + "xf32>";
+  std::string s;
+  s += "func.func private @fma(%b: index, %e: index, %out: memref<?xf32>) {\n";
+  s += "  %c0 = arith.constant 0 : index\n  %c1 = arith.constant 1 : index\n";
+  s += "  %n = arith.constant " + std::to_string(iters) + " : index\n";
+  s += "  %m = arith.constant dense<0.9999> : " + v + "\n";
+  s += "  %a = arith.constant dense<0.0001> : " + v + "\n";
+  s += "  scf.for %t = %b to %e step %c1 {\n";
+  std::string inits, types, yields;
+  for (int i = 0; i < 12; ++i) {
+    s += "    %i" + std::to_string(i) + " = arith.constant dense<" +
+         std::to_string(i) + ".0> : " + v + "\n";
+    inits += (i ? ", " : "") + std::string("%x") + std::to_string(i) +
+             " = %i" + std::to_string(i);
+    types += (i ? ", " : "") + v;
+    yields += (i ? ", " : "") + std::string("%y") + std::to_string(i);
+  }
+  s += "    %r:12 = scf.for %k = %c0 to %n step %c1 iter_args(" + inits +
+       ") -> (" + types + ") {\n";
+  for (int i = 0; i < 12; ++i)
+    s += "      %y" + std::to_string(i) + " = vector.fma %x" +
+         std::to_string(i) + ", %m, %a : " + v + "\n";
+  s += "      scf.yield " + yields + " : " + types + "\n    }\n";
+  s += "    %s0 = arith.addf %r#0, %r#1 : " + v + "\n";
+  for (int i = 2; i < 12; ++i)
+    s += "    %s" + std::to_string(i - 1) + " = arith.addf %s" +
+         std::to_string(i - 2) + ", %r#" + std::to_string(i) + " : " + v + "\n";
+  s += "    %sum = vector.reduction <add>, %s10 : " + v + " into f32\n";
+  s += "    memref.store %sum, %out[%t] : memref<?xf32>\n  }\n  return\n}\n";
+  s += "func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {\n";
+  s += "  %c0 = arith.constant 0 : index\n";
+  s += "  %n = tensor.dim %x, %c0 : tensor<?xf32>\n";
+  s += "  %buf = memref.alloc(%n) : memref<?xf32>\n";
+  s += "  seq.parallel_for %n, @fma(%buf) : memref<?xf32>\n";
+  s += "  %r = bufferization.to_tensor %buf restrict writable : memref<?xf32> "
+       "to tensor<?xf32>\n  return %r : tensor<?xf32>\n}\n";
+  return s;
+}
+
+int hostLanes() {
+  // The same choice as the compiler's (CpuTarget::host()).
+  return __builtin_cpu_supports("avx512f") ? 16
+         : __builtin_cpu_supports("avx2") ? 8
+                                          : 4;
+}
+
+double fmaPeakGFLOPs(int threads) {
+  const long iters = 20000000;
+  int lanes = hostLanes();
+  Engine engine;
+  auto module = engine.compile(fmaKernel(lanes, iters), {}, "fma.mlir");
+  if (!module)
+    die("FMA kernel: " + module.message());
+  Function fn = *(*module)->function("main");
+  Expected<Tensor> x = Tensor::zeros(DType::F32, {threads});
+  double best = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    double t0 = now();
+    auto r = fn.call({x->view()});
+    if (!r)
+      die(r.message());
+    best = std::min(best, now() - t0);
+  }
+  return 2.0 * 12 * lanes * static_cast<double>(iters) * threads / best / 1e9;
+}
+
+/// One benchmarked op: its graph, the work it does and how to fill inputs.
+struct Case {
+  std::string name, shape;
+  std::string mlir;
+  double flops = 0; // useful FLOPs, or 0 for memory-bound ops
+  double bytes = 0; // bytes that must move, for memory-bound ops
+  int64_t intRange = 4;
+  bool reference = true;
+};
+
+std::string tensorType(std::vector<int64_t> shape, const char *elt = "f32") {
+  std::string s = "tensor<";
+  for (int64_t d : shape)
+    s += std::to_string(d) + "x";
+  return s + elt + ">";
+}
+
+/// `func.func @main(args) -> (results) { op }` for one seq op.
+std::string graph(const std::string &op, const std::vector<std::string> &args,
+                  const std::vector<std::string> &results,
+                  const std::string &optional, const std::string &attrs) {
+  // Every argument is an operand, in order; the ones named in `optional`
+  // (e.g. "skip(%a5)") are the last ones.
+  std::string sig, types, names, rtypes;
+  for (size_t i = 0; i < args.size(); ++i) {
+    sig += (i ? ", " : "") + std::string("%a") + std::to_string(i) + ": " +
+           args[i];
+    types += (i ? ", " : "") + args[i];
+  }
+  size_t nOptional = std::count(optional.begin(), optional.end(), '%');
+  size_t required = args.size() - nOptional;
+  for (size_t i = 0; i < required; ++i)
+    names += (i ? ", " : "") + std::string("%a") + std::to_string(i);
+  for (size_t i = 0; i < results.size(); ++i)
+    rtypes += (i ? ", " : "") + results[i];
+  std::string res = results.size() > 1
+                        ? "%r:" + std::to_string(results.size())
+                        : std::string("%r");
+  std::string rets;
+  for (size_t i = 0; i < results.size(); ++i)
+    rets += (i ? ", " : "") +
+            (results.size() > 1 ? "%r#" + std::to_string(i) : std::string("%r"));
+  return "func.func @main(" + sig + ") -> (" + rtypes + ") {\n  " + res +
+         " = seq." + op + " " + names + (optional.empty() ? "" : " " + optional) +
+         (attrs.empty() ? "" : " {" + attrs + "}") + " : (" + types + ") -> (" +
+         rtypes + ")\n  return " + rets + " : " + rtypes + "\n}\n";
+}
+
+struct Timing {
+  double median = 0, min = 0;
+};
+
+Timing timeCalls(Function &fn, const std::vector<TensorView> &views, int runs) {
+  auto warm = fn.call(views);
+  if (!warm)
+    die(warm.message());
+  std::vector<double> times;
+  for (int r = 0; r < runs; ++r) {
+    double t0 = now();
+    auto out = fn.call(views);
+    double t = now() - t0;
+    if (!out)
+      die(out.message());
+    times.push_back(t * 1e3);
+  }
+  return {median(times), *std::min_element(times.begin(), times.end())};
+}
+
+struct Inputs {
+  std::vector<Tensor> tensors;
+  std::vector<TensorView> views;
+};
+
+Inputs makeInputs(const FunctionSignature &sig, int64_t intRange) {
+  Inputs in;
+  for (size_t i = 0; i < sig.inputs.size(); ++i) {
+    Expected<Tensor> t =
+        randomTensor(sig.inputs[i].dtype, sig.inputs[i].shape, 1000 + i, intRange);
+    if (!t)
+      die(t.message());
+    in.tensors.push_back(t.take());
+  }
+  for (Tensor &t : in.tensors)
+    in.views.push_back(t.view());
+  return in;
+}
+
+Function compile(Engine &engine, const std::string &mlir, bool reference,
+                 const std::string &what) {
+  CompileOptions opts;
+  opts.reference = reference;
+  auto m = engine.compile(mlir, opts, what + ".mlir");
+  if (!m)
+    die(what + ": " + m.message());
+  auto fn = (*m)->function("main");
+  if (!fn)
+    die(what + ": " + fn.message());
+  return *fn;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  bool quick = false;
+  int runs = 7;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--quick")
+      quick = true;
+    else if (a == "--runs" && i + 1 < argc)
+      runs = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--only" && i + 1 < argc)
+      only = argv[++i];
+    else
+      die("usage: seqc-bench [--quick] [--runs N] [--only NAME]");
+  }
+  int threads = static_cast<int>(seqc_rt_get_num_threads());
+
+  std::printf("seqc CPU benchmark: %d threads, %d-lane f32 vectors\n", threads,
+              hostLanes());
+  double triad = triadGBs(threads);
+  double peak = fmaPeakGFLOPs(threads);
+  std::printf("ceilings: triad %.1f GB/s, fp32 FMA peak %.1f GFLOP/s\n\n",
+              triad, peak);
+
+  std::vector<Case> cases;
+  auto add = [&](Case c) {
+    if (only.empty() || c.name.find(only) != std::string::npos)
+      cases.push_back(std::move(c));
+  };
+  {
+    int64_t B = 4, T = quick ? 1024 : 4096, S = 2048;
+    auto t = tensorType({B, T, S}), l = tensorType({B, S});
+    add({"linear_scan", "B=4 T=" + std::to_string(T) + " S=2048",
+         graph("linear_scan", {t, t}, {t, l}, "", ""), 0,
+         12.0 * B * T * S});
+  }
+  auto ssdCase = [&](const std::string &name, int64_t chunk, int64_t T) {
+    int64_t H = 16, P = 64, N = 128;
+    std::string attrs = "dt_softplus = true";
+    if (chunk > 0)
+      attrs += ", chunk_size = " + std::to_string(chunk) + " : i64";
+    return Case{name, "B=1 T=" + std::to_string(T) + " H=16 P=64 N=128 G=1",
+                graph("ssd",
+                      {tensorType({1, T, H, P}), tensorType({1, T, H}),
+                       tensorType({H}), tensorType({1, T, 1, N}),
+                       tensorType({1, T, 1, N})},
+                      {tensorType({1, T, H, P}), tensorType({1, H, P, N})}, "",
+                      attrs),
+                4.0 * T * H * P * N, 0, 4, chunk == 0};
+  };
+  auto laCase = [&](const std::string &name, int64_t chunk, int64_t T) {
+    int64_t H = 16, K = 64, V = 64;
+    std::string attrs =
+        chunk > 0 ? "chunk_size = " + std::to_string(chunk) + " : i64" : "";
+    return Case{name, "B=1 T=" + std::to_string(T) + " H=16 K=V=64 decay BxTxH",
+                graph("linear_attention",
+                      {tensorType({1, T, H, K}), tensorType({1, T, H, K}),
+                       tensorType({1, T, H, V}), tensorType({1, T, H})},
+                      {tensorType({1, T, H, V}), tensorType({1, H, K, V})},
+                      "decay(%a3)", attrs),
+                4.0 * T * H * K * V, 0, 4, chunk == 0};
+  };
+  int64_t seqT = quick ? 1024 : 4096;
+  add(ssdCase("ssd", 0, seqT));
+  add(laCase("linear_attention", 0, seqT));
+  {
+    int64_t T = quick ? 512 : 2048, D = 1536, N = 16;
+    add({"selective_scan",
+         "B=1 T=" + std::to_string(T) + " D=1536 N=16 (6 FLOPs per t,d,n)",
+         graph("selective_scan",
+               {tensorType({1, T, D}), tensorType({1, T, D}),
+                tensorType({D, N}), tensorType({1, T, 1, N}),
+                tensorType({1, T, 1, N}), tensorType({D})},
+               {tensorType({1, T, D}), tensorType({1, D, N})}, "skip(%a5)",
+               "delta_softplus = true"),
+         6.0 * T * D * N, 0});
+  }
+  {
+    int64_t T = quick ? 256 : 1024, D = 1024, F = 2048, E = 8, k = 2;
+    Case c{"moe_ffn", "T=" + std::to_string(T) + " D=1024 F=2048 E=8 k=2 gated silu",
+           graph("moe_ffn",
+                 {tensorType({T, D}), tensorType({T, k}),
+                  tensorType({T, k}, "i32"), tensorType({E, D, F}),
+                  tensorType({E, F, D}), tensorType({E, D, F})},
+                 {tensorType({T, D}), tensorType({E}, "i64")},
+                 "gate_proj(%a5)", ""),
+           2.0 * T * k * 3 * D * F, 0, E};
+    add(c);
+  }
+  {
+    int64_t T = quick ? 1024 : 4096, H = 8, K = 64;
+    add({"attention", "B=1 T=" + std::to_string(T) + " H=8 K=V=64 causal",
+         graph("attention",
+               {tensorType({1, T, H, K}), tensorType({1, T, H, K}),
+                tensorType({1, T, H, K})},
+               {tensorType({1, T, H, K})}, "", "causal = true"),
+         2.0 * T * T * H * (K + K) / 2, 0});
+  }
+  {
+    int64_t H = 16, P = 64, N = 128;
+    Case c{"ssd_decode", "B=1 T=1 H=16 P=64 N=128, carried state",
+           graph("ssd",
+                 {tensorType({1, 1, H, P}), tensorType({1, 1, H}),
+                  tensorType({H}), tensorType({1, 1, 1, N}),
+                  tensorType({1, 1, 1, N}), tensorType({1, H, P, N})},
+                 {tensorType({1, 1, H, P}), tensorType({1, H, P, N})},
+                 "init(%a5)", "dt_softplus = true"),
+           0, 2.0 * 4 * H * P * N};
+    add(c);
+  }
+
+  std::printf("%-18s %-46s %10s %12s %9s %10s %9s\n", "op", "shape",
+              "median ms", "achieved", "of ceil", "vs ref", "1t/all");
+  Engine engine;
+  for (const Case &c : cases) {
+    Function fast = compile(engine, c.mlir, false, c.name);
+    Inputs in = makeInputs(fast.signature(), c.intRange);
+    Timing all = timeCalls(fast, in.views, runs);
+    seqc_rt_set_num_threads(1);
+    Timing one = timeCalls(fast, in.views, std::max(1, runs / 2));
+    seqc_rt_set_num_threads(threads);
+    std::string vsRef = "-";
+    if (c.reference && !quick) {
+      Function ref = compile(engine, c.mlir, true, c.name);
+      Timing r = timeCalls(ref, in.views, 1);
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1fx", r.median / all.median);
+      vsRef = buf;
+    }
+    char achieved[32], frac[32];
+    if (c.flops > 0) {
+      double g = c.flops / (all.median * 1e-3) / 1e9;
+      std::snprintf(achieved, sizeof achieved, "%.1f GF/s", g);
+      std::snprintf(frac, sizeof frac, "%.2f", g / peak);
+    } else {
+      double g = c.bytes / (all.median * 1e-3) / 1e9;
+      std::snprintf(achieved, sizeof achieved, "%.1f GB/s", g);
+      std::snprintf(frac, sizeof frac, "%.2f", g / triad);
+    }
+    std::printf("%-18s %-46s %10.3f %12s %9s %10s %8.2fx\n", c.name.c_str(),
+                c.shape.c_str(), all.median, achieved, frac, vsRef.c_str(),
+                one.median / all.median);
+    std::fflush(stdout);
+  }
+
+  // Automatic chunk size against every fixed one.
+  if (only.empty() || only == "chunk") {
+    std::printf("\nautomatic chunk size vs fixed (median ms):\n");
+    for (int which = 0; which < 2; ++which) {
+      std::string name = which == 0 ? "ssd" : "linear_attention";
+      std::printf("  %-18s", name.c_str());
+      double autoMs = 0, best = 1e30;
+      for (int64_t q : {0, 32, 64, 128, 256}) {
+        Case c = which == 0 ? ssdCase(name, q, seqT) : laCase(name, q, seqT);
+        Function fn = compile(engine, c.mlir, false, c.name);
+        Inputs in = makeInputs(fn.signature(), 4);
+        double ms = timeCalls(fn, in.views, std::max(3, runs / 2)).median;
+        if (q == 0)
+          autoMs = ms;
+        else
+          best = std::min(best, ms);
+        std::printf(" %s=%.2f", q == 0 ? "auto" : std::to_string(q).c_str(),
+                    ms);
+      }
+      std::printf("  auto/best=%.2f\n", autoMs / best);
+    }
+  }
+  return 0;
+}
