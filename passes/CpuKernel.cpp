@@ -55,6 +55,7 @@ void seqc::emitParallelKernel(ImplicitLocOpBuilder &b, StringRef name,
     b.setInsertionPointToStart(entry);
     KernelBuilder kb(b);
     kb.setAllocaBlock(entry);
+    kb.setFastMath(true);
     SmallVector<Value> shared(entry->getArguments().drop_front(2));
     kb.forEach(entry->getArgument(0), entry->getArgument(1), kb.idx(1),
                [&](Value task) { body(kb, task, shared); });

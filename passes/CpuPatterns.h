@@ -35,6 +35,9 @@ void populateCpuAttentionPatterns(mlir::RewritePatternSet &patterns,
                                   const CpuTarget &target);
 void populateCpuMoEPatterns(mlir::RewritePatternSet &patterns,
                             const CpuTarget &target);
+/// linalg.matmul / linalg.batch_matmul of the graph (f32, row-major).
+void populateCpuMatmulPatterns(mlir::RewritePatternSet &patterns,
+                               const CpuTarget &target);
 
 } // namespace seqc
 

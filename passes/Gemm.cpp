@@ -72,13 +72,13 @@ void seqc::transposeInto(KernelBuilder &kb, const CpuTarget &target,
 namespace {
 
 /// The micro-kernel: `rows` rows starting at i0, `vecs` vectors of columns
-/// starting at j0, all of K.
+/// starting at j0, reduction range [k0, k1). C's tile starts from C itself
+/// when `addToC` (an i1) is true, from zero otherwise.
 struct MicroKernel {
   KernelBuilder &kb;
   int64_t lanes;
   const MatrixRef &A, &B, &C;
-  GemmMode mode;
-  Value K;
+  Value k0, k1, addToC;
 
   void emit(Value i0, Value j0, int64_t rows, int64_t vecs,
             ArrayRef<Value> masks) {
@@ -93,9 +93,8 @@ struct MicroKernel {
     Value zero = kb.vconst(0.0, lanes);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t v = 0; v < vecs; ++v)
-        acc.push_back(mode == GemmMode::Accumulate ? load(C, row(r), v)
-                                                   : zero);
-    SmallVector<Value> done = kb.loop(K, acc, [&](Value k, ValueRange c) {
+        acc.push_back(kb.select(addToC, load(C, row(r), v), zero));
+    SmallVector<Value> done = kb.loop(k0, k1, acc, [&](Value k, ValueRange c) {
       SmallVector<Value> bv;
       for (int64_t v = 0; v < vecs; ++v)
         bv.push_back(load(B, k, v));
@@ -118,20 +117,9 @@ struct MicroKernel {
   }
 };
 
-} // namespace
-
-void seqc::emitGemm(KernelBuilder &kb, const CpuTarget &target,
-                    GemmShape shape, const MatrixRef &A, const MatrixRef &B,
-                    const MatrixRef &C, GemmMode mode) {
-  const int64_t lanes = target.vectorWidth;
-  const int64_t vecs = 2;
-  // Accumulators + B vectors + a broadcast must fit the register file:
-  // 32 vector registers with AVX-512, 16 otherwise.
-  const int64_t rows = lanes >= 16 ? 8 : 6;
-  const int64_t nr = vecs * lanes;
-  MicroKernel mk{kb, lanes, A, B, C, mode, shape.K};
-
-  Value M = shape.M, N = shape.N;
+/// One pass of the micro-kernel over every block of C.
+void emitPass(KernelBuilder &kb, MicroKernel &mk, Value M, Value N,
+              int64_t rows, int64_t vecs, int64_t nr, int64_t lanes) {
   Value fullRowEnd = kb.mul(kb.divs(M, kb.idx(rows)), kb.idx(rows));
   // Every rows x nr block of columns j0.
   auto columnBlock = [&](Value j0, ArrayRef<Value> masks) {
@@ -150,5 +138,36 @@ void seqc::emitGemm(KernelBuilder &kb, const CpuTarget &target,
       masks.push_back(kb.vmask(
           kb.sub(N, kb.add(fullColEnd, kb.idx(v * lanes))), lanes));
     columnBlock(fullColEnd, masks);
+  });
+}
+
+} // namespace
+
+void seqc::emitGemm(KernelBuilder &kb, const CpuTarget &target,
+                    GemmShape shape, const MatrixRef &A, const MatrixRef &B,
+                    const MatrixRef &C, GemmMode mode) {
+  const int64_t lanes = target.vectorWidth;
+  const int64_t vecs = 2;
+  // Accumulators + B vectors + a broadcast must fit the register file:
+  // 32 vector registers with AVX-512, 16 otherwise.
+  const int64_t rows = lanes >= 16 ? 8 : 6;
+  const int64_t nr = vecs * lanes;
+  // The reduction is cut in blocks of kc so that a block of B's panel
+  // (kc x nr) and the A rows stay in L1 while the row blocks pass over
+  // them; C accumulates over the blocks.
+  const int64_t kc = 256;
+
+  Value M = shape.M, N = shape.N, K = shape.K;
+  // At least one pass, so an empty reduction still writes C = 0.
+  Value passes = kb.divs(kb.add(K, kb.idx(kc - 1)), kb.idx(kc));
+  passes = arith::MaxSIOp::create(kb.builder(), passes, kb.idx(1));
+  kb.forEach(kb.idx(0), passes, kb.idx(1), [&](Value p) {
+    Value k0 = kb.mul(p, kb.idx(kc));
+    Value k1 = kb.mins(K, kb.add(k0, kb.idx(kc)));
+    Value addToC = mode == GemmMode::Accumulate
+                       ? kb.i1(true)
+                       : kb.cmp(CmpIPredicate::sgt, p, kb.idx(0));
+    MicroKernel mk{kb, lanes, A, B, C, k0, k1, addToC};
+    emitPass(kb, mk, M, N, rows, vecs, nr, lanes);
   });
 }

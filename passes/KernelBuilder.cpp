@@ -64,7 +64,51 @@ Value KernelBuilder::fmax(Value a, Value c) { return arith::MaxNumFOp::create(b,
 Value KernelBuilder::fcmp(arith::CmpFPredicate p, Value a, Value c) {
   return arith::CmpFOp::create(b, p, a, c);
 }
-Value KernelBuilder::exp(Value a) { return math::ExpOp::create(b, a); }
+Value KernelBuilder::exp(Value a) {
+  Type elt = getElementTypeOrSelf(a.getType());
+  if (fastMath && elt.isF32())
+    return polynomialExp(a);
+  return math::ExpOp::create(b, a);
+}
+
+Value KernelBuilder::polynomialExp(Value x) {
+  // exp(x) = 2^n e^r, n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2]
+  // (ln 2 split in two for an exact product), e^r by its Taylor polynomial
+  // of degree 6 (error below 2e-7), 2^n built in the exponent bits. x is
+  // clamped to [-87.3, 88] first, where the result is a normal float, and
+  // below -87.3 the result is 0; NaN stays NaN (the clamps propagate it).
+  Value c = maximumf(x, like(x, -87.3));
+  c = minimumf(c, like(x, 88.0));
+  Value n = math::RoundEvenOp::create(b, fmul(c, like(x, 1.4426950408889634)));
+  Value r = math::FmaOp::create(b, n, like(x, -0.693359375), c);
+  r = math::FmaOp::create(b, n, like(x, 2.12194440e-4), r);
+  Value p = like(x, 1.0 / 720);
+  for (double coef : {1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0})
+    p = math::FmaOp::create(b, p, r, like(x, coef));
+  Type intType = b.getI32Type();
+  if (auto vt = dyn_cast<VectorType>(x.getType()))
+    intType = VectorType::get(vt.getShape(), b.getI32Type());
+  auto intConst = [&](int32_t v) -> Value {
+    if (auto vt = dyn_cast<VectorType>(intType))
+      return arith::ConstantOp::create(
+          b, DenseElementsAttr::get(vt, b.getI32IntegerAttr(v)));
+    return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
+  };
+  Value ni = arith::FPToSIOp::create(b, intType, n);
+  Value bits = arith::ShLIOp::create(b, arith::AddIOp::create(b, ni, intConst(127)),
+                                     intConst(23));
+  Value scale = arith::BitcastOp::create(b, x.getType(), bits);
+  // Below the clamp the result is 0 (exp(-inf) = 0 exactly, as masks need).
+  Value under = fcmp(arith::CmpFPredicate::OLT, x, like(x, -87.3));
+  return select(under, like(x, 0.0), fmul(p, scale));
+}
+
+Value KernelBuilder::maximumf(Value a, Value c) {
+  return arith::MaximumFOp::create(b, a, c);
+}
+Value KernelBuilder::minimumf(Value a, Value c) {
+  return arith::MinimumFOp::create(b, a, c);
+}
 Value KernelBuilder::expm1(Value a) { return math::ExpM1Op::create(b, a); }
 Value KernelBuilder::log1p(Value a) { return math::Log1pOp::create(b, a); }
 Value KernelBuilder::sqrt(Value a) { return math::SqrtOp::create(b, a); }

@@ -69,6 +69,8 @@ public:
   Value fdiv(Value a, Value c);
   Value fneg(Value a);
   Value fmax(Value a, Value c); ///< maxnumf: NaN-ignoring, as in softmax max
+  Value maximumf(Value a, Value c); ///< NaN-propagating max
+  Value minimumf(Value a, Value c); ///< NaN-propagating min
   Value fcmp(mlir::arith::CmpFPredicate p, Value a, Value c);
   Value exp(Value a);
   Value expm1(Value a);
@@ -120,6 +122,10 @@ public:
   Value stackBuffer(llvm::ArrayRef<int64_t> shape);
   /// The block stack buffers are allocated in (a kernel's entry block).
   void setAllocaBlock(mlir::Block *block) { allocaBlock = block; }
+  /// In fast-math mode (the CPU kernels), exp is an inline polynomial
+  /// (Cody-Waite reduction, degree-6, ~2 ulp) instead of math.exp; the
+  /// reference lowering keeps math.exp (libm).
+  void setFastMath(bool on) { fastMath = on; }
   /// A loop without results.
   void forEach(Value lb, Value ub, Value step,
                const std::function<void(Value)> &body);
@@ -164,6 +170,9 @@ public:
 private:
   mlir::ImplicitLocOpBuilder &b;
   mlir::Block *allocaBlock = nullptr;
+  bool fastMath = false;
+
+  Value polynomialExp(Value x);
 };
 
 /// The sizes of the named dimensions of an op (B, T, H, ...), read from their

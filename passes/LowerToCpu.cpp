@@ -37,6 +37,7 @@ struct SeqLowerToCpu : seqc::impl::SeqLowerToCpuBase<SeqLowerToCpu> {
     seqc::populateCpuLinearAttentionPatterns(patterns, target);
     seqc::populateCpuAttentionPatterns(patterns, target);
     seqc::populateCpuMoEPatterns(patterns, target);
+    seqc::populateCpuMatmulPatterns(patterns, target);
     // Whatever has no fast lowering takes the reference one.
     seqc::populateReferenceScanPatterns(patterns);
     seqc::populateReferenceStateSpacePatterns(patterns);

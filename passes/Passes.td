@@ -46,6 +46,20 @@ def SeqLowerToCpu : Pass<"seq-lower-to-cpu", "::mlir::ModuleOp"> {
   ];
 }
 
+def SeqFuseElementwise : Pass<"seq-fuse-elementwise"> {
+  let summary = "Fold elementwise glue into the seq ops that can apply it";
+  let description = [{
+    Recognizes `linalg.generic` producers and consumers a seq op computes
+    itself, and folds them in: `softplus(dt [+ bias])` before `seq.ssd` /
+    `seq.selective_scan` becomes `dt_bias` / `dt_softplus`, `y * silu(z)`
+    after them becomes `gate(z)`, `silu` after `seq.causal_conv1d` its
+    `activation`, and the same `elu + 1` or `relu` on the queries and keys of
+    `seq.linear_attention` its `feature_map`. The kernels then apply them on
+    the fly instead of the graph materializing each intermediate.
+  }];
+  let dependentDialects = ["::seqc::seq::SeqDialect"];
+}
+
 def SeqVectorMath : Pass<"seq-vector-math"> {
   let summary = "Polynomial approximations of exp, log, erf, ... (fast path)";
   let description = [{

@@ -69,6 +69,8 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
   if (opts.reference) {
     pm.addPass(createSeqLowerToReference());
   } else {
+    pm.addPass(createSeqFuseElementwise());
+    pm.addPass(createCanonicalizerPass());
     SeqLowerToCpuOptions cpu;
     cpu.vectorWidth = opts.vectorWidth;
     pm.addPass(createSeqLowerToCpu(cpu));
