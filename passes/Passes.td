@@ -117,4 +117,16 @@ def SeqLowerParallel : Pass<"seq-lower-parallel", "::mlir::ModuleOp"> {
   ];
 }
 
+def SeqEmitPackedWrappers : Pass<"seq-emit-packed-wrappers",
+                                 "::mlir::ModuleOp"> {
+  let summary = "Give every public function a packed C entry point";
+  let description = [{
+    Runs on the LLVM dialect. For every public function `@f` adds
+    `_seqc_packed_f(void **args)`: args[i] points at the i-th scalar argument
+    of `@f` (its memrefs as expanded descriptors) and the last pointer at room
+    for its results. Private functions become internal.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // SEQC_PASSES_TD

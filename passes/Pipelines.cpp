@@ -42,6 +42,7 @@ void seqc::buildLowerToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createSeqEmitPackedWrappers());
 }
 
 /// Tensors to memrefs for whole functions, with deallocation of temporaries.

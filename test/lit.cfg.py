@@ -17,6 +17,8 @@ config.environment["PATH"] = os.pathsep.join(
     [config.seqc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.environment["PYTHONPATH"] = os.path.join(
     config.test_source_root, "Integration", "lib")
+# Compiled code is cached under the build tree, never in the user's home.
+config.environment["SEQC_CACHE_DIR"] = os.path.join(config.seqc_obj_root, "test-cache")
 # Tests are deterministic and sized for a small machine.
 config.environment["SEQC_NUM_THREADS"] = os.environ.get("SEQC_NUM_THREADS", "2")
 

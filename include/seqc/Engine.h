@@ -17,6 +17,7 @@
 #ifndef SEQC_ENGINE_H
 #define SEQC_ENGINE_H
 
+#include "seqc/Signature.h"
 #include "seqc/Tensor.h"
 
 #include <memory>
@@ -39,22 +40,22 @@ struct CompileOptions {
   /// The most bytes one call may allocate at once; 0 means the machine's
   /// physical memory. A call that would exceed it fails with an error.
   size_t memoryLimit = 0;
+  /// Threads of the runtime's pool (process-wide); 0 keeps the current
+  /// count (SEQC_NUM_THREADS, else the hardware's).
+  int numThreads = 0;
+  /// Reuse compiled code: in memory within the engine, and on disk in
+  /// `cacheDir` (empty: $SEQC_CACHE_DIR, else $XDG_CACHE_HOME/seqc, else
+  /// ~/.cache/seqc). A cache that cannot be read or written is skipped (see
+  /// CompiledModule::cacheNote); corrupt or stale entries are rebuilt.
+  bool useCache = true;
+  std::string cacheDir;
 };
 
-/// The type of one argument or result. Dynamic dimensions are -1.
-struct TensorSpec {
-  DType dtype = DType::F32;
-  std::vector<int64_t> shape;
-  /// The argument's name (its `seq.name` attribute), or "argN" / "resultN".
-  std::string name;
-  /// "tensor<?x16xf32>".
-  std::string typeString() const;
-};
-
-struct FunctionSignature {
-  std::string name;
-  std::vector<TensorSpec> inputs;
-  std::vector<TensorSpec> outputs;
+/// Where a compiled module's code came from.
+enum class CacheStatus {
+  Compiled,  ///< compiled now
+  MemoryHit, ///< the engine had compiled the same module
+  DiskHit,   ///< loaded from the disk cache
 };
 
 class CompiledModule;
@@ -69,6 +70,8 @@ public:
   /// Run-time errors (dynamic dimensions that disagree, out-of-range expert
   /// indices, memory limit) come back as errors.
   Expected<std::vector<Tensor>> call(const std::vector<TensorView> &args) const;
+  /// The packed entry point (for hosts that pass descriptors themselves).
+  PackedFn packedEntry() const;
 
 private:
   friend class CompiledModule;
@@ -83,12 +86,19 @@ public:
   /// Public functions, in the order they appear in the source.
   std::vector<std::string> functionNames() const;
   Expected<Function> function(std::string_view name) const;
+  CacheStatus cacheStatus() const;
+  /// Why the cache was not used, when it was not (a read-only or full cache
+  /// directory, a corrupt entry that was rebuilt); empty otherwise.
+  const std::string &cacheNote() const;
 
   struct Impl;
 
 private:
   friend class Engine;
   std::shared_ptr<Impl> impl;
+  size_t memoryLimit = 0;
+  CacheStatus status = CacheStatus::Compiled;
+  std::string note;
 };
 
 /// Compiles MLIR. Thread-safe: each compilation uses its own MLIR context.
@@ -96,12 +106,18 @@ class Engine {
 public:
   Engine();
   ~Engine();
+  Engine(const Engine &) = delete;
+  Engine &operator=(const Engine &) = delete;
 
   Expected<std::shared_ptr<CompiledModule>>
   compile(std::string_view source, const CompileOptions &options,
           const std::string &bufferName = "<input>");
   Expected<std::shared_ptr<CompiledModule>>
   compileFile(const std::string &path, const CompileOptions &options);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
 };
 
 /// Whether a CUDA driver and at least one device are present.

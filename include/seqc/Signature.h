@@ -1,0 +1,67 @@
+//===- Signature.h - function signatures and calls into compiled code -*- C++ -*-===//
+//
+// What the JIT, the compile cache and ahead-of-time objects share: the type
+// of each argument and result of a compiled function, and the call through
+// its packed entry point (`_seqc_packed_<name>(void **args)`), which checks
+// the arguments, passes them as memref descriptors and returns the results
+// as tensors. No MLIR or LLVM here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SEQC_SIGNATURE_H
+#define SEQC_SIGNATURE_H
+
+#include "seqc/Tensor.h"
+
+#include <string>
+#include <vector>
+
+namespace seqc {
+
+/// The type of one argument or result. Dynamic dimensions are -1.
+struct TensorSpec {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  /// The argument's name (its `seq.name` attribute), or "argN" / "resultN".
+  std::string name;
+  /// "tensor<?x16xf32>".
+  std::string typeString() const;
+};
+
+struct FunctionSignature {
+  std::string name;
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+};
+
+/// Text forms of signatures (compile cache metadata, AOT tables): one
+/// `function NAME` line, then one `input|output DTYPE RANK DIMS... NAME`
+/// line per tensor.
+std::string serializeSignatures(const std::vector<FunctionSignature> &sigs);
+Expected<std::vector<FunctionSignature>>
+parseSignatures(const std::string &text);
+
+/// The packed entry point of a compiled function: args[i] points at the i-th
+/// word of the memref descriptors of the inputs, the last at room for the
+/// results' descriptors.
+using PackedFn = void (*)(void **);
+
+/// The symbol of the packed entry point of function `name`.
+std::string packedSymbol(const std::string &name);
+
+/// Checks `args` against `sig` (count, element type, rank, static
+/// dimensions), calls `fn` in a call scope (run-time checks, tracked
+/// allocations, `memoryLimit` bytes at most; 0: none) and returns the
+/// results. Buffers the call allocated for one result alone become the
+/// result tensors without a copy.
+Expected<std::vector<Tensor>> invokePacked(PackedFn fn,
+                                           const FunctionSignature &sig,
+                                           const std::vector<TensorView> &args,
+                                           size_t memoryLimit);
+
+/// The machine's physical memory in bytes (the default memory limit).
+size_t physicalMemoryBytes();
+
+} // namespace seqc
+
+#endif // SEQC_SIGNATURE_H

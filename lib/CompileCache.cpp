@@ -1,0 +1,217 @@
+//===- CompileCache.cpp - compiled objects on disk ------------------------===//
+
+#include "CompileCache.h"
+
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cerrno>
+#include <dlfcn.h>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace seqc;
+
+static std::string hex(llvm::ArrayRef<uint8_t> bytes) {
+  static const char *digits = "0123456789abcdef";
+  std::string s;
+  for (uint8_t b : bytes) {
+    s.push_back(digits[b >> 4]);
+    s.push_back(digits[b & 15]);
+  }
+  return s;
+}
+
+static std::string sha256(std::string_view data) {
+  llvm::SHA256 h;
+  h.update(llvm::StringRef(data.data(), data.size()));
+  auto digest = h.final();
+  return hex(digest);
+}
+
+/// A digest of the code that compiles (the executable or shared library this
+/// function is in): any change to seqc's passes changes the keys, so a
+/// rebuilt seqc never loads objects an older build made.
+static const std::string &buildIdentity() {
+  static const std::string id = [] {
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void *>(&buildIdentity), &info) &&
+        info.dli_fname) {
+      std::ifstream in(info.dli_fname, std::ios::binary);
+      std::ostringstream buf;
+      buf << in.rdbuf();
+      if (in)
+        return sha256(buf.str());
+    }
+    // Unidentifiable: a key no other process shares (the disk cache then
+    // never hits, rather than risk loading another build's code).
+    return "unidentified " + std::to_string(getpid()) + " " +
+           std::to_string(reinterpret_cast<uintptr_t>(&info));
+  }();
+  return id;
+}
+
+std::string seqc::cacheKey(std::string_view source,
+                           const CompileOptions &options,
+                           const llvm::TargetMachine &tm) {
+  std::string material;
+  llvm::raw_string_ostream os(material);
+  os << "seqc-cache-key 1\nseqc " << seqcVersion() << "\nbuild "
+     << buildIdentity() << "\nllvm "
+     << LLVM_VERSION_STRING << "\ntriple " << tm.getTargetTriple().str()
+     << "\ncpu " << tm.getTargetCPU() << "\nfeatures "
+     << tm.getTargetFeatureString() << "\nreference " << options.reference
+     << "\nopt " << options.optLevel << "\ntarget "
+     << static_cast<int>(options.target) << "\n\n";
+  os.flush();
+  material.append(source.data(), source.size());
+  return sha256(material);
+}
+
+std::string seqc::cacheDirectory(const std::string &configured) {
+  if (!configured.empty())
+    return configured;
+  if (const char *dir = std::getenv("SEQC_CACHE_DIR"); dir && *dir)
+    return dir;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return std::string(xdg) + "/seqc";
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/seqc";
+  return ".seqc-cache";
+}
+
+static std::string entryPath(const std::string &dir, const std::string &key) {
+  return dir + "/" + key + ".seqc";
+}
+
+Expected<CacheEntry> seqc::readCacheEntry(const std::string &configuredDir,
+                                          const std::string &key) {
+  std::string path = entryPath(cacheDirectory(configuredDir), key);
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Status::error(""); // a plain miss
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  std::string data = buf.str();
+  auto corrupt = [&](const std::string &why) {
+    return Status::error("cache entry " + path + " is " + why + "; rebuilt");
+  };
+
+  // Header lines up to "data".
+  std::istringstream hs(data);
+  std::string line;
+  auto next = [&](const std::string &expect) -> std::optional<std::string> {
+    if (!std::getline(hs, line) || line.rfind(expect, 0) != 0)
+      return std::nullopt;
+    return line.substr(expect.size());
+  };
+  auto magic = next("seqc-cache 1");
+  auto version = next("seqc ");
+  auto storedKey = next("key ");
+  auto object = next("object ");
+  auto sigSize = next("signatures ");
+  if (!magic || !version || !storedKey || !object || !sigSize)
+    return corrupt("malformed");
+  if (*version != seqcVersion())
+    return corrupt("from seqc " + *version);
+  if (*storedKey != key)
+    return corrupt("for another key");
+  size_t objectSize = 0, sigBytes = 0;
+  char digest[65] = {0};
+  if (std::sscanf(object->c_str(), "%zu %64s", &objectSize, digest) != 2 ||
+      std::sscanf(sigSize->c_str(), "%zu", &sigBytes) != 1)
+    return corrupt("malformed");
+  size_t at = static_cast<size_t>(hs.tellg());
+  if (hs.fail() || at + sigBytes > data.size())
+    return corrupt("truncated");
+  CacheEntry entry;
+  Expected<std::vector<FunctionSignature>> sigs =
+      parseSignatures(data.substr(at, sigBytes));
+  if (!sigs)
+    return corrupt("malformed (" + sigs.message() + ")");
+  entry.functions = sigs.take();
+  hs.seekg(static_cast<std::streamoff>(at + sigBytes));
+  auto unsupported = next("unsupported ");
+  size_t count = 0;
+  if (!unsupported || std::sscanf(unsupported->c_str(), "%zu", &count) != 1 ||
+      count > 100000)
+    return corrupt("malformed");
+  for (size_t i = 0; i < count; ++i) {
+    if (!std::getline(hs, line))
+      return corrupt("truncated");
+    size_t tab = line.find('\t');
+    if (tab == std::string::npos)
+      return corrupt("malformed");
+    entry.unsupported.push_back({line.substr(0, tab), line.substr(tab + 1)});
+  }
+  if (!next("data"))
+    return corrupt("malformed");
+  at = static_cast<size_t>(hs.tellg());
+  if (hs.fail() || data.size() - at != objectSize)
+    return corrupt("truncated");
+  entry.object = data.substr(at);
+  if (sha256(entry.object) != digest)
+    return corrupt("corrupt (checksum mismatch)");
+  return entry;
+}
+
+/// Creates `dir` and its parents.
+static bool makeDirs(const std::string &dir) {
+  std::string path;
+  for (size_t i = 0; i <= dir.size(); ++i) {
+    if (i == dir.size() || dir[i] == '/') {
+      path = dir.substr(0, i);
+      if (!path.empty() && mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
+        return false;
+    }
+  }
+  return true;
+}
+
+Status seqc::writeCacheEntry(const std::string &configuredDir,
+                             const std::string &key, const CacheEntry &entry) {
+  std::string dir = cacheDirectory(configuredDir);
+  if (!makeDirs(dir))
+    return Status::error("cannot create " + dir + ": " + std::strerror(errno));
+  std::string sigs = serializeSignatures(entry.functions);
+  std::ostringstream os;
+  os << "seqc-cache 1\nseqc " << seqcVersion() << "\nkey " << key
+     << "\nobject " << entry.object.size() << ' ' << sha256(entry.object)
+     << "\nsignatures " << sigs.size() << '\n'
+     << sigs << "unsupported " << entry.unsupported.size() << '\n';
+  for (const UnsupportedFunction &u : entry.unsupported) {
+    std::string reason = u.reason;
+    for (char &c : reason)
+      if (c == '\n')
+        c = ' ';
+    os << u.name << '\t' << reason << '\n';
+  }
+  os << "data\n";
+  std::string bytes = os.str() + entry.object;
+
+  std::string path = entryPath(dir, key);
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f)
+    return Status::error("cannot write " + tmp + ": " + std::strerror(errno));
+  size_t written = std::fwrite(bytes.data(), 1, bytes.size(), f);
+  bool ok = written == bytes.size() && std::fflush(f) == 0;
+  int err = errno;
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) {
+    std::remove(tmp.c_str());
+    return Status::error("cannot write " + tmp + ": " + std::strerror(err));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    err = errno;
+    std::remove(tmp.c_str());
+    return Status::error("cannot write " + path + ": " + std::strerror(err));
+  }
+  return Status::ok();
+}

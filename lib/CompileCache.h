@@ -1,0 +1,41 @@
+//===- CompileCache.h - compiled objects on disk ----------------*- C++ -*-===//
+//
+// One file per compiled module, <dir>/<key>.seqc, where the key is a SHA-256
+// of everything that determines the object: seqc's and LLVM's versions, the
+// target triple, CPU and features, the compile options and the source. The
+// file holds the object, its size and SHA-256 and the function signatures;
+// an entry that fails any check is reported and rebuilt, never loaded.
+// Entries are written to a temporary file and renamed into place.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SEQC_LIB_COMPILECACHE_H
+#define SEQC_LIB_COMPILECACHE_H
+
+#include "Compiler.h"
+
+namespace seqc {
+
+struct CacheEntry {
+  std::string object;
+  std::vector<FunctionSignature> functions;
+  std::vector<UnsupportedFunction> unsupported;
+};
+
+std::string cacheKey(std::string_view source, const CompileOptions &options,
+                     const llvm::TargetMachine &tm);
+
+/// The cache directory: `configured`, else $SEQC_CACHE_DIR, else
+/// $XDG_CACHE_HOME/seqc, else $HOME/.cache/seqc.
+std::string cacheDirectory(const std::string &configured);
+
+/// The entry of `key`. A missing entry is an error with an empty message; a
+/// present but unusable one (corrupt, stale, unreadable) has a message.
+Expected<CacheEntry> readCacheEntry(const std::string &configuredDir,
+                                    const std::string &key);
+Status writeCacheEntry(const std::string &configuredDir,
+                       const std::string &key, const CacheEntry &entry);
+
+} // namespace seqc
+
+#endif // SEQC_LIB_COMPILECACHE_H

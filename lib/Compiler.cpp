@@ -1,0 +1,236 @@
+//===- Compiler.cpp - MLIR text to a relocatable object -------------------===//
+
+#include "Compiler.h"
+
+#include "seqc/InitSeqc.h"
+#include "seqc/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <dlfcn.h>
+#include <mutex>
+
+using namespace seqc;
+
+const char *seqc::seqcVersion() { return "0.1.0"; }
+
+bool seqc::isRuntimeSymbol(const std::string &name) {
+  for (const RuntimeSymbol &s : runtimeSymbols())
+    if (name == s.name)
+      return true;
+  return false;
+}
+
+static void initializeLLVM() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+Expected<std::unique_ptr<llvm::TargetMachine>>
+seqc::hostTargetMachine(int optLevel) {
+  initializeLLVM();
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder)
+    return Status::error("cannot target the host CPU: " +
+                         llvm::toString(builder.takeError()));
+  builder->setCodeGenOptLevel(optLevel <= 0   ? llvm::CodeGenOptLevel::None
+                              : optLevel == 1 ? llvm::CodeGenOptLevel::Less
+                              : optLevel == 2 ? llvm::CodeGenOptLevel::Default
+                                              : llvm::CodeGenOptLevel::Aggressive);
+  // One object serves the JIT, the cache and shared libraries.
+  builder->setRelocationModel(llvm::Reloc::PIC_);
+  auto tm = builder->createTargetMachine();
+  if (!tm)
+    return Status::error("cannot target the host CPU: " +
+                         llvm::toString(tm.takeError()));
+  return std::move(*tm);
+}
+
+//===----------------------------------------------------------------------===//
+// Signatures of the public functions
+//===----------------------------------------------------------------------===//
+
+static std::optional<DType> dtypeOf(mlir::Type t) {
+  if (t.isF32())
+    return DType::F32;
+  if (t.isF16())
+    return DType::F16;
+  if (t.isBF16())
+    return DType::BF16;
+  if (t.isSignlessInteger(32))
+    return DType::I32;
+  if (t.isSignlessInteger(64))
+    return DType::I64;
+  return std::nullopt;
+}
+
+static std::string typeToString(mlir::Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
+
+static Expected<TensorSpec> specOf(mlir::Type type, std::string name) {
+  auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type);
+  if (!tensor)
+    return Status::error(name + " has type " + typeToString(type) +
+                         "; seqc passes ranked tensors only");
+  std::optional<DType> dtype = dtypeOf(tensor.getElementType());
+  if (!dtype)
+    return Status::error(name + " has element type " +
+                         typeToString(tensor.getElementType()) +
+                         "; seqc passes f32, f16, bf16, i32 and i64");
+  TensorSpec spec;
+  spec.dtype = *dtype;
+  spec.name = std::move(name);
+  for (int64_t d : tensor.getShape())
+    spec.shape.push_back(mlir::ShapedType::isDynamic(d) ? -1 : d);
+  return spec;
+}
+
+/// The signature of `fn`, or why the host cannot call it.
+static Expected<FunctionSignature> describe(mlir::func::FuncOp fn) {
+  FunctionSignature sig;
+  sig.name = fn.getSymName().str();
+  mlir::FunctionType type = fn.getFunctionType();
+  for (unsigned i = 0; i < type.getNumInputs(); ++i) {
+    std::string name = "arg" + std::to_string(i);
+    if (auto attr = fn.getArgAttrOfType<mlir::StringAttr>(i, "seq.name"))
+      name = attr.getValue().str();
+    Expected<TensorSpec> spec = specOf(type.getInput(i), name);
+    if (!spec)
+      return Status::error("argument " + spec.message());
+    sig.inputs.push_back(*spec);
+  }
+  for (unsigned i = 0; i < type.getNumResults(); ++i) {
+    Expected<TensorSpec> spec =
+        specOf(type.getResult(i), "result" + std::to_string(i));
+    if (!spec)
+      return Status::error(spec.message());
+    sig.outputs.push_back(*spec);
+  }
+  return sig;
+}
+
+//===----------------------------------------------------------------------===//
+// Compilation
+//===----------------------------------------------------------------------===//
+
+Expected<CompiledObject> seqc::compileToObject(std::string_view source,
+                                               const std::string &bufferName,
+                                               const CompileOptions &options,
+                                               llvm::TargetMachine &tm,
+                                               const ModuleHook &hook) {
+  if (options.optLevel < 0 || options.optLevel > 3)
+    return Status::error("optLevel must be 0 to 3");
+
+  mlir::DialectRegistry registry;
+  registerDialects(registry);
+  mlir::MLIRContext ctx(registry, mlir::MLIRContext::Threading::DISABLED);
+
+  // The first error becomes the message, with its location.
+  std::string firstError;
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &diag) {
+    if (diag.getSeverity() != mlir::DiagnosticSeverity::Error ||
+        !firstError.empty())
+      return mlir::success();
+    std::string loc;
+    llvm::raw_string_ostream los(loc);
+    if (auto fl = mlir::dyn_cast<mlir::FileLineColLoc>(diag.getLocation()))
+      los << fl.getFilename().getValue() << ":" << fl.getLine() << ":"
+          << fl.getColumn() << ": ";
+    firstError = loc + diag.str();
+    return mlir::success();
+  });
+  auto fail = [&](const std::string &fallback) {
+    return Status::error(firstError.empty() ? fallback : firstError);
+  };
+
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(
+          llvm::StringRef(source.data(), source.size()), bufferName),
+      llvm::SMLoc());
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &ctx);
+  if (!module)
+    return fail("cannot parse " + bufferName);
+
+  CompiledObject result;
+  for (auto fn : module->getOps<mlir::func::FuncOp>()) {
+    if (!fn.isPublic() || fn.isDeclaration())
+      continue;
+    Expected<FunctionSignature> sig = describe(fn);
+    if (sig)
+      result.functions.push_back(*sig);
+    else
+      result.unsupported.push_back({fn.getSymName().str(), sig.message()});
+  }
+
+  mlir::PassManager pm(&ctx);
+  CpuPipelineOptions cpu;
+  cpu.reference = options.reference;
+  buildCpuPipeline(pm, cpu);
+  if (mlir::failed(pm.run(*module)))
+    return fail("compilation of " + bufferName + " failed");
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      mlir::translateModuleToLLVMIR(*module, llvmContext, bufferName);
+  if (!llvmModule)
+    return fail("cannot translate " + bufferName + " to LLVM IR");
+  llvmModule->setDataLayout(tm.createDataLayout());
+  llvmModule->setTargetTriple(tm.getTargetTriple());
+  if (hook)
+    hook(*llvmModule);
+
+  // Every function the code calls must exist at run time: seqc's runtime or
+  // the C library (libm).
+  std::string missing;
+  for (llvm::Function &f : llvmModule->functions()) {
+    if (!f.isDeclaration() || f.isIntrinsic())
+      continue;
+    std::string name = f.getName().str();
+    if (!isRuntimeSymbol(name) && !dlsym(RTLD_DEFAULT, name.c_str()))
+      missing += (missing.empty() ? "" : ", ") + name;
+  }
+  if (!missing.empty())
+    return Status::error("the compiled code calls functions seqc does not "
+                         "provide: " + missing);
+
+  auto optimize =
+      mlir::makeOptimizingTransformer(options.optLevel, /*sizeLevel=*/0, &tm);
+  if (llvm::Error err = optimize(llvmModule.get()))
+    return Status::error("LLVM optimization failed: " +
+                         llvm::toString(std::move(err)));
+
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager codegen;
+  if (tm.addPassesToEmitFile(codegen, os, nullptr,
+                             llvm::CodeGenFileType::ObjectFile))
+    return Status::error("the target cannot emit object files");
+  codegen.run(*llvmModule);
+  result.object.assign(buffer.begin(), buffer.end());
+  return result;
+}

@@ -1,0 +1,73 @@
+//===- Compiler.h - MLIR text to a relocatable object -----------*- C++ -*-===//
+//
+// The one compilation path behind the JIT, the compile cache and ahead-of-
+// time objects: parse and verify, run the CPU pipeline, translate to LLVM IR,
+// optimize for the target machine and emit a position-independent object
+// whose public functions have packed entry points (_seqc_packed_<name>).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SEQC_LIB_COMPILER_H
+#define SEQC_LIB_COMPILER_H
+
+#include "seqc/Engine.h"
+
+#include "llvm/Target/TargetMachine.h"
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace llvm {
+class Module;
+class LLVMContext;
+} // namespace llvm
+
+namespace seqc {
+
+/// A public function that cannot be called from the host, and why.
+struct UnsupportedFunction {
+  std::string name;
+  std::string reason;
+};
+
+struct CompiledObject {
+  /// The object file (ELF on Linux).
+  std::string object;
+  std::vector<FunctionSignature> functions;
+  std::vector<UnsupportedFunction> unsupported;
+};
+
+/// The host CPU's target machine (features detected now), position-
+/// independent code, at `optLevel`.
+Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(int optLevel);
+
+/// Adds C entry points for ahead-of-time use to the LLVM module: for every
+/// function `f`, `int <prefix>f(const seqc_view *, size_t, seqc_tensor **,
+/// size_t)` calling the runtime's seqc_rt_invoke_c with its signature.
+using ModuleHook = std::function<void(llvm::Module &)>;
+
+/// Compiles `source` to an object for `tm`. `hook`, when given, edits the
+/// LLVM module before optimization.
+Expected<CompiledObject> compileToObject(std::string_view source,
+                                         const std::string &bufferName,
+                                         const CompileOptions &options,
+                                         llvm::TargetMachine &tm,
+                                         const ModuleHook &hook = nullptr);
+
+/// The version of seqc (part of cache keys and object metadata).
+const char *seqcVersion();
+
+/// An entry point of seqc's runtime that generated code calls.
+struct RuntimeSymbol {
+  const char *name;
+  void *address;
+};
+/// Every runtime symbol compiled code may reference.
+const std::vector<RuntimeSymbol> &runtimeSymbols();
+bool isRuntimeSymbol(const std::string &name);
+
+} // namespace seqc
+
+#endif // SEQC_LIB_COMPILER_H

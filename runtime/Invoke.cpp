@@ -1,0 +1,276 @@
+//===- Invoke.cpp - calls into compiled code through packed entry points --===//
+
+#include "seqc/Signature.h"
+
+#include "BlockCache.h"
+#include "CallScope.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <unistd.h>
+
+using namespace seqc;
+
+std::string TensorSpec::typeString() const {
+  std::string s = "tensor<";
+  for (int64_t d : shape)
+    s += (d < 0 ? std::string("?") : std::to_string(d)) + "x";
+  return s + dtypeName(dtype) + ">";
+}
+
+std::string seqc::packedSymbol(const std::string &name) {
+  return "_seqc_packed_" + name;
+}
+
+size_t seqc::physicalMemoryBytes() {
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0)
+    return 0;
+  return static_cast<size_t>(pages) * static_cast<size_t>(page);
+}
+
+//===----------------------------------------------------------------------===//
+// Text form of signatures
+//===----------------------------------------------------------------------===//
+
+std::string
+seqc::serializeSignatures(const std::vector<FunctionSignature> &sigs) {
+  std::ostringstream os;
+  auto tensor = [&](const char *kind, const TensorSpec &t) {
+    os << kind << ' ' << dtypeName(t.dtype) << ' ' << t.shape.size();
+    for (int64_t d : t.shape)
+      os << ' ' << d;
+    std::string name = t.name;
+    for (char &c : name)
+      if (c == ' ' || c == '\n' || c == '\t')
+        c = '_';
+    os << ' ' << (name.empty() ? "_" : name) << '\n';
+  };
+  for (const FunctionSignature &s : sigs) {
+    os << "function " << s.name << '\n';
+    for (const TensorSpec &t : s.inputs)
+      tensor("input", t);
+    for (const TensorSpec &t : s.outputs)
+      tensor("output", t);
+  }
+  return os.str();
+}
+
+Expected<std::vector<FunctionSignature>>
+seqc::parseSignatures(const std::string &text) {
+  std::vector<FunctionSignature> sigs;
+  std::istringstream in(text);
+  std::string line;
+  int lineNo = 0;
+  auto bad = [&](const std::string &why) {
+    return Status::error("signature line " + std::to_string(lineNo) + ": " +
+                         why);
+  };
+  while (std::getline(in, line)) {
+    ++lineNo;
+    if (line.empty())
+      continue;
+    std::istringstream ls(line);
+    std::string kind;
+    ls >> kind;
+    if (kind == "function") {
+      FunctionSignature s;
+      if (!(ls >> s.name))
+        return bad("missing function name");
+      sigs.push_back(std::move(s));
+      continue;
+    }
+    if ((kind != "input" && kind != "output") || sigs.empty())
+      return bad("unexpected '" + kind + "'");
+    TensorSpec t;
+    std::string dtype;
+    int64_t rank;
+    if (!(ls >> dtype >> rank) || rank < 0 || rank > 64)
+      return bad("malformed tensor");
+    std::optional<DType> d = dtypeFromName(dtype);
+    if (!d)
+      return bad("unknown element type '" + dtype + "'");
+    t.dtype = *d;
+    for (int64_t i = 0; i < rank; ++i) {
+      int64_t dim;
+      if (!(ls >> dim) || dim < -1)
+        return bad("malformed dimension");
+      t.shape.push_back(dim);
+    }
+    if (!(ls >> t.name))
+      return bad("missing tensor name");
+    (kind == "input" ? sigs.back().inputs : sigs.back().outputs).push_back(t);
+  }
+  return sigs;
+}
+
+//===----------------------------------------------------------------------===//
+// Calls
+//===----------------------------------------------------------------------===//
+
+/// An MLIR memref descriptor for rank `r`: allocated and aligned pointers,
+/// offset, sizes[r], strides[r], all 8-byte words.
+static size_t descriptorWords(size_t rank) { return 3 + 2 * rank; }
+
+/// Copies a strided source into contiguous `dst` (elements of `elt` bytes).
+static void stridedCopy(char *dst, const char *src, size_t elt,
+                        const std::vector<int64_t> &shape,
+                        const std::vector<int64_t> &strides) {
+  size_t rank = shape.size();
+  if (rank == 0) {
+    std::memcpy(dst, src, elt);
+    return;
+  }
+  for (int64_t d : shape)
+    if (d == 0)
+      return;
+  std::vector<int64_t> idx(rank, 0);
+  for (;;) {
+    int64_t off = 0;
+    for (size_t i = 0; i < rank; ++i)
+      off += idx[i] * strides[i];
+    std::memcpy(dst, src + off * static_cast<int64_t>(elt), elt);
+    dst += elt;
+    size_t i = rank;
+    while (i-- > 0) {
+      if (++idx[i] < shape[i])
+        break;
+      idx[i] = 0;
+    }
+    if (i == static_cast<size_t>(-1))
+      return;
+  }
+}
+
+static bool isContiguous(const std::vector<int64_t> &shape,
+                         const std::vector<int64_t> &strides) {
+  int64_t expect = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] != 1 && strides[i] != expect)
+      return false;
+    expect *= shape[i];
+  }
+  return true;
+}
+
+Expected<std::vector<Tensor>>
+seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
+                   const std::vector<TensorView> &args, size_t memoryLimit) {
+  if (!fn)
+    return Status::error("@" + sig.name + " has no compiled code");
+  if (args.size() != sig.inputs.size())
+    return Status::error("@" + sig.name + " takes " +
+                         std::to_string(sig.inputs.size()) +
+                         " arguments but was given " +
+                         std::to_string(args.size()));
+
+  // Descriptors of the arguments, then room for the results.
+  std::vector<int64_t> words;
+  size_t total = 0;
+  for (const TensorSpec &in : sig.inputs)
+    total += descriptorWords(in.shape.size());
+  for (const TensorSpec &out : sig.outputs)
+    total += descriptorWords(out.shape.size());
+  words.reserve(total);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const TensorView &a = args[i];
+    const TensorSpec &spec = sig.inputs[i];
+    std::string what = "argument " + std::to_string(i) + " (" + spec.name + ")";
+    if (a.dtype != spec.dtype)
+      return Status::error(what + " must have element type " +
+                           dtypeName(spec.dtype) + " but has " +
+                           dtypeName(a.dtype));
+    if (a.shape.size() != spec.shape.size())
+      return Status::error(what + " must have rank " +
+                           std::to_string(spec.shape.size()) + " (" +
+                           spec.typeString() + ") but has rank " +
+                           std::to_string(a.shape.size()));
+    for (size_t d = 0; d < a.shape.size(); ++d) {
+      if (a.shape[d] < 0)
+        return Status::error(what + " has a negative dimension");
+      if (spec.shape[d] >= 0 && spec.shape[d] != a.shape[d])
+        return Status::error(what + " must be " + spec.typeString() +
+                             " but dimension " + std::to_string(d) + " is " +
+                             std::to_string(a.shape[d]));
+    }
+    std::optional<int64_t> n = checkedNumel(a.shape);
+    if (!n)
+      return Status::error(what + " has too many elements");
+    if (!a.data && *n > 0)
+      return Status::error(what + " has no data");
+    std::vector<int64_t> strides = a.effectiveStrides();
+    if (strides.size() != a.shape.size())
+      return Status::error(what + " has " + std::to_string(strides.size()) +
+                           " strides for rank " +
+                           std::to_string(a.shape.size()));
+    words.push_back(reinterpret_cast<intptr_t>(a.data));
+    words.push_back(reinterpret_cast<intptr_t>(a.data));
+    words.push_back(0);
+    words.insert(words.end(), a.shape.begin(), a.shape.end());
+    words.insert(words.end(), strides.begin(), strides.end());
+  }
+  size_t resultStart = words.size();
+  words.resize(total, 0);
+
+  std::vector<void *> packed;
+  packed.reserve(resultStart + 1);
+  for (size_t w = 0; w < resultStart; ++w)
+    packed.push_back(&words[w]);
+  if (!sig.outputs.empty())
+    packed.push_back(&words[resultStart]);
+
+  rt::CallScope scope(memoryLimit);
+  if (!scope.run(fn, packed.data()))
+    return Status::error(scope.error());
+
+  std::vector<Tensor> results;
+  results.reserve(sig.outputs.size());
+  size_t at = resultStart;
+  std::vector<const void *> adopted;
+  for (const TensorSpec &out : sig.outputs) {
+    size_t rank = out.shape.size();
+    void *allocated = reinterpret_cast<void *>(words[at]);
+    const char *aligned = reinterpret_cast<const char *>(words[at + 1]);
+    int64_t offset = words[at + 2];
+    std::vector<int64_t> shape(words.begin() + at + 3,
+                               words.begin() + at + 3 + rank);
+    std::vector<int64_t> strides(words.begin() + at + 3 + rank,
+                                 words.begin() + at + 3 + 2 * rank);
+    at += descriptorWords(rank);
+    size_t elt = dtypeSize(out.dtype);
+    std::optional<int64_t> numel = checkedNumel(shape);
+    if (!numel)
+      return Status::error("result has an invalid shape");
+
+    // A buffer the call allocated for this result alone becomes the result
+    // tensor without a copy; anything else (an input, a constant, a view of
+    // another result) is copied.
+    size_t blockSize = scope.sizeOf(allocated);
+    const char *begin = aligned + offset * static_cast<int64_t>(elt);
+    if (isContiguous(shape, strides) && blockSize &&
+        std::find(adopted.begin(), adopted.end(), allocated) == adopted.end() &&
+        begin >= static_cast<const char *>(allocated) &&
+        begin + *numel * elt <=
+            static_cast<const char *>(allocated) + blockSize) {
+      adopted.push_back(allocated);
+      scope.release(allocated);
+      std::shared_ptr<void> owner(allocated, [blockSize](void *p) {
+        rt::releaseBlock(p, blockSize);
+      });
+      results.push_back(Tensor::adopt(out.dtype, shape,
+                                      const_cast<char *>(begin), owner));
+      continue;
+    }
+    Expected<Tensor> t = Tensor::zeros(out.dtype, shape);
+    if (!t)
+      return Status::error(t.message());
+    if (isContiguous(shape, strides))
+      std::memcpy(t->data(), begin, static_cast<size_t>(*numel) * elt);
+    else
+      stridedCopy(static_cast<char *>(t->data()), begin, elt, shape, strides);
+    results.push_back(t.take());
+  }
+  return results;
+}
