@@ -202,7 +202,7 @@ Expected<CompiledObject> seqc::compileToObject(std::string_view source,
   llvmModule->setDataLayout(tm.createDataLayout());
   llvmModule->setTargetTriple(tm.getTargetTriple());
   if (hook)
-    hook(*llvmModule);
+    hook(*llvmModule, result.functions);
 
   // Every function the code calls must exist at run time: seqc's runtime or
   // the C library (libm).

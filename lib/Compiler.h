@@ -43,10 +43,10 @@ struct CompiledObject {
 /// independent code, at `optLevel`.
 Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(int optLevel);
 
-/// Adds C entry points for ahead-of-time use to the LLVM module: for every
-/// function `f`, `int <prefix>f(const seqc_view *, size_t, seqc_tensor **,
-/// size_t)` calling the runtime's seqc_rt_invoke_c with its signature.
-using ModuleHook = std::function<void(llvm::Module &)>;
+/// Edits the LLVM module before it is optimized (ahead-of-time entry
+/// points), given the signatures of the public functions.
+using ModuleHook = std::function<void(llvm::Module &,
+                                      const std::vector<FunctionSignature> &)>;
 
 /// Compiles `source` to an object for `tm`. `hook`, when given, edits the
 /// LLVM module before optimization.

@@ -14,6 +14,7 @@
 #include "Compiler.h"
 
 #include "CudaDriver.h"
+#include "seqc/seqc_runtime.h"
 #include "Runtime.h"
 
 #include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
@@ -38,6 +39,7 @@ const std::vector<RuntimeSymbol> &seqc::runtimeSymbols() {
        reinterpret_cast<void *>(&_mlir_memref_to_llvm_free)},
       {"memrefCopy", reinterpret_cast<void *>(&memrefCopy)},
       {"seqc_rt_parallel_for", reinterpret_cast<void *>(&seqc_rt_parallel_for)},
+      {"seqc_rt_invoke_c", reinterpret_cast<void *>(&seqc_rt_invoke_c)},
   };
   return symbols;
 }

@@ -1,0 +1,52 @@
+# The installable package: libseqc (the JIT, shared), libseqc_runtime
+# (static, all that ahead-of-time objects need), the public headers, the
+# tools, a CMake package (find_package(Seqc)) and pkg-config files.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+# libseqc.so: the engine and everything it compiles with, MLIR and LLVM as
+# shared dependencies found through the RPATH.
+add_library(seqc SHARED ${PROJECT_SOURCE_DIR}/lib/SharedLibrary.cpp)
+add_dependencies(seqc seqc_engine seqc_runtime)
+target_link_libraries(seqc PRIVATE
+  -Wl,--whole-archive $<TARGET_FILE:seqc_engine> $<TARGET_FILE:seqc_runtime>
+  -Wl,--no-whole-archive seqc_engine ${SEQC_MLIR_LIBS})
+target_include_directories(seqc INTERFACE
+  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>)
+set_target_properties(seqc PROPERTIES
+  VERSION ${PROJECT_VERSION} SOVERSION 0
+  INSTALL_RPATH "${LLVM_LIBRARY_DIR}"
+  LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/lib)
+
+set(SEQC_PUBLIC_HEADERS
+  include/seqc/Aot.h include/seqc/Engine.h include/seqc/Npy.h
+  include/seqc/Signature.h include/seqc/Tensor.h include/seqc/seqc.h
+  include/seqc/seqc_runtime.h)
+install(FILES ${SEQC_PUBLIC_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/seqc)
+
+install(TARGETS seqc EXPORT SeqcTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS seqc_runtime EXPORT SeqcTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS seqc-opt seqc-run seqc-compile
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The imported targets carry their link dependencies, not our build tree's
+# include directories.
+set_target_properties(seqc_runtime PROPERTIES EXPORT_NAME runtime)
+install(EXPORT SeqcTargets NAMESPACE Seqc::
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Seqc)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/SeqcConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/SeqcConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Seqc)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/SeqcConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/SeqcConfig.cmake
+  ${PROJECT_BINARY_DIR}/SeqcConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Seqc)
+
+foreach(pc seqc seqc-runtime)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/${pc}.pc.in
+                 ${PROJECT_BINARY_DIR}/${pc}.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/${pc}.pc
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endforeach()

@@ -1,0 +1,98 @@
+/*===- seqc.h - seqc's C API --------------------------------------*- C -*-===*\
+|*                                                                            *|
+|* Compile MLIR (a graph of seq and tensor-level ops) with seqc's JIT, look   *|
+|* functions up and call them on host tensors, from any language with a C    *|
+|* FFI. Opaque handles with explicit destroy functions; every fallible call   *|
+|* returns a seqc_status and leaves the reason in seqc_last_error(). The      *|
+|* library prints nothing. Handles may be used from several threads; a       *|
+|* function may be called concurrently.                                       *|
+|*                                                                            *|
+|*   seqc_engine *engine;  seqc_module *module;  seqc_function *fn;           *|
+|*   seqc_engine_create(&engine);                                             *|
+|*   seqc_compile_file(engine, "block.mlir", NULL, &module);                  *|
+|*   seqc_module_function(module, "main", &fn);                               *|
+|*   seqc_function_call(fn, inputs, 2, outputs, 1);                           *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef SEQC_C_H
+#define SEQC_C_H
+
+#include "seqc/seqc_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct seqc_engine seqc_engine;
+typedef struct seqc_module seqc_module;
+typedef struct seqc_function seqc_function;
+
+typedef enum seqc_target { SEQC_TARGET_CPU = 0, SEQC_TARGET_CUDA = 1 } seqc_target;
+
+typedef enum seqc_cache_status {
+  SEQC_CACHE_COMPILED = 0,   /* compiled now */
+  SEQC_CACHE_MEMORY_HIT = 1, /* the engine had compiled it */
+  SEQC_CACHE_DISK_HIT = 2    /* loaded from the disk cache */
+} seqc_cache_status;
+
+typedef struct seqc_compile_options {
+  seqc_target target;
+  int reference;        /* nonzero: the reference lowering (the oracle) */
+  int opt_level;        /* 0-3 */
+  size_t memory_limit;  /* bytes one call may hold; 0: physical memory */
+  int num_threads;      /* 0: keep the pool's count */
+  int use_cache;        /* nonzero: memory and disk cache */
+  const char *cache_dir; /* NULL: $SEQC_CACHE_DIR, $XDG_CACHE_HOME/seqc, ... */
+} seqc_compile_options;
+
+/* The defaults: CPU, fast pipeline, -O3, cache on. */
+void seqc_compile_options_init(seqc_compile_options *options);
+
+seqc_status seqc_engine_create(seqc_engine **engine);
+void seqc_engine_destroy(seqc_engine *engine);
+
+/* `options` may be NULL (the defaults). `name` names the buffer in error
+ * messages (may be NULL). */
+seqc_status seqc_compile(seqc_engine *engine, const char *source, size_t length,
+                         const char *name, const seqc_compile_options *options,
+                         seqc_module **module);
+seqc_status seqc_compile_file(seqc_engine *engine, const char *path,
+                              const seqc_compile_options *options,
+                              seqc_module **module);
+/* Functions looked up from a module stay valid after it is destroyed. */
+void seqc_module_destroy(seqc_module *module);
+seqc_cache_status seqc_module_cache_status(const seqc_module *module);
+
+size_t seqc_module_num_functions(const seqc_module *module);
+/* NULL when `index` is out of range. */
+const char *seqc_module_function_name(const seqc_module *module, size_t index);
+seqc_status seqc_module_function(const seqc_module *module, const char *name,
+                                 seqc_function **function);
+void seqc_function_destroy(seqc_function *function);
+
+size_t seqc_function_num_inputs(const seqc_function *function);
+size_t seqc_function_num_outputs(const seqc_function *function);
+/* The type of input (is_output = 0) or output `index`: element type, rank
+ * and shape (-1 for a dynamic dimension); pointers stay valid while the
+ * function lives. */
+seqc_status seqc_function_tensor(const seqc_function *function, int is_output,
+                                 size_t index, seqc_dtype *dtype,
+                                 int32_t *rank, const int64_t **shape,
+                                 const char **name);
+
+/* Runs the function: checks the inputs against its signature, and on
+ * success stores a new tensor per result in `outputs` (destroy each with
+ * seqc_tensor_destroy). */
+seqc_status seqc_function_call(const seqc_function *function,
+                               const seqc_view *inputs, size_t num_inputs,
+                               seqc_tensor **outputs, size_t num_outputs);
+
+/* Reads a .npy file into a new tensor. */
+seqc_status seqc_tensor_read_npy(const char *path, seqc_tensor **tensor);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* SEQC_C_H */

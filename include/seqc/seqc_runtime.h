@@ -1,0 +1,87 @@
+/*===- seqc_runtime.h - seqc's C runtime API ---------------------*- C -*-===*\
+|*                                                                            *|
+|* Tensors, errors and calls into compiled code: what both the JIT's C API    *|
+|* (seqc.h) and the headers of ahead-of-time objects (seqc-compile) use.      *|
+|* Plain C99; implemented by libseqc_runtime, which needs no MLIR or LLVM.    *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef SEQC_RUNTIME_C_H
+#define SEQC_RUNTIME_C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Every fallible function returns a status; SEQC_OK is 0. On failure,
+ * seqc_last_error() (per thread) says why. */
+typedef enum seqc_status {
+  SEQC_OK = 0,
+  SEQC_ERROR_INVALID_ARGUMENT = 1, /* null pointers, bad indices or sizes */
+  SEQC_ERROR_COMPILE = 2,          /* invalid IR, unsupported code */
+  SEQC_ERROR_NOT_FOUND = 3,        /* no such function */
+  SEQC_ERROR_CALL = 4,             /* argument mismatch, run-time check */
+  SEQC_ERROR_IO = 5                /* files */
+} seqc_status;
+
+/* The message of the last failure on this thread ("" if none). The pointer
+ * stays valid until the next seqc call on this thread. */
+const char *seqc_last_error(void);
+
+typedef enum seqc_dtype {
+  SEQC_F32 = 0,
+  SEQC_F16 = 1,
+  SEQC_BF16 = 2,
+  SEQC_I32 = 3,
+  SEQC_I64 = 4
+} seqc_dtype;
+
+/* Bytes per element; 0 for an invalid type. */
+size_t seqc_dtype_size(seqc_dtype dtype);
+
+/* A view of host memory the caller owns. `strides` (in elements) may be
+ * NULL for a contiguous row-major tensor. */
+typedef struct seqc_view {
+  seqc_dtype dtype;
+  void *data;
+  int32_t rank;
+  const int64_t *shape;
+  const int64_t *strides;
+} seqc_view;
+
+/* A result tensor seqc allocated: contiguous, row-major. */
+typedef struct seqc_tensor seqc_tensor;
+
+seqc_dtype seqc_tensor_dtype(const seqc_tensor *tensor);
+int32_t seqc_tensor_rank(const seqc_tensor *tensor);
+/* The `rank` sizes; valid while the tensor lives. */
+const int64_t *seqc_tensor_shape(const seqc_tensor *tensor);
+int64_t seqc_tensor_numel(const seqc_tensor *tensor);
+void *seqc_tensor_data(seqc_tensor *tensor);
+/* A view of the tensor (for passing a result on as an input). */
+seqc_view seqc_tensor_view(const seqc_tensor *tensor);
+/* Destroying NULL does nothing. */
+void seqc_tensor_destroy(seqc_tensor *tensor);
+
+/* Threads of the runtime's pool (process-wide). */
+seqc_status seqc_set_num_threads(int64_t threads);
+int64_t seqc_get_num_threads(void);
+
+/* Calls compiled function `name` whose packed entry point is `packed` and
+ * whose signature (the text form of seqc's signatures) is `signature`:
+ * checks the `num_inputs` inputs, runs it and stores one new tensor per
+ * result into `outputs` (room for `num_outputs`). On failure no output is
+ * stored. Used by the code seqc-compile generates. */
+seqc_status seqc_rt_invoke_c(void (*packed)(void **), const char *signature,
+                             const char *name, const seqc_view *inputs,
+                             size_t num_inputs, seqc_tensor **outputs,
+                             size_t num_outputs);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* SEQC_RUNTIME_C_H */

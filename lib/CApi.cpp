@@ -1,0 +1,212 @@
+//===- CApi.cpp - seqc's C API over the C++ engine ------------------------===//
+
+#include "seqc/seqc.h"
+
+#include "seqc/Engine.h"
+#include "seqc/Npy.h"
+
+#include "CApiSupport.h"
+
+using namespace seqc;
+using capi::fail;
+
+struct seqc_engine {
+  Engine engine;
+};
+struct seqc_module {
+  std::shared_ptr<CompiledModule> module;
+  std::vector<std::string> names;
+};
+struct seqc_function {
+  Function function;
+};
+
+#define SEQC_REQUIRE(ptr)                                                      \
+  do {                                                                         \
+    if (!(ptr))                                                                \
+      return fail(SEQC_ERROR_INVALID_ARGUMENT, #ptr " is NULL");               \
+  } while (0)
+
+extern "C" void seqc_compile_options_init(seqc_compile_options *o) {
+  if (!o)
+    return;
+  o->target = SEQC_TARGET_CPU;
+  o->reference = 0;
+  o->opt_level = 3;
+  o->memory_limit = 0;
+  o->num_threads = 0;
+  o->use_cache = 1;
+  o->cache_dir = nullptr;
+}
+
+extern "C" seqc_status seqc_engine_create(seqc_engine **engine) {
+  SEQC_REQUIRE(engine);
+  *engine = new seqc_engine();
+  capi::clearError();
+  return SEQC_OK;
+}
+
+extern "C" void seqc_engine_destroy(seqc_engine *engine) { delete engine; }
+
+static Expected<CompileOptions> toOptions(const seqc_compile_options *o) {
+  CompileOptions opts;
+  if (!o)
+    return opts;
+  if (o->target != SEQC_TARGET_CPU && o->target != SEQC_TARGET_CUDA)
+    return Status::error("unknown target " + std::to_string(o->target));
+  if (o->opt_level < 0 || o->opt_level > 3)
+    return Status::error("opt_level must be 0 to 3");
+  if (o->num_threads < 0)
+    return Status::error("num_threads must be >= 0");
+  opts.target = o->target == SEQC_TARGET_CUDA ? Target::CUDA : Target::CPU;
+  opts.reference = o->reference != 0;
+  opts.optLevel = o->opt_level;
+  opts.memoryLimit = o->memory_limit;
+  opts.numThreads = o->num_threads;
+  opts.useCache = o->use_cache != 0;
+  if (o->cache_dir)
+    opts.cacheDir = o->cache_dir;
+  return opts;
+}
+
+static seqc_status finishCompile(Expected<std::shared_ptr<CompiledModule>> m,
+                                 seqc_module **module) {
+  if (!m)
+    return fail(SEQC_ERROR_COMPILE, m.message());
+  auto *handle = new seqc_module();
+  handle->module = *m;
+  handle->names = (*m)->functionNames();
+  *module = handle;
+  capi::clearError();
+  return SEQC_OK;
+}
+
+extern "C" seqc_status seqc_compile(seqc_engine *engine, const char *source,
+                                    size_t length, const char *name,
+                                    const seqc_compile_options *options,
+                                    seqc_module **module) {
+  SEQC_REQUIRE(engine);
+  SEQC_REQUIRE(source);
+  SEQC_REQUIRE(module);
+  Expected<CompileOptions> opts = toOptions(options);
+  if (!opts)
+    return fail(SEQC_ERROR_INVALID_ARGUMENT, opts.message());
+  return finishCompile(engine->engine.compile(std::string_view(source, length),
+                                              *opts, name ? name : "<input>"),
+                       module);
+}
+
+extern "C" seqc_status seqc_compile_file(seqc_engine *engine, const char *path,
+                                         const seqc_compile_options *options,
+                                         seqc_module **module) {
+  SEQC_REQUIRE(engine);
+  SEQC_REQUIRE(path);
+  SEQC_REQUIRE(module);
+  Expected<CompileOptions> opts = toOptions(options);
+  if (!opts)
+    return fail(SEQC_ERROR_INVALID_ARGUMENT, opts.message());
+  return finishCompile(engine->engine.compileFile(path, *opts), module);
+}
+
+extern "C" void seqc_module_destroy(seqc_module *module) { delete module; }
+
+extern "C" seqc_cache_status seqc_module_cache_status(const seqc_module *m) {
+  if (!m)
+    return SEQC_CACHE_COMPILED;
+  switch (m->module->cacheStatus()) {
+  case CacheStatus::Compiled:
+    return SEQC_CACHE_COMPILED;
+  case CacheStatus::MemoryHit:
+    return SEQC_CACHE_MEMORY_HIT;
+  case CacheStatus::DiskHit:
+    return SEQC_CACHE_DISK_HIT;
+  }
+  return SEQC_CACHE_COMPILED;
+}
+
+extern "C" size_t seqc_module_num_functions(const seqc_module *m) {
+  return m ? m->names.size() : 0;
+}
+
+extern "C" const char *seqc_module_function_name(const seqc_module *m,
+                                                 size_t index) {
+  if (!m || index >= m->names.size())
+    return nullptr;
+  return m->names[index].c_str();
+}
+
+extern "C" seqc_status seqc_module_function(const seqc_module *m,
+                                            const char *name,
+                                            seqc_function **function) {
+  SEQC_REQUIRE(m);
+  SEQC_REQUIRE(name);
+  SEQC_REQUIRE(function);
+  Expected<Function> fn = m->module->function(name);
+  if (!fn)
+    return fail(SEQC_ERROR_NOT_FOUND, fn.message());
+  *function = new seqc_function{fn.take()};
+  capi::clearError();
+  return SEQC_OK;
+}
+
+extern "C" void seqc_function_destroy(seqc_function *f) { delete f; }
+
+extern "C" size_t seqc_function_num_inputs(const seqc_function *f) {
+  return f ? f->function.signature().inputs.size() : 0;
+}
+
+extern "C" size_t seqc_function_num_outputs(const seqc_function *f) {
+  return f ? f->function.signature().outputs.size() : 0;
+}
+
+extern "C" seqc_status seqc_function_tensor(const seqc_function *f,
+                                            int isOutput, size_t index,
+                                            seqc_dtype *dtype, int32_t *rank,
+                                            const int64_t **shape,
+                                            const char **name) {
+  SEQC_REQUIRE(f);
+  const FunctionSignature &sig = f->function.signature();
+  const std::vector<TensorSpec> &list = isOutput ? sig.outputs : sig.inputs;
+  if (index >= list.size())
+    return fail(SEQC_ERROR_INVALID_ARGUMENT,
+                std::string(isOutput ? "output" : "input") + " index " +
+                    std::to_string(index) + " is out of range (@" + sig.name +
+                    " has " + std::to_string(list.size()) + ")");
+  const TensorSpec &t = list[index];
+  if (dtype)
+    *dtype = static_cast<seqc_dtype>(t.dtype);
+  if (rank)
+    *rank = static_cast<int32_t>(t.shape.size());
+  if (shape)
+    *shape = t.shape.data();
+  if (name)
+    *name = t.name.c_str();
+  capi::clearError();
+  return SEQC_OK;
+}
+
+extern "C" seqc_status seqc_function_call(const seqc_function *f,
+                                          const seqc_view *inputs,
+                                          size_t numInputs,
+                                          seqc_tensor **outputs,
+                                          size_t numOutputs) {
+  SEQC_REQUIRE(f);
+  return capi::call(
+      [&](const std::vector<TensorView> &views) {
+        return f->function.call(views);
+      },
+      f->function.signature().outputs.size(), inputs, numInputs, outputs,
+      numOutputs);
+}
+
+extern "C" seqc_status seqc_tensor_read_npy(const char *path,
+                                            seqc_tensor **tensor) {
+  SEQC_REQUIRE(path);
+  SEQC_REQUIRE(tensor);
+  Expected<Tensor> t = npy::read(path);
+  if (!t)
+    return fail(SEQC_ERROR_IO, t.message());
+  *tensor = capi::wrap(t.take());
+  capi::clearError();
+  return SEQC_OK;
+}

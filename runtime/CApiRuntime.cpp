@@ -1,0 +1,155 @@
+//===- CApiRuntime.cpp - seqc's C runtime API -----------------------------===//
+
+#include "seqc/seqc_runtime.h"
+
+#include "seqc/Signature.h"
+#include "seqc/Tensor.h"
+
+#include "CApiSupport.h"
+#include "Runtime.h"
+
+#include <cstring>
+
+using namespace seqc;
+
+static thread_local std::string lastError;
+
+seqc_status seqc::capi::fail(seqc_status status, const std::string &message) {
+  lastError = message;
+  return status;
+}
+
+void seqc::capi::clearError() { lastError.clear(); }
+
+seqc_tensor *seqc::capi::wrap(Tensor t) {
+  return new seqc_tensor{std::move(t)};
+}
+
+Expected<TensorView> seqc::capi::toView(const seqc_view &v, size_t index) {
+  std::string what = "input " + std::to_string(index);
+  if (seqc_dtype_size(v.dtype) == 0)
+    return Status::error(what + " has an invalid element type");
+  if (v.rank < 0 || v.rank > 64)
+    return Status::error(what + " has an invalid rank " +
+                         std::to_string(v.rank));
+  if (v.rank > 0 && !v.shape)
+    return Status::error(what + " has no shape");
+  TensorView view;
+  view.dtype = static_cast<DType>(v.dtype);
+  view.data = v.data;
+  view.shape.assign(v.shape, v.shape + v.rank);
+  if (v.strides)
+    view.strides.assign(v.strides, v.strides + v.rank);
+  return view;
+}
+
+extern "C" const char *seqc_last_error(void) { return lastError.c_str(); }
+
+extern "C" size_t seqc_dtype_size(seqc_dtype dtype) {
+  switch (dtype) {
+  case SEQC_F32:
+  case SEQC_F16:
+  case SEQC_BF16:
+  case SEQC_I32:
+  case SEQC_I64:
+    return dtypeSize(static_cast<DType>(dtype));
+  }
+  return 0;
+}
+
+extern "C" seqc_dtype seqc_tensor_dtype(const seqc_tensor *t) {
+  return t ? static_cast<seqc_dtype>(t->tensor.dtype()) : SEQC_F32;
+}
+extern "C" int32_t seqc_tensor_rank(const seqc_tensor *t) {
+  return t ? static_cast<int32_t>(t->tensor.rank()) : 0;
+}
+extern "C" const int64_t *seqc_tensor_shape(const seqc_tensor *t) {
+  return t ? t->tensor.shape().data() : nullptr;
+}
+extern "C" int64_t seqc_tensor_numel(const seqc_tensor *t) {
+  return t ? t->tensor.numel() : 0;
+}
+extern "C" void *seqc_tensor_data(seqc_tensor *t) {
+  return t ? t->tensor.data() : nullptr;
+}
+extern "C" seqc_view seqc_tensor_view(const seqc_tensor *t) {
+  seqc_view v{};
+  if (!t)
+    return v;
+  v.dtype = static_cast<seqc_dtype>(t->tensor.dtype());
+  v.data = const_cast<void *>(t->tensor.data());
+  v.rank = static_cast<int32_t>(t->tensor.rank());
+  v.shape = t->tensor.shape().data();
+  v.strides = nullptr;
+  return v;
+}
+extern "C" void seqc_tensor_destroy(seqc_tensor *t) { delete t; }
+
+extern "C" seqc_status seqc_set_num_threads(int64_t threads) {
+  if (threads < 1)
+    return capi::fail(SEQC_ERROR_INVALID_ARGUMENT,
+                      "the thread count must be at least 1");
+  seqc_rt_set_num_threads(threads);
+  capi::clearError();
+  return SEQC_OK;
+}
+
+extern "C" int64_t seqc_get_num_threads(void) {
+  return seqc_rt_get_num_threads();
+}
+
+seqc_status seqc::capi::call(
+    const std::function<Expected<std::vector<Tensor>>(
+        const std::vector<TensorView> &)> &fn,
+    size_t expectedOutputs, const seqc_view *inputs, size_t numInputs,
+    seqc_tensor **outputs, size_t numOutputs) {
+  if (numInputs && !inputs)
+    return fail(SEQC_ERROR_INVALID_ARGUMENT, "inputs is NULL");
+  if (numOutputs && !outputs)
+    return fail(SEQC_ERROR_INVALID_ARGUMENT, "outputs is NULL");
+  if (numOutputs != expectedOutputs)
+    return fail(SEQC_ERROR_INVALID_ARGUMENT,
+                "the function has " + std::to_string(expectedOutputs) +
+                    " results but room for " + std::to_string(numOutputs) +
+                    " was given");
+  std::vector<TensorView> views;
+  views.reserve(numInputs);
+  for (size_t i = 0; i < numInputs; ++i) {
+    Expected<TensorView> v = toView(inputs[i], i);
+    if (!v)
+      return fail(SEQC_ERROR_INVALID_ARGUMENT, v.message());
+    views.push_back(v.take());
+  }
+  Expected<std::vector<Tensor>> results = fn(views);
+  if (!results)
+    return fail(SEQC_ERROR_CALL, results.message());
+  for (size_t i = 0; i < numOutputs; ++i)
+    outputs[i] = wrap(std::move((*results)[i]));
+  clearError();
+  return SEQC_OK;
+}
+
+extern "C" seqc_status seqc_rt_invoke_c(void (*packed)(void **),
+                                        const char *signature,
+                                        const char *name,
+                                        const seqc_view *inputs,
+                                        size_t numInputs,
+                                        seqc_tensor **outputs,
+                                        size_t numOutputs) {
+  if (!packed || !signature || !name)
+    return capi::fail(SEQC_ERROR_INVALID_ARGUMENT, "missing entry point");
+  Expected<std::vector<FunctionSignature>> sigs = parseSignatures(signature);
+  if (!sigs)
+    return capi::fail(SEQC_ERROR_INVALID_ARGUMENT, sigs.message());
+  for (const FunctionSignature &sig : *sigs) {
+    if (sig.name != name)
+      continue;
+    return capi::call(
+        [&](const std::vector<TensorView> &views) {
+          return invokePacked(packed, sig, views, physicalMemoryBytes());
+        },
+        sig.outputs.size(), inputs, numInputs, outputs, numOutputs);
+  }
+  return capi::fail(SEQC_ERROR_NOT_FOUND,
+                    std::string("no function @") + name + " in the signature");
+}
