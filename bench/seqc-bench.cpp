@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchSupport.h"
 #include "seqc/Engine.h"
 
 #include "Runtime.h"
@@ -33,25 +34,9 @@
 #endif
 
 using namespace seqc;
+using namespace seqc::bench;
 
 namespace {
-
-double now() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-[[noreturn]] void die(const std::string &msg) {
-  std::fprintf(stderr, "error: %s\n", msg.c_str());
-  std::exit(1);
-}
 
 /// STREAM triad a = b + s c over `threads` threads, 12 bytes per element.
 /// The stores are non-temporal where the ISA has them (as STREAM builds

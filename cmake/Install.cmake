@@ -30,6 +30,9 @@ install(TARGETS seqc_runtime EXPORT SeqcTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS seqc-opt seqc-run seqc-compile
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# Installed tools find libMLIR/libLLVM where the build found them.
+set_target_properties(seqc-opt seqc-run seqc-compile PROPERTIES
+  INSTALL_RPATH "${LLVM_LIBRARY_DIR}")
 # The imported targets carry their link dependencies, not our build tree's
 # include directories.
 set_target_properties(seqc_runtime PROPERTIES EXPORT_NAME runtime)
@@ -37,13 +40,18 @@ install(EXPORT SeqcTargets NAMESPACE Seqc::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Seqc)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/SeqcConfig.cmake.in
   ${PROJECT_BINARY_DIR}/SeqcConfig.cmake
-  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Seqc)
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Seqc
+  PATH_VARS CMAKE_INSTALL_INCLUDEDIR)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/SeqcConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/SeqcConfig.cmake
   ${PROJECT_BINARY_DIR}/SeqcConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Seqc)
 
+# The .pc files locate the prefix from their own directory, so an installed
+# tree can move.
+file(RELATIVE_PATH SEQC_PC_TO_PREFIX
+  "${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "${CMAKE_INSTALL_PREFIX}")
 foreach(pc seqc seqc-runtime)
   configure_file(${PROJECT_SOURCE_DIR}/cmake/${pc}.pc.in
                  ${PROJECT_BINARY_DIR}/${pc}.pc @ONLY)

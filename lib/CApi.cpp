@@ -124,6 +124,10 @@ extern "C" seqc_cache_status seqc_module_cache_status(const seqc_module *m) {
   return SEQC_CACHE_COMPILED;
 }
 
+extern "C" const char *seqc_module_cache_note(const seqc_module *m) {
+  return m ? m->module->cacheNote().c_str() : "";
+}
+
 extern "C" size_t seqc_module_num_functions(const seqc_module *m) {
   return m ? m->names.size() : 0;
 }

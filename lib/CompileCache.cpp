@@ -113,13 +113,13 @@ Expected<CacheEntry> seqc::readCacheEntry(const std::string &configuredDir,
   };
   auto magic = next("seqc-cache 1");
   auto version = next("seqc ");
+  if (magic && version && *version != seqcVersion())
+    return corrupt("from seqc " + *version);
   auto storedKey = next("key ");
   auto object = next("object ");
   auto sigSize = next("signatures ");
   if (!magic || !version || !storedKey || !object || !sigSize)
     return corrupt("malformed");
-  if (*version != seqcVersion())
-    return corrupt("from seqc " + *version);
   if (*storedKey != key)
     return corrupt("for another key");
   size_t objectSize = 0, sigBytes = 0;

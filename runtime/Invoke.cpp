@@ -189,7 +189,9 @@ seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
                            std::to_string(a.shape.size()));
     for (size_t d = 0; d < a.shape.size(); ++d) {
       if (a.shape[d] < 0)
-        return Status::error(what + " has a negative dimension");
+        return Status::error(what + " has negative size " +
+                             std::to_string(a.shape[d]) + " in dimension " +
+                             std::to_string(d));
       if (spec.shape[d] >= 0 && spec.shape[d] != a.shape[d])
         return Status::error(what + " must be " + spec.typeString() +
                              " but dimension " + std::to_string(d) + " is " +

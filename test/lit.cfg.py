@@ -24,6 +24,7 @@ config.environment["SEQC_NUM_THREADS"] = os.environ.get("SEQC_NUM_THREADS", "2")
 
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%seqc_src", config.seqc_src_root))
+config.substitutions.append(("%seqc_obj", config.seqc_obj_root))
 
 
 def cuda_device_present():

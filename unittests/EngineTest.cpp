@@ -2,6 +2,8 @@
 
 #include "seqc/Engine.h"
 
+#include "TestModules.h"
+
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -10,20 +12,7 @@ using namespace seqc;
 
 namespace {
 
-const char *kScan = R"(
-func.func @main(%a: tensor<2x?x3xf32>, %b: tensor<2x?x3xf32>) -> (tensor<2x?x3xf32>, tensor<2x3xf32>) {
-  %h, %l = seq.linear_scan %a, %b
-    : (tensor<2x?x3xf32>, tensor<2x?x3xf32>) -> (tensor<2x?x3xf32>, tensor<2x3xf32>)
-  return %h, %l : tensor<2x?x3xf32>, tensor<2x3xf32>
-}
-func.func @twice(%x: tensor<4xf32> {seq.name = "x"}) -> tensor<4xf32> {
-  %y = arith.addf %x, %x : tensor<4xf32>
-  return %y : tensor<4xf32>
-}
-func.func private @hidden(%x: tensor<4xf32>) -> tensor<4xf32> {
-  return %x : tensor<4xf32>
-}
-)";
+const char *kScan = test::kScanModule;
 
 std::shared_ptr<CompiledModule> compileOrDie(const char *src) {
   Engine engine;

@@ -63,6 +63,9 @@ seqc_status seqc_compile_file(seqc_engine *engine, const char *path,
 /* Functions looked up from a module stay valid after it is destroyed. */
 void seqc_module_destroy(seqc_module *module);
 seqc_cache_status seqc_module_cache_status(const seqc_module *module);
+/* Why the disk cache was not used or was rebuilt ("" when it was fine): a
+ * corrupt entry, an unwritable directory. Valid while the module lives. */
+const char *seqc_module_cache_note(const seqc_module *module);
 
 size_t seqc_module_num_functions(const seqc_module *module);
 /* NULL when `index` is out of range. */
