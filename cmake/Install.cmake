@@ -20,7 +20,8 @@ set_target_properties(seqc PROPERTIES
 
 set(SEQC_PUBLIC_HEADERS
   include/seqc/Aot.h include/seqc/Engine.h include/seqc/Npy.h
-  include/seqc/Signature.h include/seqc/Tensor.h include/seqc/seqc.h
+  include/seqc/Signature.h include/seqc/Tensor.h include/seqc/Weights.h
+  include/seqc/seqc.h
   include/seqc/seqc_runtime.h)
 install(FILES ${SEQC_PUBLIC_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/seqc)
 

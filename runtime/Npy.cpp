@@ -2,6 +2,8 @@
 
 #include "seqc/Npy.h"
 
+#include "FileIO.h"
+
 #include <cctype>
 #include <cstdio>
 #include <cstring>
@@ -202,15 +204,10 @@ Expected<Tensor> npy::parse(const void *data, size_t size,
 }
 
 Expected<Tensor> npy::read(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status::error("cannot open '" + path + "': " + std::strerror(errno));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad())
-    return Status::error("cannot read '" + path + "'");
-  std::string bytes = buf.str();
-  return parse(bytes.data(), bytes.size(), "'" + path + "'");
+  Expected<std::string> bytes = readFile(path);
+  if (!bytes)
+    return bytes.status();
+  return parse(bytes->data(), bytes->size(), "'" + path + "'");
 }
 
 std::string npy::serialize(const Tensor &tensor) {
@@ -266,23 +263,5 @@ std::string npy::serialize(const Tensor &tensor) {
 }
 
 Status npy::write(const std::string &path, const Tensor &tensor) {
-  std::string bytes = serialize(tensor);
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      return Status::error("cannot write '" + path + "': " +
-                           std::strerror(errno));
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return Status::error("cannot write '" + path + "'");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Status::error("cannot write '" + path + "': " + std::strerror(errno));
-  }
-  return Status::ok();
+  return writeFileAtomically(path, serialize(tensor));
 }

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools   # LLVM/MLIR 22, FileCheck, lit, not
-  cmake ninja-build g++ ccache pkg-config                   # build
+  cmake ninja-build g++ ccache pkg-config zlib1g-dev        # build
   python3 python3-numpy                                     # test references (/usr/bin/python3)
   libgtest-dev                                              # unit tests
 )

@@ -1,8 +1,8 @@
 //===- seqc-run.cpp - compile a graph through the JIT and run it ----------===//
 //
-//   seqc-run FILE.mlir [-e NAME] [--target cpu|cuda] [--input A.npy]...
-//            [--random-inputs [--seed N]] [--output-dir DIR] [--print]
-//            [--bench N] [--reference]
+//   seqc-run FILE.mlir [-e NAME] [--target cpu|cuda] [--weights FILE]...
+//            [--input A.npy]... [--random-inputs [--seed N]]
+//            [--output-dir DIR] [--print] [--bench N] [--reference]
 //
 // Any bad input prints one `error: ...` line to stderr and exits 1, before
 // any output file is written.
@@ -11,12 +11,14 @@
 
 #include "seqc/Engine.h"
 #include "seqc/Npy.h"
+#include "seqc/Weights.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -30,6 +32,7 @@ struct Options {
   std::string entry;
   Target target = Target::CPU;
   std::vector<std::string> inputs;
+  std::vector<std::string> weights;
   bool randomInputs = false;
   uint64_t seed = 0;
   std::string outputDir;
@@ -40,15 +43,20 @@ struct Options {
 
 const char *kUsage =
     "usage: seqc-run FILE.mlir [-e NAME] [--target cpu|cuda] "
-    "[--input A.npy]... [--random-inputs [--seed N]] [--output-dir DIR] "
-    "[--print] [--bench N] [--reference]\n"
+    "[--weights FILE]... [--input A.npy]... [--random-inputs [--seed N]] "
+    "[--output-dir DIR] [--print] [--bench N] [--reference]\n"
     "\n"
     "Compiles FILE.mlir through seqc's JIT and runs one function.\n"
     "  -e NAME            the function to run (default: main, or the only\n"
     "                     public function)\n"
     "  --target cpu|cuda  where to run (default: cpu)\n"
-    "  --input A.npy      binds the next argument (repeat, in order)\n"
-    "  --random-inputs    deterministic data for every argument; --seed N\n"
+    "  --weights FILE     binds arguments by name (their seq.name) to the\n"
+    "                     tensors of a .safetensors or .npz file (repeatable;\n"
+    "                     every tensor must name an argument)\n"
+    "  --input A.npy      binds the next argument not bound by --weights\n"
+    "                     (repeat, in order)\n"
+    "  --random-inputs    deterministic data for every argument not bound by\n"
+    "                     --weights; --seed N\n"
     "  --output-dir DIR   writes result0.npy, result1.npy, ...\n"
     "  --print            prints the results\n"
     "  --bench N          one warm-up call, then N timed calls\n"
@@ -105,6 +113,8 @@ Options parseArgs(int argc, char **argv) {
         fail("unknown target '" + t + "' (expected cpu or cuda)");
     } else if (arg == "--input") {
       o.inputs.push_back(takeValue());
+    } else if (arg == "--weights") {
+      o.weights.push_back(takeValue());
     } else if (arg == "--random-inputs") {
       o.randomInputs = true;
     } else if (arg == "--seed") {
@@ -156,6 +166,66 @@ std::string pickEntry(const CompiledModule &module, const std::string &asked) {
        ") and none is @main: choose one with -e");
 }
 
+/// Tensors from --weights files, by name, with the file each came from.
+struct WeightSet {
+  struct Entry {
+    Tensor tensor;
+    std::string file;
+    bool used = false;
+  };
+  std::map<std::string, Entry> byName;
+  std::vector<std::string> order; // file order, for messages
+};
+
+WeightSet readWeights(const std::vector<std::string> &files) {
+  WeightSet set;
+  for (const std::string &file : files) {
+    Expected<std::vector<weights::NamedTensor>> tensors = weights::read(file);
+    if (!tensors)
+      fail(tensors.message());
+    for (weights::NamedTensor &t : *tensors) {
+      auto [it, fresh] = set.byName.emplace(
+          t.name, WeightSet::Entry{std::move(t.tensor), file});
+      if (!fresh)
+        fail("tensor '" + t.name + "' is in both '" + it->second.file +
+             "' and '" + file + "'");
+      set.order.push_back(t.name);
+    }
+  }
+  return set;
+}
+
+/// Binds the arguments whose name is a tensor of `set`, checking element
+/// type and shape; the others are left empty (nullptr) in the result.
+std::vector<const Tensor *> bindWeights(const FunctionSignature &sig,
+                                        WeightSet &set) {
+  std::vector<const Tensor *> bound(sig.inputs.size(), nullptr);
+  for (size_t i = 0; i < sig.inputs.size(); ++i) {
+    const TensorSpec &spec = sig.inputs[i];
+    auto it = set.byName.find(spec.name);
+    if (it == set.byName.end())
+      continue;
+    WeightSet::Entry &e = it->second;
+    std::string what = "tensor '" + spec.name + "' of '" + e.file + "' is " +
+                       e.tensor.typeString() + " but argument " +
+                       std::to_string(i) + " of @" + sig.name + " is " +
+                       spec.typeString();
+    if (e.tensor.dtype() != spec.dtype || e.tensor.rank() != (int64_t)spec.shape.size())
+      fail(what);
+    for (size_t d = 0; d < spec.shape.size(); ++d)
+      if (spec.shape[d] >= 0 && spec.shape[d] != e.tensor.shape()[d])
+        fail(what);
+    e.used = true;
+    bound[i] = &e.tensor;
+  }
+  for (const std::string &name : set.order)
+    if (!set.byName[name].used)
+      fail("tensor '" + name + "' of '" + set.byName[name].file +
+           "' names no argument of @" + sig.name +
+           " (arguments are named by their seq.name attribute)");
+  return bound;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
@@ -198,6 +268,7 @@ int main(int argc, char **argv) {
       fail(t.message());
     inputs.push_back(t.take());
   }
+  WeightSet weightSet = readWeights(opts.weights);
 
   if (opts.target == Target::CUDA && !cudaDeviceAvailable())
     fail("no CUDA device");
@@ -217,8 +288,15 @@ int main(int argc, char **argv) {
     fail(fn.message());
   const FunctionSignature &sig = fn->signature();
 
+  // Arguments named in --weights first, then --input files (or random
+  // data) for the rest, in order.
+  std::vector<const Tensor *> bound = bindWeights(sig, weightSet);
+  std::vector<size_t> unbound;
+  for (size_t i = 0; i < sig.inputs.size(); ++i)
+    if (!bound[i])
+      unbound.push_back(i);
   if (opts.randomInputs) {
-    for (size_t i = 0; i < sig.inputs.size(); ++i) {
+    for (size_t i : unbound) {
       const TensorSpec &spec = sig.inputs[i];
       for (int64_t d : spec.shape)
         if (d < 0)
@@ -231,15 +309,28 @@ int main(int argc, char **argv) {
         fail(t.message());
       inputs.push_back(t.take());
     }
-  } else if (inputs.size() != sig.inputs.size()) {
-    fail("@" + entry + " takes " + std::to_string(sig.inputs.size()) +
-         " arguments but " + std::to_string(inputs.size()) +
-         " --input files were given");
+  } else if (inputs.size() != unbound.size()) {
+    if (opts.weights.empty())
+      fail("@" + entry + " takes " + std::to_string(sig.inputs.size()) +
+           " arguments but " + std::to_string(inputs.size()) +
+           " --input files were given");
+    std::string names;
+    for (size_t i : unbound)
+      names += (names.empty() ? "" : ", ") + sig.inputs[i].name;
+    fail("@" + entry + " has " + std::to_string(unbound.size()) +
+         (unbound.size() == 1 ? " argument" : " arguments") +
+         " not bound by --weights" +
+         (unbound.empty() ? "" : " (" + names + ")") + " but " +
+         std::to_string(inputs.size()) +
+         (inputs.size() == 1 ? " --input file was" : " --input files were") +
+         " given");
   }
+  for (size_t j = 0; j < unbound.size(); ++j)
+    bound[unbound[j]] = &inputs[j];
 
   std::vector<TensorView> views;
-  for (const Tensor &t : inputs)
-    views.push_back(t.view());
+  for (const Tensor *t : bound)
+    views.push_back(t->view());
 
   Expected<std::vector<Tensor>> results = fn->call(views);
   if (!results)
