@@ -57,7 +57,7 @@ static const std::string &buildIdentity() {
   return id;
 }
 
-std::string seqc::cacheKey(std::string_view source,
+std::string seqc::cacheKey(std::string_view source, std::string_view bufferName,
                            const CompileOptions &options,
                            const llvm::TargetMachine &tm) {
   std::string material;
@@ -68,7 +68,10 @@ std::string seqc::cacheKey(std::string_view source,
      << "\ncpu " << tm.getTargetCPU() << "\nfeatures "
      << tm.getTargetFeatureString() << "\nreference " << options.reference
      << "\nopt " << options.optLevel << "\ntarget "
-     << static_cast<int>(options.target) << "\n\n";
+     << static_cast<int>(options.target)
+     // The buffer's name is part of the code: run-time error messages quote
+     // source locations.
+     << "\nname " << bufferName.size() << " " << bufferName << "\n\n";
   os.flush();
   material.append(source.data(), source.size());
   return sha256(material);

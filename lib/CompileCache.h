@@ -2,7 +2,8 @@
 //
 // One file per compiled module, <dir>/<key>.seqc, where the key is a SHA-256
 // of everything that determines the object: seqc's and LLVM's versions, the
-// target triple, CPU and features, the compile options and the source. The
+// target triple, CPU and features, the compile options, the source and its
+// buffer name (run-time messages quote source locations). The
 // file holds the object, its size and SHA-256 and the function signatures;
 // an entry that fails any check is reported and rebuilt, never loaded.
 // Entries are written to a temporary file and renamed into place.
@@ -22,7 +23,8 @@ struct CacheEntry {
   std::vector<UnsupportedFunction> unsupported;
 };
 
-std::string cacheKey(std::string_view source, const CompileOptions &options,
+std::string cacheKey(std::string_view source, std::string_view bufferName,
+                     const CompileOptions &options,
                      const llvm::TargetMachine &tm);
 
 /// The cache directory: `configured`, else $SEQC_CACHE_DIR, else

@@ -201,7 +201,7 @@ Engine::compile(std::string_view source, const CompileOptions &options,
   auto result = std::shared_ptr<CompiledModule>(new CompiledModule());
   result->memoryLimit =
       options.memoryLimit ? options.memoryLimit : physicalMemoryBytes();
-  std::string key = cacheKey(source, options, **tm);
+  std::string key = cacheKey(source, bufferName, options, **tm);
 
   if (options.useCache) {
     std::lock_guard<std::mutex> lock(impl->mutex);

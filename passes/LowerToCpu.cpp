@@ -47,6 +47,10 @@ struct SeqLowerToCpu : seqc::impl::SeqLowerToCpuBase<SeqLowerToCpu> {
     // Kernels are created at module level while their callers are rewritten.
     GreedyRewriteConfig config;
     config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    // No folding: to_buffer(to_tensor(m)) would fold to m, hiding a kernel's
+    // read of its input from the bufferization analysis (see Pipelines.cpp).
+    config.enableFolding(false);
+    config.enableConstantCSE(false);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
                                      config)))
       return signalPassFailure();

@@ -76,9 +76,19 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
     cpu.vectorWidth = opts.vectorWidth;
     pm.addPass(createSeqLowerToCpu(cpu));
   }
+  // No canonicalization or CSE between the CPU kernels and bufferization:
+  // a kernel reads its inputs through bufferization.to_buffer placed right
+  // before its dispatch, and the analysis takes that as the moment of the
+  // read. CSE would let one to_buffer serve later kernels (reading a buffer
+  // an in-place op may have overwritten meanwhile), and folding
+  // to_buffer(to_tensor) would hide the read altogether.
+  if (opts.reference) {
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+  addBufferization(pm);
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  addBufferization(pm);
   if (!opts.reference)
     pm.addPass(createSeqVectorMath());
   buildLowerToLLVMPipeline(pm);

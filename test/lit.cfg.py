@@ -15,8 +15,9 @@ config.test_exec_root = os.path.join(config.seqc_obj_root, "test")
 # seqc's tools first, then FileCheck, not, count from LLVM.
 config.environment["PATH"] = os.pathsep.join(
     [config.seqc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
-config.environment["PYTHONPATH"] = os.path.join(
-    config.test_source_root, "Integration", "lib")
+config.environment["PYTHONPATH"] = os.pathsep.join([
+    os.path.join(config.test_source_root, "Integration", "lib"),
+    os.path.join(config.seqc_src_root, "examples", "blocks")])
 # Compiled code is cached under the build tree, never in the user's home.
 config.environment["SEQC_CACHE_DIR"] = os.path.join(config.seqc_obj_root, "test-cache")
 # Tests are deterministic and sized for a small machine.

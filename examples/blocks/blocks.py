@@ -1,0 +1,482 @@
+"""The model blocks of seqc's examples, as MLIR, at any size.
+
+Every block is a pre-norm residual layer, `h + Mixer(RMSNorm(h))`, written
+as a private function (@<kind>_layer) that takes the hidden states [1, T, D]
+(T dynamic), the layer's recurrent states and its weights, and returns the
+new hidden states and states. A block file has two public functions:
+
+  @main(u, weights...)             the whole sequence from zero states
+  @step(u, states..., weights...)  continues from given states (one token
+                                   or a chunk of a prompt)
+
+so a host prefills with @main and decodes with @step, and
+step-by-step == whole is a test. Weights are bound by name (seq.name), with
+matrices laid out [in, out] (y = x W). See examples/README.md.
+"""
+import math
+
+from mlirgen import Function, _float
+
+W_CONV = 4
+
+
+class Weights:
+    """Declares a layer function's weight arguments: (seq.name suffix, shape)."""
+
+    def __init__(self, fn, prefix):
+        self.fn = fn
+        self.prefix = prefix
+        self.names = []
+
+    def __call__(self, name, shape):
+        hint = "w_" + name.replace(".", "_")
+        v = self.fn.arg(hint, shape, self.prefix + name)
+        self.names.append((name, shape))
+        return v
+
+
+# -- layer functions ----------------------------------------------------------
+# Each returns (Function, [state shapes], [weight (name, shape)]). The
+# function's arguments are (h, *states, *weights); results (h, *states) and,
+# for MoE layers, the aux loss and expert load.
+
+
+def mamba1_layer(D, d_state=16, expand=2, name="mamba1_layer"):
+    """Mamba (Gu & Dao 2023): in-projection to x and z, causal conv + SiLU,
+    x-projection to (dt, B, C), dt-projection, selective scan with skip D and
+    gate silu(z), out-projection; pre-norm and residual."""
+    E, N = expand * D, d_state
+    R = math.ceil(D / 16)
+    f = Function(name, private=True)
+    h = f.arg("h", [1, "T", D])
+    conv0 = f.arg("conv_state", [1, E, W_CONV - 1])
+    ssm0 = f.arg("ssm_state", [1, E, N])
+    w = Weights(f, "")
+    norm_w = w("norm.weight", [D])
+    w_in = w("mixer.in_proj.weight", [D, 2 * E])
+    conv_w = w("mixer.conv1d.weight", [E, W_CONV])
+    conv_b = w("mixer.conv1d.bias", [E])
+    w_x = w("mixer.x_proj.weight", [E, R + 2 * N])
+    w_dt = w("mixer.dt_proj.weight", [R, E])
+    dt_b = w("mixer.dt_proj.bias", [E])
+    A_log = w("mixer.A_log", [E, N])
+    Dskip = w("mixer.D", [E])
+    w_out = w("mixer.out_proj.weight", [E, D])
+    f.bind_dim("T", h, 1)
+
+    f.comment("pre-norm, in-projection, split into x and z")
+    h2 = f.from_seq(h)
+    xn = f.rmsnorm(h2, norm_w)
+    xz = f.matmul(xn, w_in)
+    x, z = f.cols(xz, 0, E), f.cols(xz, E, E)
+    f.comment("depthwise causal conv with SiLU, carrying the last W-1 inputs")
+    xc, conv1 = f.op("causal_conv1d", [f.to_seq(x), conv_w],
+                     [([1, "T", E], "f32"), ([1, E, W_CONV - 1], "f32")],
+                     optional=[("bias", conv_b), ("init", conv0)],
+                     attrs="activation = #seq.activation<silu>")
+    f.comment("x-projection to (dt, B, C); dt-projection")
+    xc2 = f.from_seq(xc)
+    xdbl = f.matmul(xc2, w_x)
+    dt = f.matmul(f.cols(xdbl, 0, R), w_dt)
+    B = f.expand(f.cols(xdbl, R, N), [[0, 1], [2, 3]], [1, "T", 1, N])
+    C = f.expand(f.cols(xdbl, R + N, N), [[0, 1], [2, 3]], [1, "T", 1, N])
+    A = f.neg_exp(A_log)
+    f.comment("selective scan: softplus(dt + bias), skip D, gate silu(z)")
+    y, ssm1 = f.op("selective_scan", [xc, f.to_seq(dt), A, B, C],
+                   [([1, "T", E], "f32"), ([1, E, N], "f32")],
+                   optional=[("skip", Dskip), ("gate", f.to_seq(z)),
+                             ("delta_bias", dt_b), ("init", ssm0)],
+                   attrs="delta_softplus = true")
+    f.comment("out-projection and residual")
+    out = f.add(h2, f.matmul(f.from_seq(y), w_out))
+    f.ret(f.to_seq(out), conv1, ssm1)
+    return f, [[1, E, W_CONV - 1], [1, E, N]], w.names
+
+
+def mamba2_layer(D, d_state=64, headdim=32, expand=2, name="mamba2_layer"):
+    """Mamba-2 (Dao & Gu 2024): in-projection to (z, x, B, C, dt), causal
+    conv + SiLU over (x, B, C), SSD with dt bias, softplus and skip D, gated
+    RMSNorm (norm(y * silu(z))), out-projection; pre-norm and residual."""
+    E, N, P = expand * D, d_state, headdim
+    H = E // P
+    CD = E + 2 * N
+    f = Function(name, private=True)
+    h = f.arg("h", [1, "T", D])
+    conv0 = f.arg("conv_state", [1, CD, W_CONV - 1])
+    ssm0 = f.arg("ssm_state", [1, H, P, N])
+    w = Weights(f, "")
+    norm_w = w("norm.weight", [D])
+    w_in = w("mixer.in_proj.weight", [D, 2 * E + 2 * N + H])
+    conv_w = w("mixer.conv1d.weight", [CD, W_CONV])
+    conv_b = w("mixer.conv1d.bias", [CD])
+    dt_b = w("mixer.dt_bias", [H])
+    A_log = w("mixer.A_log", [H])
+    Dskip = w("mixer.D", [H])
+    gnorm_w = w("mixer.norm.weight", [E])
+    w_out = w("mixer.out_proj.weight", [E, D])
+    f.bind_dim("T", h, 1)
+
+    f.comment("pre-norm, in-projection, split into z, xBC and dt")
+    h2 = f.from_seq(h)
+    xn = f.rmsnorm(h2, norm_w)
+    zxbcdt = f.matmul(xn, w_in)
+    z = f.cols(zxbcdt, 0, E)
+    xbc = f.cols(zxbcdt, E, CD)
+    dt = f.cols(zxbcdt, E + CD, H)
+    f.comment("causal conv with SiLU over x, B and C")
+    conv, conv1 = f.op("causal_conv1d", [f.to_seq(xbc), conv_w],
+                       [([1, "T", CD], "f32"), ([1, CD, W_CONV - 1], "f32")],
+                       optional=[("bias", conv_b), ("init", conv0)],
+                       attrs="activation = #seq.activation<silu>")
+    conv2 = f.from_seq(conv)
+    x = f.to_seq(f.cols(conv2, 0, E), P)
+    B = f.to_seq(f.cols(conv2, E, N), N)
+    C = f.to_seq(f.cols(conv2, E + N, N), N)
+    A = f.neg_exp(A_log)
+    f.comment("SSD: softplus(dt + dt_bias), skip D, y * silu(z)")
+    y, ssm1 = f.op("ssd", [x, f.to_seq(dt), A, B, C],
+                   [([1, "T", H, P], "f32"), ([1, H, P, N], "f32")],
+                   optional=[("skip", Dskip), ("gate", f.to_seq(z, P)),
+                             ("dt_bias", dt_b), ("init", ssm0)],
+                   attrs="dt_softplus = true")
+    f.comment("gated RMSNorm (the gate is applied above), out-projection, residual")
+    yn = f.rmsnorm(f.from_seq(y), gnorm_w)
+    out = f.add(h2, f.matmul(yn, w_out))
+    f.ret(f.to_seq(out), conv1, ssm1)
+    return f, [[1, CD, W_CONV - 1], [1, H, P, N]], w.names
+
+
+def gla_layer(D, heads=4, name="gla_layer"):
+    """Gated linear attention (Yang et al. 2023): q, k (D/2) and v (D)
+    projections, a per-key-channel log-decay logsigmoid(x W_gk + b) / 16,
+    recurrent state per head, per-head RMSNorm of the output gated by
+    silu(x W_g), out-projection; pre-norm and residual."""
+    dk, dv = D // 2, D
+    K, V = dk // heads, dv // heads
+    f = Function(name, private=True)
+    h = f.arg("h", [1, "T", D])
+    S0 = f.arg("state", [1, heads, K, V])
+    w = Weights(f, "")
+    norm_w = w("norm.weight", [D])
+    wq = w("attn.q_proj.weight", [D, dk])
+    wk = w("attn.k_proj.weight", [D, dk])
+    wv = w("attn.v_proj.weight", [D, dv])
+    wgk = w("attn.gk_proj.weight", [D, dk])
+    bgk = w("attn.gk_proj.bias", [dk])
+    wg = w("attn.g_proj.weight", [D, dv])
+    onorm_w = w("attn.g_norm.weight", [V])
+    wo = w("attn.o_proj.weight", [dv, D])
+    f.bind_dim("T", h, 1)
+
+    f.comment("pre-norm and projections")
+    h2 = f.from_seq(h)
+    xn = f.rmsnorm(h2, norm_w)
+    q, k, v = f.matmul(xn, wq), f.matmul(xn, wk), f.matmul(xn, wv)
+    f.comment("log-decay: logsigmoid(x W_gk + b) / 16 = -softplus(-(.)) / 16")
+    gk = f.map(lambda n: ([
+        "%x = arith.addf %a0, %a1 : f32",
+        "%zero = arith.constant 0.0 : f32",
+        "%one = arith.constant 1.0 : f32",
+        "%c = arith.constant 0.0625 : f32",
+        "%lo = arith.minimumf %x, %zero : f32",
+        "%ab = math.absf %x : f32",
+        "%na = arith.negf %ab : f32",
+        "%e = math.exp %na : f32",
+        "%l = math.log1p %e : f32",
+        "%ls = arith.subf %lo, %l : f32",
+        "%y = arith.mulf %ls, %c : f32"], "%y"),
+        f.matmul(xn, wgk), bgk, kinds=["full", "col"])
+    o, S1 = f.op("linear_attention",
+                 [f.to_seq(q, K), f.to_seq(k, K), f.to_seq(v, V)],
+                 [([1, "T", heads, V], "f32"), ([1, heads, K, V], "f32")],
+                 optional=[("decay", f.to_seq(gk, K)), ("init", S0)],
+                 attrs=f"scale = {_float(K ** -0.5)} : f32")
+    f.comment("per-head RMSNorm, gated by silu(x W_g)")
+    oh = f.collapse(o, [[0, 1, 2], [3]], ["TH", V])
+    f.bind_dim("TH", oh, 0)
+    on = f.expand(f.rmsnorm(oh, onorm_w), [[0, 1], [2]], ["T", heads, V])
+    on2 = f.collapse(on, [[0], [1, 2]], ["T", dv])
+    gated = f.silu_mul(f.matmul(xn, wg), on2)
+    out = f.add(h2, f.matmul(gated, wo))
+    f.ret(f.to_seq(out), S1)
+    return f, [[1, heads, K, V]], w.names
+
+
+def performer_layer(D, heads=4, features=64, name="performer_layer", carried=True):
+    """Performer (Choromanski et al. 2021): FAVOR+ positive random features
+    of q / K^(1/4) and k / K^(1/4), causal normalized linear attention,
+    out-projection; pre-norm and residual. With `carried`, the normalizer is
+    computed as a second linear attention over a column of ones so its state
+    (sum of phi(k)) is carried like S (the op's `normalize` cannot take an
+    init); otherwise the op normalizes itself (whole sequences)."""
+    K = D // heads
+    M = features
+    f = Function(name, private=True)
+    h = f.arg("h", [1, "T", D])
+    if carried:
+        S0 = f.arg("state", [1, heads, M, K])
+        Z0 = f.arg("normalizer", [1, heads, M, 1])
+    w = Weights(f, "")
+    norm_w = w("norm.weight", [D])
+    wq = w("attn.q_proj.weight", [D, D])
+    wk = w("attn.k_proj.weight", [D, D])
+    wv = w("attn.v_proj.weight", [D, D])
+    omega = w("attn.omega", [K, M])
+    wo = w("attn.o_proj.weight", [D, D])
+    f.bind_dim("T", h, 1)
+
+    f.comment("pre-norm, projections, positive random features")
+    h2 = f.from_seq(h)
+    xn = f.rmsnorm(h2, norm_w)
+    s = K ** -0.25
+    phis = []
+    for wm in (wq, wk):
+        qk = f.to_seq(f.scale(f.matmul(xn, wm), s), K)
+        (phi,) = f.op("random_features", [qk, omega], [([1, "T", heads, M], "f32")],
+                      attrs="kind = #seq.random_features<positive>")
+        phis.append(phi)
+    v = f.to_seq(f.matmul(xn, wv), K)
+    f.comment("causal linear attention, normalized")
+    if carried:
+        num, S1 = f.op("linear_attention", [phis[0], phis[1], v],
+                       [([1, "T", heads, K], "f32"), ([1, heads, M, K], "f32")],
+                       optional=[("init", S0)])
+        ones = f.full([1, "T", heads, 1], 1.0)
+        den, Z1 = f.op("linear_attention", [phis[0], phis[1], ones],
+                       [([1, "T", heads, 1], "f32"), ([1, heads, M, 1], "f32")],
+                       optional=[("init", Z0)])
+        den3 = f.collapse(den, [[0], [1], [2, 3]], [1, "T", heads])
+        o4 = f.generic([(num, "full"), (den3, "row")], [1, "T", heads, K], lambda n: ([
+            "%eps = arith.constant 1.0e-06 : f32",
+            "%d = arith.addf %a1, %eps : f32",
+            "%y = arith.divf %a0, %d : f32"], "%y"))
+        o = f.from_seq(o4)
+    else:
+        o4, _ = f.op("linear_attention", [phis[0], phis[1], v],
+                     [([1, "T", heads, K], "f32"), ([1, heads, M, K], "f32")],
+                     attrs="normalize = true")
+        o = f.from_seq(o4)
+    out = f.add(h2, f.matmul(o, wo))
+    if carried:
+        f.ret(f.to_seq(out), S1, Z1)
+        return f, [[1, heads, M, K], [1, heads, M, 1]], w.names
+    f.ret(f.to_seq(out))
+    return f, [], w.names
+
+
+def attention_layer(D, heads=4, kv_heads=2, name="attention_layer"):
+    """Grouped-query causal softmax attention with a KV cache (no positional
+    encoding, as in Jamba); pre-norm and residual. The cache [1, S, Hkv, K]
+    (S dynamic, 0 to start) is extended by the new keys and values."""
+    K = D // heads
+    f = Function(name, private=True)
+    h = f.arg("h", [1, "T", D])
+    kc = f.arg("k_cache", [1, "S", kv_heads, K])
+    vc = f.arg("v_cache", [1, "S", kv_heads, K])
+    w = Weights(f, "")
+    norm_w = w("norm.weight", [D])
+    wq = w("attn.q_proj.weight", [D, D])
+    wk = w("attn.k_proj.weight", [D, kv_heads * K])
+    wv = w("attn.v_proj.weight", [D, kv_heads * K])
+    wo = w("attn.o_proj.weight", [D, D])
+    f.bind_dim("T", h, 1)
+    f.comment("pre-norm, projections, the KV cache extended by this chunk")
+    h2 = f.from_seq(h)
+    xn = f.rmsnorm(h2, norm_w)
+    q = f.to_seq(f.matmul(xn, wq), K)
+    k = f.to_seq(f.matmul(xn, wk), K)
+    v = f.to_seq(f.matmul(xn, wv), K)
+    k_all = f.concat(kc, k, 1, [1, "S2", kv_heads, K])
+    v_all = f.concat(vc, v, 1, [1, "S2", kv_heads, K])
+    (o,) = f.op("attention", [q, k_all, v_all], [([1, "T", heads, K], "f32")],
+                attrs="causal = true")
+    out = f.add(h2, f.matmul(f.from_seq(o), wo))
+    f.ret(f.to_seq(out), k_all, v_all)
+    return f, [[1, "S", kv_heads, K], [1, "S", kv_heads, K]], w.names
+
+
+def mlp_layer(D, hidden, name="mlp_layer"):
+    """A SwiGLU feed-forward layer; pre-norm and residual."""
+    f = Function(name, private=True)
+    h = f.arg("h", [1, "T", D])
+    w = Weights(f, "")
+    norm_w = w("norm.weight", [D])
+    wg = w("mlp.gate_proj.weight", [D, hidden])
+    wu = w("mlp.up_proj.weight", [D, hidden])
+    wd = w("mlp.down_proj.weight", [hidden, D])
+    f.bind_dim("T", h, 1)
+    h2 = f.from_seq(h)
+    xn = f.rmsnorm(h2, norm_w)
+    out = f.add(h2, f.swiglu_ffn(xn, wg, wu, wd))
+    f.ret(f.to_seq(out))
+    return f, [], w.names
+
+
+def moe_layer(D, experts, hidden, k=2, router="softmax", capacity_factor=1.25,
+              shared_hidden=None, name="moe_layer"):
+    """A mixture-of-experts feed-forward layer: a router (softmax top-k with
+    a load-balancing aux loss, or DeepSeek-style sigmoid scores with a
+    selection bias, normalized and scaled), capacity-limited SwiGLU experts,
+    one always-on shared SwiGLU expert; pre-norm and residual. Returns
+    (h, aux, load)."""
+    f = Function(name, private=True)
+    h = f.arg("h", [1, "T", D])
+    w = Weights(f, "")
+    norm_w = w("norm.weight", [D])
+    wr = w("moe.router.weight", [D, experts])
+    bias = w("moe.router.bias", [experts]) if router == "sigmoid" else None
+    wg = w("moe.experts.gate_proj", [experts, D, hidden])
+    wu = w("moe.experts.up_proj", [experts, D, hidden])
+    wd = w("moe.experts.down_proj", [experts, hidden, D])
+    sh = shared_hidden or hidden
+    sg = w("moe.shared.gate_proj.weight", [D, sh])
+    su = w("moe.shared.up_proj.weight", [D, sh])
+    sd = w("moe.shared.down_proj.weight", [sh, D])
+    f.bind_dim("T", h, 1)
+    f.comment("pre-norm and routing")
+    h2 = f.from_seq(h)
+    xn = f.rmsnorm(h2, norm_w)
+    logits = f.matmul(xn, wr)
+    if router == "softmax":
+        attrs = f"k = {k} : i64, aux_loss_coef = 0.01 : f32"
+    else:
+        attrs = (f"k = {k} : i64, score = #seq.score<sigmoid>, normalize = true, "
+                 "routed_scale = 2.5 : f32")
+    wts, idx, aux = f.op("route", [logits],
+                         [(["T", k], "f32"), (["T", k], "i32"), ([], "f32")],
+                         optional=[("bias", bias)], attrs=attrs)
+    f.comment("routed experts with capacity, a shared expert, residual")
+    y, load = f.op("moe_ffn", [xn, wts, idx, wu, wd],
+                   [(["T", D], "f32"), ([experts], "i64")],
+                   optional=[("gate_proj", wg)],
+                   attrs=f"capacity_factor = {_float(capacity_factor)} : f32")
+    shared = f.swiglu_ffn(xn, sg, su, sd)
+    out = f.add(f.add(h2, y), shared)
+    f.ret(f.to_seq(out), aux, load)
+    return f, [], w.names
+
+
+# -- files ---------------------------------------------------------------------
+
+
+def _zero_states(f, shapes):
+    out = []
+    for s in shapes:
+        if "S" in s:  # an empty KV cache
+            z = f.empty([0 if d == "S" else d for d in s])
+            out.append(f.cast(z, s))
+        else:
+            out.append(f.full(s, 0.0))
+    return out
+
+
+def single_block(layer, D, header):
+    """@main and @step around one stateful layer function."""
+    fn, states, weights = layer
+    funcs = [fn]
+    for public in ("main", "step"):
+        f = Function(public)
+        u = f.arg("u", [1, "T", D], "u")
+        st = [f.arg(sv.name[1:], s, sv.name[1:])
+              for (sv, _), s in zip(fn.args[1:], states)] if public == "step" else None
+        ws = [f.arg("w_" + n.replace(".", "_"), s, n) for n, s in weights]
+        f.bind_dim("T", u, 1)
+        if st is None:
+            st = _zero_states(f, states)
+        res = f.call(fn, [u] + st + ws)
+        f.ret(*res)
+        funcs.append(f)
+    return header + "\n".join(fn.text() for fn in funcs), funcs
+
+
+def performer_block(D, header, **kw):
+    """@main with the op's own normalization; @step with the carried one."""
+    whole, _, weights = performer_layer(D, carried=False, name="performer_whole", **kw)
+    step, states, _ = performer_layer(D, carried=True, name="performer_step", **kw)
+    funcs = [whole, step]
+    for public, layer in (("main", whole), ("step", step)):
+        f = Function(public)
+        u = f.arg("u", [1, "T", D], "u")
+        st = [f.arg(sv.name[1:], s, sv.name[1:])
+              for (sv, _), s in zip(step.args[1:], states)] if public == "step" else []
+        ws = [f.arg("w_" + n.replace(".", "_"), s, n) for n, s in weights]
+        f.bind_dim("T", u, 1)
+        f.ret(*f.call(layer, [u] + st + ws))
+        funcs.append(f)
+    return header + "\n".join(fn.text() for fn in funcs), funcs
+
+
+def moe_block(D, header, experts=8, hidden=None, k=2):
+    """@main: softmax top-2 with an aux loss; @deepseek: sigmoid + bias."""
+    hidden = hidden or 2 * D
+    funcs = []
+    for public, router in (("main", "softmax"), ("deepseek", "sigmoid")):
+        fn, _, weights = moe_layer(D, experts, hidden, k=k, router=router,
+                                   name=f"moe_{router}_layer")
+        f = Function(public)
+        u = f.arg("u", [1, "T", D], "u")
+        ws = [f.arg("w_" + n.replace(".", "_"), s, n) for n, s in weights]
+        f.ret(*f.call(fn, [u] + ws))
+        funcs += [fn, f]
+    return header + "\n".join(fn.text() for fn in funcs), funcs
+
+
+def hybrid_layout(n_layers=8, attn_period=8, attn_offset=4, moe_period=2, moe_offset=1):
+    """Jamba's layout: attention in 1 of every 8 layers (offset 4), Mamba(-2)
+    in the others; MoE feed-forward every other layer (offset 1), dense
+    SwiGLU in the rest."""
+    return [("attention" if i % attn_period == attn_offset else "mamba2",
+             "moe" if i % moe_period == moe_offset else "mlp") for i in range(n_layers)]
+
+
+def hybrid_stack(D, header, n_layers=8, experts=4, hidden=None, heads=4, kv_heads=2,
+                 d_state=64, headdim=32):
+    hidden = hidden or 2 * D
+    m2, m2_states, m2_w = mamba2_layer(D, d_state=d_state, headdim=headdim)
+    at, at_states, at_w = attention_layer(D, heads=heads, kv_heads=kv_heads)
+    ml, _, ml_w = mlp_layer(D, hidden)
+    mo, _, mo_w = moe_layer(D, experts, hidden, k=2, capacity_factor=0.0)
+    layout = hybrid_layout(n_layers)
+    funcs = [m2, at, ml, mo]
+    for public in ("main", "step"):
+        f = Function(public)
+        u = f.arg("u", [1, "T", D], "u")
+        states = []
+        for i, (mixer, _) in enumerate(layout):
+            shapes = m2_states if mixer == "mamba2" else at_states
+            names = ["conv_state", "ssm_state"] if mixer == "mamba2" else ["k_cache", "v_cache"]
+            if public == "step":
+                states.append([f.arg(f"l{i}_{n}", s, f"layers.{i}.{n}")
+                               for n, s in zip(names, shapes)])
+            else:
+                states.append(None)
+        wargs = []
+        for i, (mixer, ffn) in enumerate(layout):
+            mw = m2_w if mixer == "mamba2" else at_w
+            fw = ml_w if ffn == "mlp" else mo_w
+            wargs.append((
+                [f.arg(f"l{i}_m_" + n.replace(".", "_"), s, f"layers.{i}.{n}") for n, s in mw],
+                [f.arg(f"l{i}_f_" + n.replace(".", "_"), s, f"layers.{i}.ffn.{n}") for n, s in fw]))
+        final_w = f.arg("w_final_norm", [D], "final_norm.weight")
+        f.bind_dim("T", u, 1)
+        x = u
+        aux = None
+        new_states = []
+        for i, (mixer, ffn) in enumerate(layout):
+            st = states[i]
+            if st is None:
+                st = _zero_states(f, m2_states if mixer == "mamba2" else at_states)
+            layer = m2 if mixer == "mamba2" else at
+            res = f.call(layer, [x] + st + wargs[i][0], label=f"layers.{i}.{mixer}")
+            x = res[0]
+            new_states += res[1:]
+            if ffn == "mlp":
+                (x,) = f.call(ml, [x] + wargs[i][1], label=f"layers.{i}.mlp")
+            else:
+                x, a, _ = f.call(mo, [x] + wargs[i][1], label=f"layers.{i}.moe")
+                aux = a if aux is None else f.add(aux, a)
+        x2 = f.from_seq(x)
+        out = f.to_seq(f.rmsnorm(x2, final_w))
+        f.ret(out, aux, *new_states)
+        funcs.append(f)
+    return header + "\n".join(fn.text() for fn in funcs), funcs

@@ -1,0 +1,304 @@
+"""A small emitter of MLIR model graphs: seq ops and the linalg/tensor glue
+around them (projections, norms, activations, splits and reshapes).
+
+Activations are rows: tensors of shape [T, C] (batch 1) with a dynamic
+sequence length T, reshaped to the 3-D / 4-D layouts of the seq ops where
+they are called. Every helper returns a Value (an SSA name and a shape in
+which "T" stands for the dynamic length, or any other string for another
+dynamic dimension).
+"""
+
+
+class Value:
+    def __init__(self, name, shape, dtype="f32"):
+        self.name = name
+        self.shape = list(shape)
+        self.dtype = dtype
+
+    @property
+    def type(self):
+        return tensor_type(self.shape, self.dtype)
+
+    def __str__(self):
+        return self.name
+
+
+def tensor_type(shape, dtype="f32"):
+    dims = "".join(("?" if isinstance(d, str) else str(d)) + "x" for d in shape)
+    return f"tensor<{dims}{dtype}>"
+
+
+def _float(x):
+    """An MLIR float literal (a '.' is required before any exponent)."""
+    s = repr(float(x))
+    mantissa, _, exponent = s.partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    return mantissa + ("e" + exponent if exponent else "")
+
+
+class Function:
+    """One func.func. `args` are (name, shape, seq.name or None); results
+    are set by ret()."""
+
+    def __init__(self, name, private=False):
+        self.name = name
+        self.private = private
+        self.args = []
+        self.lines = []
+        self.counter = 0
+        self.dims = {}  # dynamic dimension name -> SSA index value
+        self.results = None
+
+    # -- plumbing ---------------------------------------------------------
+
+    def fresh(self, hint="v"):
+        self.counter += 1
+        return f"%{hint}{self.counter}"
+
+    def emit(self, line):
+        self.lines.append("  " + line)
+
+    def comment(self, text):
+        self.lines.append("")
+        self.lines.append("  // " + text)
+
+    def arg(self, hint, shape, seq_name=None, dtype="f32"):
+        v = Value(f"%{hint}", shape, dtype)
+        self.args.append((v, seq_name))
+        return v
+
+    def bind_dim(self, dim, value, axis):
+        """Names the dynamic dimension `dim` as axis `axis` of `value`."""
+        if dim in self.dims:
+            return
+        c = self.index(axis)
+        n = f"%{dim}"
+        self.emit(f"{n} = tensor.dim {value}, {c} : {value.type}")
+        self.dims[dim] = n
+
+    def index(self, i):
+        n = f"%c{i}_idx"
+        if n not in self.dims.values():
+            self.dims[f"__c{i}"] = n
+            self.emit(f"{n} = arith.constant {i} : index")
+        return n
+
+    def dyn_operands(self, shape):
+        return [self.dims[d] for d in shape if isinstance(d, str)]
+
+    def ret(self, *values):
+        self.results = list(values)
+        self.emit("return " + ", ".join(v.name for v in values) + " : " +
+                  ", ".join(v.type for v in values))
+
+    def text(self):
+        args = []
+        for v, seq_name in self.args:
+            attr = f' {{seq.name = "{seq_name}"}}' if seq_name else ""
+            args.append(f"{v.name}: {v.type}{attr}")
+        vis = "private " if self.private else ""
+        sig = ",\n    ".join(args)
+        res = ", ".join(v.type for v in self.results)
+        head = f"func.func {vis}@{self.name}(\n    {sig})\n    -> ({res}) {{"
+        return head + "\n" + "\n".join(self.lines) + "\n}\n"
+
+    # -- tensors ----------------------------------------------------------
+
+    def empty(self, shape):
+        n = self.fresh("e")
+        dyn = ", ".join(self.dyn_operands(shape))
+        self.emit(f"{n} = tensor.empty({dyn}) : {tensor_type(shape)}")
+        return Value(n, shape)
+
+    def full(self, shape, value):
+        e = self.empty(shape)
+        c = self.fresh("cst")
+        self.emit(f"{c} = arith.constant {_float(value)} : f32")
+        n = self.fresh("fill")
+        self.emit(f"{n} = linalg.fill ins({c} : f32) outs({e} : {e.type}) -> {e.type}")
+        return Value(n, shape)
+
+    def cast(self, x, shape):
+        n = self.fresh("cast")
+        self.emit(f"{n} = tensor.cast {x} : {x.type} to {tensor_type(shape)}")
+        return Value(n, shape)
+
+    def cols(self, x, start, size):
+        """x[:, start:start+size] of a [T, C] value."""
+        rows = x.shape[0]
+        n = self.fresh("s")
+        rs = self.dims[rows] if isinstance(rows, str) else str(rows)
+        self.emit(f"{n} = tensor.extract_slice {x}[0, {start}] [{rs}, {size}] [1, 1]"
+                  f" : {x.type} to {tensor_type([rows, size])}")
+        return Value(n, [rows, size])
+
+    def expand(self, x, groups, shape):
+        n = self.fresh("x")
+        g = ", ".join("[" + ", ".join(map(str, grp)) + "]" for grp in groups)
+        out = ", ".join(self.dims[d] if isinstance(d, str) else str(d) for d in shape)
+        self.emit(f"{n} = tensor.expand_shape {x} [{g}] output_shape [{out}]"
+                  f" : {x.type} into {tensor_type(shape)}")
+        return Value(n, shape)
+
+    def collapse(self, x, groups, shape):
+        n = self.fresh("x")
+        g = ", ".join("[" + ", ".join(map(str, grp)) + "]" for grp in groups)
+        self.emit(f"{n} = tensor.collapse_shape {x} [{g}] : {x.type} into {tensor_type(shape)}")
+        return Value(n, shape)
+
+    def to_seq(self, x, inner=None):
+        """[T, C] -> [1, T, C], or [1, T, C / inner, inner]."""
+        T, C = x.shape
+        if inner is None:
+            return self.expand(x, [[0, 1], [2]], [1, T, C])
+        return self.expand(x, [[0, 1], [2, 3]], [1, T, C // inner, inner])
+
+    def from_seq(self, x):
+        """[1, T, C] or [1, T, H, P] -> [T, C] / [T, H * P]."""
+        if len(x.shape) == 3:
+            return self.collapse(x, [[0, 1], [2]], [x.shape[1], x.shape[2]])
+        return self.collapse(x, [[0, 1], [2, 3]], [x.shape[1], x.shape[2] * x.shape[3]])
+
+    def concat(self, a, b, dim, shape):
+        n = self.fresh("cat")
+        self.emit(f"{n} = tensor.concat dim({dim}) {a}, {b} : ({a.type}, {b.type}) -> {tensor_type(shape)}")
+        return Value(n, shape)
+
+    # -- linalg -------------------------------------------------------------
+
+    def matmul(self, x, w):
+        """[M, K] x [K, N] -> [M, N]."""
+        M, N = x.shape[0], w.shape[1]
+        acc = self.full([M, N], 0.0)
+        n = self.fresh("mm")
+        self.emit(f"{n} = linalg.matmul ins({x}, {w} : {x.type}, {w.type}) "
+                  f"outs({acc} : {acc.type}) -> {acc.type}")
+        return Value(n, [M, N])
+
+    def generic(self, inputs, shape, body, reduce_last=False, out_init=None):
+        """A linalg.generic over `shape` (the iteration space). `inputs` are
+        (value, kind) with kind "full" (all dims), "col" (the last), "row"
+        (all but the last) or "scalar" (a 0-d tensor). `body(args)` gets the
+        block arguments' names and returns (lines, result). With
+        reduce_last the last dim is a reduction into a [shape[:-1]] output
+        that starts from `out_init`."""
+        rank = len(shape)
+        dims = [f"d{i}" for i in range(rank)]
+        allmap = "(" + ", ".join(dims) + ")"
+
+        def amap(kind):
+            res = {"full": dims, "col": dims[-1:], "row": dims[:-1], "scalar": []}[kind]
+            return f"affine_map<{allmap} -> ({', '.join(res)})>"
+
+        maps = [amap(k) for _, k in inputs]
+        out_shape = shape[:-1] if reduce_last else shape
+        maps.append(amap("row" if reduce_last else "full"))
+        iters = ["parallel"] * rank
+        if reduce_last:
+            iters[-1] = "reduction"
+        out = out_init if out_init is not None else self.empty(out_shape)
+        n = self.fresh("g")
+        ins = ", ".join(str(v) for v, _ in inputs)
+        intypes = ", ".join(v.type for v, _ in inputs)
+        self.emit(f"{n} = linalg.generic {{indexing_maps = [{', '.join(maps)}], "
+                  f"iterator_types = [{', '.join(repr(i).replace(chr(39), chr(34)) for i in iters)}]}}")
+        self.emit(f"    ins({ins} : {intypes}) outs({out} : {out.type}) {{")
+        names = [f"%a{i}" for i in range(len(inputs))] + ["%acc"]
+        self.emit("^bb0(" + ", ".join(f"{a}: f32" for a in names) + "):")
+        lines, result = body(names)
+        for line in lines:
+            self.emit("  " + line)
+        self.emit(f"  linalg.yield {result} : f32")
+        self.emit(f"}} -> {out.type}")
+        return Value(n, out_shape)
+
+    def map(self, fn, *inputs, kinds=None):
+        """Elementwise over the shape of the first input."""
+        kinds = kinds or ["full"] * len(inputs)
+        return self.generic(list(zip(inputs, kinds)), inputs[0].shape, fn)
+
+    # -- layers -------------------------------------------------------------
+
+    def rmsnorm(self, x, w, eps=1e-5):
+        """x / sqrt(mean(x^2) + eps) * w over the last dim of [R, C]."""
+        R, C = x.shape
+        acc = self.full([R], 0.0)
+        ss = self.generic([(x, "full")], [R, C],
+                          lambda a: (["%sq = arith.mulf %a0, %a0 : f32",
+                                      "%s = arith.addf %acc, %sq : f32"], "%s"),
+                          reduce_last=True, out_init=acc)
+        inv = _float(1.0 / C)
+        return self.generic(
+            [(x, "full"), (ss, "row"), (w, "col")], [R, C],
+            lambda a: ([f"%inv = arith.constant {inv} : f32",
+                        f"%eps = arith.constant {_float(eps)} : f32",
+                        "%m = arith.mulf %a1, %inv : f32",
+                        "%v = arith.addf %m, %eps : f32",
+                        "%r = math.rsqrt %v : f32",
+                        "%n = arith.mulf %a0, %r : f32",
+                        "%y = arith.mulf %n, %a2 : f32"], "%y"))
+
+    def add(self, a, b):
+        return self.map(lambda n: (["%y = arith.addf %a0, %a1 : f32"], "%y"), a, b)
+
+    def mul(self, a, b):
+        return self.map(lambda n: (["%y = arith.mulf %a0, %a1 : f32"], "%y"), a, b)
+
+    def scale(self, a, s):
+        return self.map(lambda n: ([f"%s = arith.constant {_float(s)} : f32",
+                                    "%y = arith.mulf %a0, %s : f32"], "%y"), a)
+
+    SILU = ["%one = arith.constant 1.0 : f32",
+            "%n = arith.negf %a0 : f32",
+            "%e = math.exp %n : f32",
+            "%d = arith.addf %one, %e : f32",
+            "%s = arith.divf %a0, %d : f32"]
+
+    def silu(self, a):
+        return self.map(lambda n: (self.SILU, "%s"), a)
+
+    def silu_mul(self, a, b):
+        """silu(a) * b."""
+        return self.map(lambda n: (self.SILU + ["%y = arith.mulf %s, %a1 : f32"], "%y"), a, b)
+
+    def neg_exp(self, a):
+        """-exp(a)."""
+        return self.map(lambda n: (["%e = math.exp %a0 : f32",
+                                    "%y = arith.negf %e : f32"], "%y"), a)
+
+    def swiglu_ffn(self, x, w_gate, w_up, w_down):
+        """(silu(x W_gate) * (x W_up)) W_down."""
+        g = self.matmul(x, w_gate)
+        u = self.matmul(x, w_up)
+        return self.matmul(self.silu_mul(g, u), w_down)
+
+    # -- seq ops ---------------------------------------------------------------
+
+    def op(self, text, operands, results, optional=(), attrs=""):
+        """A seq op: `text` is its name, `optional` (keyword, value) groups
+        in the op's order, `results` the result shapes."""
+        names = [self.fresh("r") for _ in results]
+        opnds = ", ".join(str(v) for v in operands)
+        groups = "".join(
+            f" {kw}({', '.join(str(x) for x in (v if isinstance(v, tuple) else (v,)))})"
+            for kw, v in optional if v is not None)
+        allv = list(operands)
+        for _, v in optional:
+            if v is None:
+                continue
+            allv += list(v) if isinstance(v, tuple) else [v]
+        types_in = ", ".join(v.type for v in allv)
+        types_out = ", ".join(tensor_type(s, dt) for s, dt in results)
+        attr = f" {{{attrs}}}" if attrs else ""
+        self.emit(f"{', '.join(names)} = seq.{text} {opnds}{groups}{attr}")
+        self.emit(f"    : ({types_in}) -> ({types_out})")
+        return [Value(n, s, dt) for n, (s, dt) in zip(names, results)]
+
+    def call(self, fn, args, label=None):
+        names = [self.fresh("l") for _ in fn.results]
+        attr = f' {{seq.name = "{label}"}}' if label else ""
+        self.emit(f"{', '.join(names)} = func.call @{fn.name}({', '.join(str(a) for a in args)}){attr}")
+        self.emit(f"    : ({', '.join(a.type for a in args)}) -> "
+                  f"({', '.join(r.type for r in fn.results)})")
+        return [Value(n, r.shape, r.dtype) for n, r in zip(names, fn.results)]

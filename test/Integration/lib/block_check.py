@@ -1,0 +1,136 @@
+"""Runs one example block of examples/ through seqc-run with weights from a
+.safetensors file and checks it against the numpy implementation in
+blocks_ref.py, on the fast CPU pipeline and the reference lowering; then
+decodes it with @step in pieces (a prompt chunk, single tokens, another
+chunk; weights from .npz this time) and checks that the outputs and final
+states equal the whole-sequence run.
+
+  block_check.py KIND EXAMPLES_DIR
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import blocks_ref as ref
+import numpy as np
+from seqc_testing import SEQC_RUN, Checker
+
+import blocks
+import weights as wgen
+
+D = 128
+FILES = {"hybrid": "hybrid_stack.mlir"}
+
+
+def seqc_run(path, func, weight_file, inputs, tmp, tag, extra=()):
+    """Runs @func with the weights file and `inputs` (arrays bound in order
+    to the arguments the weights do not name); returns the results."""
+    out = os.path.join(tmp, "out-" + tag)
+    cmd = [SEQC_RUN, path, "-e", func, "--weights", weight_file, "--output-dir", out]
+    for i, a in enumerate(inputs):
+        p = os.path.join(tmp, f"{tag}-in{i}.npy")
+        np.save(p, np.ascontiguousarray(a, dtype=a.dtype))
+        cmd += ["--input", p]
+    proc = subprocess.run(cmd + list(extra), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"seqc-run {' '.join(cmd[1:])}: {proc.stderr.strip()}")
+    results, i = [], 0
+    while os.path.exists(os.path.join(out, f"result{i}.npy")):
+        results.append(np.load(os.path.join(out, f"result{i}.npy")))
+        i += 1
+    return results
+
+
+def reference(kind, u, W, func="main"):
+    """The numpy block: (out, *states) like @main (MoE: (h, aux, load))."""
+    if kind == "mamba1":
+        return ref.mamba1(u, W)
+    if kind == "mamba2":
+        return ref.mamba2(u, W)
+    if kind == "gla":
+        return ref.gla(u, W)
+    if kind == "performer":
+        return (ref.performer(u, W, carried=False),)
+    if kind == "moe":
+        return ref.moe(u, W, router="softmax" if func == "main" else "sigmoid")
+    if kind == "hybrid":
+        out, aux, states = ref.hybrid(u, W, blocks.hybrid_layout())
+        return (out, aux, *states)
+    raise ValueError(kind)
+
+
+def zero_states(kind, W):
+    """Zero states in @step's argument order."""
+    if kind == "mamba1":
+        return [np.zeros((1, 2 * D, 3), np.float32), np.zeros((1, 2 * D, 16), np.float32)]
+    if kind == "mamba2":
+        return [np.zeros((1, 2 * D + 128, 3), np.float32), np.zeros((1, 8, 32, 64), np.float32)]
+    if kind == "gla":
+        return [np.zeros((1, 4, 16, 32), np.float32)]
+    if kind == "performer":
+        return [np.zeros((1, 4, 64, 32), np.float32), np.zeros((1, 4, 64, 1), np.float32)]
+    if kind == "hybrid":
+        out = []
+        for mixer, _ in blocks.hybrid_layout():
+            if mixer == "mamba2":
+                out += zero_states("mamba2", W)
+            else:
+                out += [np.zeros((1, 0, 2, 32), np.float32)] * 2
+        return out
+    raise ValueError(kind)
+
+
+def main():
+    kind, examples = sys.argv[1], sys.argv[2]
+    path = os.path.join(examples, FILES.get(kind, f"{kind}_block.mlir"))
+    c = Checker()
+    T = 100 if kind == "hybrid" else 200
+    u = wgen.make_input(D, T, seed=3)
+    tol = 2e-4 if kind == "hybrid" else 1e-4
+    with tempfile.TemporaryDirectory(prefix=f"seqc-{kind}-") as tmp:
+        funcs = ["main", "deepseek"] if kind == "moe" else ["main"]
+        whole = None
+        for func in funcs:
+            W = wgen.make_weights(kind, D, seed=1, func=func)
+            wfile = os.path.join(tmp, f"{func}.safetensors")
+            wgen.write_safetensors(wfile, W)
+            expect = reference(kind, u, W, func)
+            for pipeline, extra in (("fast", []), ("reference", ["--reference"])):
+                got = seqc_run(path, func, wfile, [u], tmp, f"{func}-{pipeline}", extra)
+                c.expect(f"@{func} {pipeline}: {len(expect)} results", len(got) == len(expect),
+                         f"(got {len(got)})")
+                for i, (g, e) in enumerate(zip(got, expect)):
+                    if np.issubdtype(g.dtype, np.integer):
+                        c.equal(f"@{func} {pipeline} result {i} (expert load)", g, e)
+                    else:
+                        c.close(f"@{func} {pipeline} result {i}", g, e, tol)
+                if pipeline == "fast" and func == "main":
+                    whole = got
+        if kind == "moe":
+            c.finish()
+
+        # Decode: a prompt chunk, single tokens, then the rest, with the
+        # states of each call feeding the next; weights from an .npz file.
+        W = wgen.make_weights(kind, D, seed=1)
+        npz = os.path.join(tmp, "w.npz")
+        np.savez(npz, **W)
+        states = zero_states(kind, W)
+        pieces = [37, 1, 1, 1, T - 40]
+        outs, t = [], 0
+        for n, size in enumerate(pieces):
+            res = seqc_run(path, "step", npz, [u[:, t:t + size]] + states, tmp, f"step{n}")
+            t += size
+            outs.append(res[0])
+            # The hybrid stack also returns its aux loss (a mean over the
+            # call's tokens, so not compared piecewise).
+            states = res[2:] if kind == "hybrid" else res[1:]
+        c.close("step-by-step outputs == whole", np.concatenate(outs, axis=1), whole[0], tol)
+        first_state = 2 if kind == "hybrid" else 1
+        for i, (s, w) in enumerate(zip(states, whole[first_state:])):
+            c.close(f"step-by-step state {i} == whole", s, w, tol)
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()
