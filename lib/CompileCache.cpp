@@ -67,7 +67,8 @@ std::string seqc::cacheKey(std::string_view source, std::string_view bufferName,
      << LLVM_VERSION_STRING << "\ntriple " << tm.getTargetTriple().str()
      << "\ncpu " << tm.getTargetCPU() << "\nfeatures "
      << tm.getTargetFeatureString() << "\nreference " << options.reference
-     << "\nopt " << options.optLevel << "\ntarget "
+     << "\nopt " << options.optLevel << "\nprofile " << options.profile
+     << "\nfuse " << options.fuse << "\ntarget "
      << static_cast<int>(options.target)
      // The buffer's name is part of the code: run-time error messages quote
      // source locations.

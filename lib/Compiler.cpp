@@ -129,6 +129,9 @@ static Expected<FunctionSignature> describe(mlir::func::FuncOp fn) {
       return Status::error(spec.message());
     sig.outputs.push_back(*spec);
   }
+  if (auto regions = fn->getAttrOfType<mlir::ArrayAttr>("seq.profile_regions"))
+    for (mlir::Attribute r : regions)
+      sig.profileRegions.push_back(mlir::cast<mlir::StringAttr>(r).str());
   return sig;
 }
 
@@ -176,6 +179,13 @@ Expected<CompiledObject> seqc::compileToObject(std::string_view source,
   if (!module)
     return fail("cannot parse " + bufferName);
 
+  if (options.profile) {
+    mlir::PassManager profile(&ctx);
+    profile.addPass(createSeqProfileCalls());
+    if (mlir::failed(profile.run(*module)))
+      return fail("cannot instrument " + bufferName + " for profiling");
+  }
+
   CompiledObject result;
   for (auto fn : module->getOps<mlir::func::FuncOp>()) {
     if (!fn.isPublic() || fn.isDeclaration())
@@ -190,6 +200,7 @@ Expected<CompiledObject> seqc::compileToObject(std::string_view source,
   mlir::PassManager pm(&ctx);
   CpuPipelineOptions cpu;
   cpu.reference = options.reference;
+  cpu.fuse = options.fuse;
   buildCpuPipeline(pm, cpu);
   if (mlir::failed(pm.run(*module)))
     return fail("compilation of " + bufferName + " failed");

@@ -40,6 +40,8 @@ const std::vector<RuntimeSymbol> &seqc::runtimeSymbols() {
       {"memrefCopy", reinterpret_cast<void *>(&memrefCopy)},
       {"seqc_rt_parallel_for", reinterpret_cast<void *>(&seqc_rt_parallel_for)},
       {"seqc_rt_invoke_c", reinterpret_cast<void *>(&seqc_rt_invoke_c)},
+      {"seqc_rt_profile_enter", reinterpret_cast<void *>(&seqc_rt_profile_enter)},
+      {"seqc_rt_profile_exit", reinterpret_cast<void *>(&seqc_rt_profile_exit)},
   };
   return symbols;
 }
@@ -106,6 +108,12 @@ const FunctionSignature &Function::signature() const { return *impl->sig; }
 Expected<std::vector<Tensor>>
 Function::call(const std::vector<TensorView> &args) const {
   return invokePacked(impl->packed, *impl->sig, args, impl->memoryLimit);
+}
+
+Expected<std::vector<Tensor>>
+Function::call(const std::vector<TensorView> &args, CallStats &stats) const {
+  return invokePacked(impl->packed, *impl->sig, args, impl->memoryLimit,
+                      &stats);
 }
 
 PackedFn Function::packedEntry() const { return impl->packed; }

@@ -60,6 +60,19 @@ def SeqFuseElementwise : Pass<"seq-fuse-elementwise"> {
   let dependentDialects = ["::seqc::seq::SeqDialect"];
 }
 
+def SeqProfileCalls : Pass<"seq-profile-calls", "::mlir::ModuleOp"> {
+  let summary = "Time every call a public function makes (per-layer profiles)";
+  let description = [{
+    Model graphs call one private function per layer. This pass brackets
+    each `func.call` in a public function with calls to the runtime's
+    `seqc_rt_profile_enter(id)` / `seqc_rt_profile_exit(id)` and records the
+    regions' names (the call's `seq.name` attribute, else the callee's name)
+    in the function's `seq.profile_regions` attribute, in id order. The host
+    reads the accumulated times after a call (`seqc-run --profile`).
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::arith::ArithDialect"];
+}
+
 def SeqVectorMath : Pass<"seq-vector-math"> {
   let summary = "Polynomial approximations of exp, log, erf, ... (fast path)";
   let description = [{

@@ -70,8 +70,10 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
   if (opts.reference) {
     pm.addPass(createSeqLowerToReference());
   } else {
-    pm.addPass(createSeqFuseElementwise());
-    pm.addPass(createCanonicalizerPass());
+    if (opts.fuse) {
+      pm.addPass(createSeqFuseElementwise());
+      pm.addPass(createCanonicalizerPass());
+    }
     SeqLowerToCpuOptions cpu;
     cpu.vectorWidth = opts.vectorWidth;
     pm.addPass(createSeqLowerToCpu(cpu));
@@ -104,6 +106,10 @@ struct CpuPipelineCLOptions
       *this, "vector-width",
       llvm::cl::desc("f32 lanes per vector (0: the host's widest)"),
       llvm::cl::init(0)};
+  Option<bool> fuse{*this, "fuse",
+                    llvm::cl::desc("Fuse elementwise glue into seq ops and "
+                                   "matmuls"),
+                    llvm::cl::init(true)};
 };
 } // namespace
 
@@ -117,6 +123,7 @@ void seqc::registerPasses() {
         CpuPipelineOptions opts;
         opts.reference = cl.reference;
         opts.vectorWidth = cl.vectorWidth;
+        opts.fuse = cl.fuse;
         buildCpuPipeline(pm, opts);
       });
   PassPipelineRegistration<>(

@@ -4,6 +4,7 @@
 #include "BlockCache.h"
 #include "Runtime.h"
 
+#include <chrono>
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,13 @@ struct CallState {
   size_t bytes = 0;
   size_t peak = 0;
   size_t limit = 0;
+  size_t allocated = 0;
+  // Profile regions: accumulated time and count per region, and the start
+  // times of the regions entered (only the owner thread enters them).
+  bool profiling = false;
+  std::vector<uint64_t> regionNanos;
+  std::vector<int64_t> regionCalls;
+  std::vector<std::pair<int64_t, uint64_t>> open;
 };
 
 static thread_local CallState *current = nullptr;
@@ -83,6 +91,28 @@ bool CallScope::owns(const void *ptr) const {
 }
 
 size_t CallScope::peakBytes() const { return state->peak; }
+
+size_t CallScope::allocatedBytes() const { return state->allocated; }
+
+void CallScope::enableProfile(size_t regions) {
+  state->profiling = true;
+  state->regionNanos.assign(regions, 0);
+  state->regionCalls.assign(regions, 0);
+}
+
+const std::vector<uint64_t> &CallScope::regionNanos() const {
+  return state->regionNanos;
+}
+
+const std::vector<int64_t> &CallScope::regionCalls() const {
+  return state->regionCalls;
+}
+
+static uint64_t nowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 /// Formats `fmt`, replacing `{i}` by args[i], into `out`.
 static void formatInto(std::string &out, const char *fmt, int64_t nargs,
@@ -161,6 +191,7 @@ static void *trackedAlloc(size_t alignment, size_t size) {
     std::lock_guard<std::mutex> lock(state->mutex);
     state->live.emplace(ptr, size);
     state->bytes += size;
+    state->allocated += size;
     if (state->bytes > state->peak)
       state->peak = state->bytes;
   }
@@ -190,4 +221,23 @@ extern "C" void _mlir_memref_to_llvm_free(void *ptr) {
     }
   }
   releaseBlock(ptr, size);
+}
+
+extern "C" void seqc_rt_profile_enter(int64_t region) {
+  CallState *state = current;
+  if (state && state->profiling)
+    state->open.emplace_back(region, nowNanos());
+}
+
+extern "C" void seqc_rt_profile_exit(int64_t region) {
+  CallState *state = current;
+  if (!state || !state->profiling || state->open.empty())
+    return;
+  auto [id, start] = state->open.back();
+  state->open.pop_back();
+  if (id != region || region < 0 ||
+      static_cast<size_t>(region) >= state->regionNanos.size())
+    return;
+  state->regionNanos[region] += nowNanos() - start;
+  state->regionCalls[region] += 1;
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace seqc::rt {
 
@@ -38,6 +39,13 @@ public:
   size_t sizeOf(const void *ptr) const;
   /// Peak bytes held at once during the call.
   size_t peakBytes() const;
+  /// The sum of the sizes of every allocation of the call.
+  size_t allocatedBytes() const;
+  /// Times the call's profile regions 0..regions-1 (seqc_rt_profile_enter /
+  /// _exit); call before run().
+  void enableProfile(size_t regions);
+  const std::vector<uint64_t> &regionNanos() const;
+  const std::vector<int64_t> &regionCalls() const;
 
 private:
   std::unique_ptr<CallState> state;

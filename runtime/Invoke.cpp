@@ -54,6 +54,12 @@ seqc::serializeSignatures(const std::vector<FunctionSignature> &sigs) {
       tensor("input", t);
     for (const TensorSpec &t : s.outputs)
       tensor("output", t);
+    for (std::string r : s.profileRegions) {
+      for (char &c : r)
+        if (c == '\n')
+          c = ' ';
+      os << "region " << r << '\n';
+    }
   }
   return os.str();
 }
@@ -80,6 +86,12 @@ seqc::parseSignatures(const std::string &text) {
       if (!(ls >> s.name))
         return bad("missing function name");
       sigs.push_back(std::move(s));
+      continue;
+    }
+    if (kind == "region" && !sigs.empty()) {
+      std::string name;
+      std::getline(ls >> std::ws, name);
+      sigs.back().profileRegions.push_back(name);
       continue;
     }
     if ((kind != "input" && kind != "output") || sigs.empty())
@@ -157,7 +169,8 @@ static bool isContiguous(const std::vector<int64_t> &shape,
 
 Expected<std::vector<Tensor>>
 seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
-                   const std::vector<TensorView> &args, size_t memoryLimit) {
+                   const std::vector<TensorView> &args, size_t memoryLimit,
+                   CallStats *stats) {
   if (!fn)
     return Status::error("@" + sig.name + " has no compiled code");
   if (args.size() != sig.inputs.size())
@@ -224,8 +237,18 @@ seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
     packed.push_back(&words[resultStart]);
 
   rt::CallScope scope(memoryLimit);
+  if (stats)
+    scope.enableProfile(sig.profileRegions.size());
   if (!scope.run(fn, packed.data()))
     return Status::error(scope.error());
+  if (stats) {
+    stats->regionSeconds.clear();
+    for (uint64_t ns : scope.regionNanos())
+      stats->regionSeconds.push_back(ns * 1e-9);
+    stats->regionCalls = scope.regionCalls();
+    stats->allocatedBytes = scope.allocatedBytes();
+    stats->peakBytes = scope.peakBytes();
+  }
 
   std::vector<Tensor> results;
   results.reserve(sig.outputs.size());

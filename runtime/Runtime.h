@@ -38,6 +38,12 @@ void seqc_rt_parallel_for(int64_t count, seqc_rt_task_fn fn, void *ctx);
 int64_t seqc_rt_get_num_threads(void);
 void seqc_rt_set_num_threads(int64_t n);
 
+/* Profile regions of a profiled build (seq-profile-calls): the time between
+ * enter and exit of region `id` is added to the running call's profile when
+ * the host asked for one; otherwise they do nothing. */
+void seqc_rt_profile_enter(int64_t region);
+void seqc_rt_profile_exit(int64_t region);
+
 /* Strided copy between two unranked memref descriptors (the signature of
  * MLIR's memref-to-LLVM lowering of memref.copy). */
 struct UnrankedMemRef;

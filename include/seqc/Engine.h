@@ -49,6 +49,12 @@ struct CompileOptions {
   /// CompiledModule::cacheNote); corrupt or stale entries are rebuilt.
   bool useCache = true;
   std::string cacheDir;
+  /// Time every call a public function makes (one region per layer of a
+  /// model graph); Function::call with CallStats then reports them.
+  bool profile = false;
+  /// Fuse elementwise glue into the seq ops and matmuls (the default);
+  /// false materializes every intermediate (for measuring what fusion saves).
+  bool fuse = true;
 };
 
 /// Where a compiled module's code came from.
@@ -70,6 +76,11 @@ public:
   /// Run-time errors (dynamic dimensions that disagree, out-of-range expert
   /// indices, memory limit) come back as errors.
   Expected<std::vector<Tensor>> call(const std::vector<TensorView> &args) const;
+  /// The same, also measuring the call: bytes allocated, and with a
+  /// profiled build (CompileOptions::profile) the time of each region
+  /// (signature().profileRegions).
+  Expected<std::vector<Tensor>> call(const std::vector<TensorView> &args,
+                                     CallStats &stats) const;
   /// The packed entry point (for hosts that pass descriptors themselves).
   PackedFn packedEntry() const;
 

@@ -33,6 +33,8 @@ struct CpuPipelineOptions {
   bool reference = false;
   /// f32 lanes per vector for the fast kernels (0: the host's widest).
   int64_t vectorWidth = 0;
+  /// Fuse elementwise glue into seq ops and matmuls (fast pipeline).
+  bool fuse = true;
 };
 
 /// Tensor-level graph (seq + linalg/tensor/arith/math ops in func.func) to

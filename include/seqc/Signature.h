@@ -32,11 +32,26 @@ struct FunctionSignature {
   std::string name;
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
+  /// Names of the timed regions of a profiled build (one per call the
+  /// function makes, CompileOptions::profile), in region id order.
+  std::vector<std::string> profileRegions;
+};
+
+/// What one call measured: time per profile region (accumulated over the
+/// region's executions in the call), and the bytes the call allocated.
+struct CallStats {
+  std::vector<double> regionSeconds;
+  std::vector<int64_t> regionCalls;
+  /// The sum of every buffer the call allocated (intermediates and
+  /// results): the memory traffic a fused graph avoids shows up here.
+  size_t allocatedBytes = 0;
+  /// The most bytes held at once.
+  size_t peakBytes = 0;
 };
 
 /// Text forms of signatures (compile cache metadata, AOT tables): one
 /// `function NAME` line, then one `input|output DTYPE RANK DIMS... NAME`
-/// line per tensor.
+/// line per tensor and one `region NAME` line per profile region.
 std::string serializeSignatures(const std::vector<FunctionSignature> &sigs);
 Expected<std::vector<FunctionSignature>>
 parseSignatures(const std::string &text);
@@ -54,10 +69,12 @@ std::string packedSymbol(const std::string &name);
 /// allocations, `memoryLimit` bytes at most; 0: none) and returns the
 /// results. Buffers the call allocated for one result alone become the
 /// result tensors without a copy.
+/// With `stats`, also measures the call (profile regions, allocations).
 Expected<std::vector<Tensor>> invokePacked(PackedFn fn,
                                            const FunctionSignature &sig,
                                            const std::vector<TensorView> &args,
-                                           size_t memoryLimit);
+                                           size_t memoryLimit,
+                                           CallStats *stats = nullptr);
 
 /// The machine's physical memory in bytes (the default memory limit).
 size_t physicalMemoryBytes();

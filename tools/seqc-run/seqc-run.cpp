@@ -39,12 +39,13 @@ struct Options {
   bool print = false;
   int bench = 0;
   bool reference = false;
+  bool profile = false;
 };
 
 const char *kUsage =
     "usage: seqc-run FILE.mlir [-e NAME] [--target cpu|cuda] "
     "[--weights FILE]... [--input A.npy]... [--random-inputs [--seed N]] "
-    "[--output-dir DIR] [--print] [--bench N] [--reference]\n"
+    "[--output-dir DIR] [--print] [--bench N] [--profile] [--reference]\n"
     "\n"
     "Compiles FILE.mlir through seqc's JIT and runs one function.\n"
     "  -e NAME            the function to run (default: main, or the only\n"
@@ -60,6 +61,9 @@ const char *kUsage =
     "  --output-dir DIR   writes result0.npy, result1.npy, ...\n"
     "  --print            prints the results\n"
     "  --bench N          one warm-up call, then N timed calls\n"
+    "  --profile          times each call the function makes (each layer of a\n"
+    "                     model graph) and the bytes it allocates; with\n"
+    "                     --bench, medians over the timed calls\n"
     "  --reference        lowers through the reference lowering (the oracle)\n";
 
 [[noreturn]] void fail(const std::string &message) {
@@ -133,6 +137,8 @@ Options parseArgs(int argc, char **argv) {
       o.bench = static_cast<int>(n);
     } else if (arg == "--reference") {
       o.reference = true;
+    } else if (arg == "--profile") {
+      o.profile = true;
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
       fail("unknown option '" + arg + "' (see --help)");
     } else if (o.file.empty()) {
@@ -232,6 +238,40 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/// The per-region table of --profile: medians over the calls.
+void printProfile(const FunctionSignature &sig,
+                  const std::vector<CallStats> &calls,
+                  const std::vector<double> &totalsMs) {
+  double total = median(totalsMs);
+  std::printf("profile of @%s: median of %zu call%s\n", sig.name.c_str(),
+              calls.size(), calls.size() == 1 ? "" : "s");
+  size_t width = 16;
+  for (const std::string &r : sig.profileRegions)
+    width = std::max(width, r.size());
+  double inRegions = 0;
+  for (size_t i = 0; i < sig.profileRegions.size(); ++i) {
+    std::vector<double> ms;
+    for (const CallStats &s : calls)
+      ms.push_back(s.regionSeconds[i] * 1e3);
+    double m = median(ms);
+    inRegions += m;
+    std::printf("  %-*s %10.3f ms %6.1f%%\n", (int)width,
+                sig.profileRegions[i].c_str(), m, total > 0 ? 100 * m / total : 0);
+  }
+  if (!sig.profileRegions.empty())
+    std::printf("  %-*s %10.3f ms %6.1f%%\n", (int)width, "(outside calls)",
+                std::max(0.0, total - inRegions),
+                total > 0 ? 100 * std::max(0.0, total - inRegions) / total : 0);
+  std::printf("  %-*s %10.3f ms\n", (int)width, "whole call", total);
+  std::vector<double> bytes, peak;
+  for (const CallStats &s : calls) {
+    bytes.push_back(double(s.allocatedBytes));
+    peak.push_back(double(s.peakBytes));
+  }
+  std::printf("  allocated per call: %.2f MB (at most %.2f MB at once)\n",
+              median(bytes) / 1e6, median(peak) / 1e6);
+}
+
 /// Writes every result, or none: files written before a failure are removed.
 void writeResults(const std::string &dir, const std::vector<Tensor> &results) {
   struct stat st;
@@ -277,6 +317,7 @@ int main(int argc, char **argv) {
   CompileOptions copts;
   copts.target = opts.target;
   copts.reference = opts.reference;
+  copts.profile = opts.profile;
   Expected<std::shared_ptr<CompiledModule>> module =
       engine.compileFile(opts.file, copts);
   if (!module)
@@ -332,29 +373,39 @@ int main(int argc, char **argv) {
   for (const Tensor *t : bound)
     views.push_back(t->view());
 
-  Expected<std::vector<Tensor>> results = fn->call(views);
-  if (!results)
-    fail(results.message());
-
+  std::vector<CallStats> profiles;
   std::vector<double> times;
-  for (int r = 0; r < opts.bench; ++r) {
+  auto timedCall = [&]() {
+    CallStats stats;
     auto start = std::chrono::steady_clock::now();
-    Expected<std::vector<Tensor>> again = fn->call(views);
+    Expected<std::vector<Tensor>> r = fn->call(views, stats);
     auto end = std::chrono::steady_clock::now();
-    if (!again)
-      fail(again.message());
+    if (!r)
+      fail(r.message());
     times.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+    profiles.push_back(std::move(stats));
+    return r.take();
+  };
+  std::vector<Tensor> results = timedCall();
+  if (opts.bench > 0) {
+    // The first call was the warm-up.
+    times.clear();
+    profiles.clear();
   }
+  for (int r = 0; r < opts.bench; ++r)
+    timedCall();
 
   if (!opts.outputDir.empty())
-    writeResults(opts.outputDir, *results);
+    writeResults(opts.outputDir, results);
   if (opts.print) {
-    for (size_t i = 0; i < results->size(); ++i) {
-      const Tensor &t = (*results)[i];
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Tensor &t = results[i];
       std::printf("result%zu: %s\n%s\n", i, t.typeString().c_str(),
                   formatTensor(t).c_str());
     }
   }
+  if (opts.profile)
+    printProfile(sig, profiles, times);
   if (opts.bench > 0)
     std::printf("bench: median_ms=%.4f min_ms=%.4f runs=%d\n", median(times),
                 *std::min_element(times.begin(), times.end()), opts.bench);
