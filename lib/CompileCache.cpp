@@ -1,6 +1,7 @@
 //===- CompileCache.cpp - compiled objects on disk ------------------------===//
 
 #include "CompileCache.h"
+#include "PerfMap.h"
 
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/SHA256.h"
@@ -67,8 +68,9 @@ std::string seqc::cacheKey(std::string_view source, std::string_view bufferName,
      << LLVM_VERSION_STRING << "\ntriple " << tm.getTargetTriple().str()
      << "\ncpu " << tm.getTargetCPU() << "\nfeatures "
      << tm.getTargetFeatureString() << "\nreference " << options.reference
-     << "\nopt " << options.optLevel << "\nprofile " << options.profile
-     << "\nfuse " << options.fuse << "\ntarget "
+     << "\nopt " << options.optLevel << "\nprofile " << static_cast<int>(options.profile)
+     << "\nfuse " << options.fuse << "\nperf-map " << perfMapRequested()
+     << "\ntarget "
      << static_cast<int>(options.target)
      // The buffer's name is part of the code: run-time error messages quote
      // source locations.

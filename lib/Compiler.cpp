@@ -1,6 +1,7 @@
 //===- Compiler.cpp - MLIR text to a relocatable object -------------------===//
 
 #include "Compiler.h"
+#include "PerfMap.h"
 
 #include "seqc/InitSeqc.h"
 #include "seqc/Passes.h"
@@ -179,9 +180,14 @@ Expected<CompiledObject> seqc::compileToObject(std::string_view source,
   if (!module)
     return fail("cannot parse " + bufferName);
 
-  if (options.profile) {
+  if (options.profile != Profile::None) {
     mlir::PassManager profile(&ctx);
-    profile.addPass(createSeqProfileCalls());
+    SeqProfileCallsOptions calls;
+    if (options.profile == Profile::Ops) {
+      profile.addPass(createSeqOutlineOps());
+      calls.allFunctions = true;
+    }
+    profile.addPass(createSeqProfileCalls(calls));
     if (mlir::failed(profile.run(*module)))
       return fail("cannot instrument " + bufferName + " for profiling");
   }
@@ -234,6 +240,9 @@ Expected<CompiledObject> seqc::compileToObject(std::string_view source,
   if (llvm::Error err = optimize(llvmModule.get()))
     return Status::error("LLVM optimization failed: " +
                          llvm::toString(std::move(err)));
+
+  if (perfMapRequested())
+    exposeLocalFunctions(*llvmModule);
 
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);

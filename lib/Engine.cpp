@@ -14,6 +14,7 @@
 #include "Compiler.h"
 
 #include "CudaDriver.h"
+#include "PerfMap.h"
 #include "seqc/seqc_runtime.h"
 #include "Runtime.h"
 
@@ -136,6 +137,7 @@ loadObject(const std::string &object, std::vector<FunctionSignature> functions,
   if (!jit)
     return Status::error("cannot start the JIT: " +
                          llvm::toString(jit.takeError()));
+  addPerfMapSupport(**jit);
   // Failures come back through lookups; nothing is printed.
   (*jit)->getExecutionSession().setErrorReporter(
       [](llvm::Error err) { llvm::consumeError(std::move(err)); });

@@ -68,9 +68,24 @@ static MemRefType bufferTypeOf(RankedTensorType t) {
   return MemRefType::get(t.getShape(), t.getElementType());
 }
 
+/// A view of any row-major slice: dynamic offset and outer strides, a
+/// contiguous innermost dimension (what vector loads need).
+static MemRefType stridedBufferTypeOf(RankedTensorType t) {
+  int64_t rank = t.getRank();
+  if (rank == 0)
+    return bufferTypeOf(t);
+  SmallVector<int64_t> strides(rank, ShapedType::kDynamic);
+  strides.back() = 1;
+  auto layout = StridedLayoutAttr::get(t.getContext(), ShapedType::kDynamic,
+                                       strides);
+  return MemRefType::get(t.getShape(), t.getElementType(), layout);
+}
+
 Value seqc::readBuffer(ImplicitLocOpBuilder &b, Value tensor) {
   auto type = cast<RankedTensorType>(tensor.getType());
-  return bufferization::ToBufferOp::create(b, bufferTypeOf(type), tensor,
+  // Inputs are read in place when they are slices of a larger tensor (the
+  // columns of a fused projection): no copy into a contiguous buffer.
+  return bufferization::ToBufferOp::create(b, stridedBufferTypeOf(type), tensor,
                                            /*read_only=*/true);
 }
 

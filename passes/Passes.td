@@ -68,9 +68,29 @@ def SeqProfileCalls : Pass<"seq-profile-calls", "::mlir::ModuleOp"> {
     `seqc_rt_profile_enter(id)` / `seqc_rt_profile_exit(id)` and records the
     regions' names (the call's `seq.name` attribute, else the callee's name)
     in the function's `seq.profile_regions` attribute, in id order. The host
-    reads the accumulated times after a call (`seqc-run --profile`).
+    reads the accumulated times after a call (`seqc-run --profile`). With
+    `all-functions`, calls in private functions are timed too (regions
+    nest), and every public function lists all of the module's regions.
   }];
+  let options = [
+    Option<"allFunctions", "all-functions", "bool", /*default=*/"false",
+           "Time the calls of private functions too">
+  ];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::arith::ArithDialect"];
+}
+
+def SeqOutlineOps : Pass<"seq-outline-ops", "::mlir::ModuleOp"> {
+  let summary = "Move every compute op into a function of its own";
+  let description = [{
+    For measuring a graph op by op: each seq op, linalg op, tensor.concat
+    and elementwise arith / math op on tensors at the top level of a
+    function becomes a call to a new private function holding only that op
+    (captured constants are cloned into it). Nothing fuses across the calls
+    and every op's results are materialized, so with `seq-profile-calls`
+    (all functions) this times "the ops run separately". The calls are
+    named `<function>:<n> <op name>` (`seq.name`).
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
 def SeqVectorMath : Pass<"seq-vector-math"> {

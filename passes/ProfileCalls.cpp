@@ -36,31 +36,44 @@ static func::FuncOp declare(ModuleOp module, StringRef name) {
 
 namespace {
 struct SeqProfileCalls : seqc::impl::SeqProfileCallsBase<SeqProfileCalls> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     func::FuncOp enter = declare(module, kEnter);
     func::FuncOp exit = declare(module, kExit);
+    // Region ids are unique in the module; every public function lists all
+    // the regions its calls can reach (with all-functions, the module's).
+    SmallVector<Attribute> names;
     for (auto fn : module.getOps<func::FuncOp>()) {
-      if (!fn.isPublic() || fn.isDeclaration())
+      if (fn.isDeclaration() || (!fn.isPublic() && !allFunctions))
         continue;
+      size_t first = names.size();
       SmallVector<func::CallOp> calls;
       fn.walk([&](func::CallOp call) {
         if (call.getCallee() != kEnter && call.getCallee() != kExit)
           calls.push_back(call);
       });
-      SmallVector<Attribute> names;
       for (func::CallOp call : calls) {
         OpBuilder b(call);
         auto label = call->getAttrOfType<StringAttr>("seq.name");
         names.push_back(label ? label : b.getStringAttr(call.getCallee()));
-        Value id = arith::ConstantIntOp::create(b, call.getLoc(),
-                                                names.size() - 1, 64);
-        func::CallOp::create(b, call.getLoc(), enter, ValueRange{id});
+        int64_t id = names.size() - 1 - (allFunctions ? 0 : first);
+        Value idValue = arith::ConstantIntOp::create(b, call.getLoc(), id, 64);
+        func::CallOp::create(b, call.getLoc(), enter, ValueRange{idValue});
         b.setInsertionPointAfter(call);
-        func::CallOp::create(b, call.getLoc(), exit, ValueRange{id});
+        func::CallOp::create(b, call.getLoc(), exit, ValueRange{idValue});
       }
-      fn->setAttr("seq.profile_regions", ArrayAttr::get(&getContext(), names));
+      if (!allFunctions)
+        fn->setAttr("seq.profile_regions",
+                    ArrayAttr::get(&getContext(),
+                                   ArrayRef(names).drop_front(first)));
     }
+    if (allFunctions)
+      for (auto fn : module.getOps<func::FuncOp>())
+        if (fn.isPublic() && !fn.isDeclaration())
+          fn->setAttr("seq.profile_regions",
+                      ArrayAttr::get(&getContext(), names));
   }
 };
 } // namespace

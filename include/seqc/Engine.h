@@ -30,6 +30,8 @@ namespace seqc {
 /// Where code runs.
 enum class Target { CPU, CUDA };
 
+enum class Profile { None, Calls, Ops };
+
 struct CompileOptions {
   Target target = Target::CPU;
   /// Lower through the reference lowering (the test oracle) instead of the
@@ -49,9 +51,11 @@ struct CompileOptions {
   /// CompiledModule::cacheNote); corrupt or stale entries are rebuilt.
   bool useCache = true;
   std::string cacheDir;
-  /// Time every call a public function makes (one region per layer of a
-  /// model graph); Function::call with CallStats then reports them.
-  bool profile = false;
+  /// What a profiled build times (Function::call with CallStats reports it):
+  /// every call a public function makes (one region per layer of a model
+  /// graph), or every compute op, each moved into a function of its own
+  /// (nothing fuses: "the ops run separately"; layer calls nest around them).
+  Profile profile = Profile::None;
   /// Fuse elementwise glue into the seq ops and matmuls (the default);
   /// false materializes every intermediate (for measuring what fusion saves).
   bool fuse = true;

@@ -39,13 +39,13 @@ struct Options {
   bool print = false;
   int bench = 0;
   bool reference = false;
-  bool profile = false;
+  Profile profile = Profile::None;
 };
 
 const char *kUsage =
     "usage: seqc-run FILE.mlir [-e NAME] [--target cpu|cuda] "
     "[--weights FILE]... [--input A.npy]... [--random-inputs [--seed N]] "
-    "[--output-dir DIR] [--print] [--bench N] [--profile] [--reference]\n"
+    "[--output-dir DIR] [--print] [--bench N] [--profile[=ops]] [--reference]\n"
     "\n"
     "Compiles FILE.mlir through seqc's JIT and runs one function.\n"
     "  -e NAME            the function to run (default: main, or the only\n"
@@ -64,6 +64,8 @@ const char *kUsage =
     "  --profile          times each call the function makes (each layer of a\n"
     "                     model graph) and the bytes it allocates; with\n"
     "                     --bench, medians over the timed calls\n"
+    "  --profile=ops      times every op, each run as a function of its own\n"
+    "                     (unfused, every result materialized)\n"
     "  --reference        lowers through the reference lowering (the oracle)\n";
 
 [[noreturn]] void fail(const std::string &message) {
@@ -138,7 +140,14 @@ Options parseArgs(int argc, char **argv) {
     } else if (arg == "--reference") {
       o.reference = true;
     } else if (arg == "--profile") {
-      o.profile = true;
+      if (!hasInline)
+        o.profile = Profile::Calls;
+      else if (value == "ops")
+        o.profile = Profile::Ops;
+      else if (value == "calls")
+        o.profile = Profile::Calls;
+      else
+        fail("--profile takes calls or ops, not '" + value + "'");
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
       fail("unknown option '" + arg + "' (see --help)");
     } else if (o.file.empty()) {
@@ -238,7 +247,18 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/// The per-region table of --profile: medians over the calls.
+/// Whether a region is one op outlined by --profile=ops ("fn:3 op.name").
+bool isOpRegion(const std::string &name) {
+  size_t colon = name.find(':'), space = name.find(' ');
+  return colon != std::string::npos && space != std::string::npos &&
+         colon < space && colon + 1 < space &&
+         std::all_of(name.begin() + colon + 1, name.begin() + space,
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+/// The per-region table of --profile: medians over the calls. Regions of
+/// --profile=ops nest inside the layer calls; the "outside" line then counts
+/// what no op region covers.
 void printProfile(const FunctionSignature &sig,
                   const std::vector<CallStats> &calls,
                   const std::vector<double> &totalsMs) {
@@ -248,20 +268,34 @@ void printProfile(const FunctionSignature &sig,
   size_t width = 16;
   for (const std::string &r : sig.profileRegions)
     width = std::max(width, r.size());
-  double inRegions = 0;
+  bool ops = std::any_of(sig.profileRegions.begin(), sig.profileRegions.end(),
+                         isOpRegion);
+  double covered = 0;
+  std::printf("  %-*s %10s    %6s %6s\n", (int)width, "region", "time", "share",
+              "runs");
   for (size_t i = 0; i < sig.profileRegions.size(); ++i) {
     std::vector<double> ms;
     for (const CallStats &s : calls)
       ms.push_back(s.regionSeconds[i] * 1e3);
     double m = median(ms);
-    inRegions += m;
-    std::printf("  %-*s %10.3f ms %6.1f%%\n", (int)width,
-                sig.profileRegions[i].c_str(), m, total > 0 ? 100 * m / total : 0);
+    int64_t runs = calls.empty() ? 0 : calls[0].regionCalls[i];
+    if (runs == 0)
+      continue; // not reached by this function
+    if (!ops || isOpRegion(sig.profileRegions[i]))
+      covered += m;
+    std::printf("  %-*s %10.3f ms %5.1f%% %6lld\n", (int)width,
+                sig.profileRegions[i].c_str(), m,
+                total > 0 ? 100 * m / total : 0, (long long)runs);
   }
-  if (!sig.profileRegions.empty())
-    std::printf("  %-*s %10.3f ms %6.1f%%\n", (int)width, "(outside calls)",
-                std::max(0.0, total - inRegions),
-                total > 0 ? 100 * std::max(0.0, total - inRegions) / total : 0);
+  if (!sig.profileRegions.empty()) {
+    double outside = std::max(0.0, total - covered);
+    std::printf("  %-*s %10.3f ms %5.1f%%\n", (int)width,
+                ops ? "(sum of ops)" : "(sum of calls)", covered,
+                total > 0 ? 100 * covered / total : 0);
+    std::printf("  %-*s %10.3f ms %5.1f%%\n", (int)width,
+                ops ? "(outside ops)" : "(outside calls)", outside,
+                total > 0 ? 100 * outside / total : 0);
+  }
   std::printf("  %-*s %10.3f ms\n", (int)width, "whole call", total);
   std::vector<double> bytes, peak;
   for (const CallStats &s : calls) {
@@ -404,7 +438,7 @@ int main(int argc, char **argv) {
                   formatTensor(t).c_str());
     }
   }
-  if (opts.profile)
+  if (opts.profile != Profile::None)
     printProfile(sig, profiles, times);
   if (opts.bench > 0)
     std::printf("bench: median_ms=%.4f min_ms=%.4f runs=%d\n", median(times),
