@@ -64,56 +64,91 @@ func.func private @mamba1_layer(
   %s12 = tensor.extract_slice %mm11[0, 0] [%T, 256] [1, 1] : tensor<?x512xf32> to tensor<?x256xf32>
   %s13 = tensor.extract_slice %mm11[0, 256] [%T, 256] [1, 1] : tensor<?x512xf32> to tensor<?x256xf32>
 
-  // depthwise causal conv with SiLU, carrying the last W-1 inputs
+  // depthwise causal conv, carrying the last W-1 inputs, then SiLU
   %x14 = tensor.expand_shape %s12 [[0, 1], [2]] output_shape [1, %T, 256] : tensor<?x256xf32> into tensor<1x?x256xf32>
-  %r15, %r16 = seq.causal_conv1d %x14, %w_mixer_conv1d_weight bias(%w_mixer_conv1d_bias) init(%conv_state) {activation = #seq.activation<silu>}
+  %r15, %r16 = seq.causal_conv1d %x14, %w_mixer_conv1d_weight bias(%w_mixer_conv1d_bias) init(%conv_state)
       : (tensor<1x?x256xf32>, tensor<256x4xf32>, tensor<256xf32>, tensor<1x256x3xf32>) -> (tensor<1x?x256xf32>, tensor<1x256x3xf32>)
+  %e17 = tensor.empty(%T) : tensor<1x?x256xf32>
+  %g18 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%r15 : tensor<1x?x256xf32>) outs(%e17 : tensor<1x?x256xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %a0, %d : f32
+    linalg.yield %s : f32
+  } -> tensor<1x?x256xf32>
 
   // x-projection to (dt, B, C); dt-projection
-  %x17 = tensor.collapse_shape %r15 [[0, 1], [2]] : tensor<1x?x256xf32> into tensor<?x256xf32>
-  %e18 = tensor.empty(%T) : tensor<?x40xf32>
-  %cst19 = arith.constant 0.0 : f32
-  %fill20 = linalg.fill ins(%cst19 : f32) outs(%e18 : tensor<?x40xf32>) -> tensor<?x40xf32>
-  %mm21 = linalg.matmul ins(%x17, %w_mixer_x_proj_weight : tensor<?x256xf32>, tensor<256x40xf32>) outs(%fill20 : tensor<?x40xf32>) -> tensor<?x40xf32>
-  %s22 = tensor.extract_slice %mm21[0, 0] [%T, 8] [1, 1] : tensor<?x40xf32> to tensor<?x8xf32>
-  %e23 = tensor.empty(%T) : tensor<?x256xf32>
-  %cst24 = arith.constant 0.0 : f32
-  %fill25 = linalg.fill ins(%cst24 : f32) outs(%e23 : tensor<?x256xf32>) -> tensor<?x256xf32>
-  %mm26 = linalg.matmul ins(%s22, %w_mixer_dt_proj_weight : tensor<?x8xf32>, tensor<8x256xf32>) outs(%fill25 : tensor<?x256xf32>) -> tensor<?x256xf32>
-  %s27 = tensor.extract_slice %mm21[0, 8] [%T, 16] [1, 1] : tensor<?x40xf32> to tensor<?x16xf32>
-  %x28 = tensor.expand_shape %s27 [[0, 1], [2, 3]] output_shape [1, %T, 1, 16] : tensor<?x16xf32> into tensor<1x?x1x16xf32>
-  %s29 = tensor.extract_slice %mm21[0, 24] [%T, 16] [1, 1] : tensor<?x40xf32> to tensor<?x16xf32>
+  %x19 = tensor.collapse_shape %g18 [[0, 1], [2]] : tensor<1x?x256xf32> into tensor<?x256xf32>
+  %e20 = tensor.empty(%T) : tensor<?x40xf32>
+  %cst21 = arith.constant 0.0 : f32
+  %fill22 = linalg.fill ins(%cst21 : f32) outs(%e20 : tensor<?x40xf32>) -> tensor<?x40xf32>
+  %mm23 = linalg.matmul ins(%x19, %w_mixer_x_proj_weight : tensor<?x256xf32>, tensor<256x40xf32>) outs(%fill22 : tensor<?x40xf32>) -> tensor<?x40xf32>
+  %s24 = tensor.extract_slice %mm23[0, 0] [%T, 8] [1, 1] : tensor<?x40xf32> to tensor<?x8xf32>
+  %e25 = tensor.empty(%T) : tensor<?x256xf32>
+  %cst26 = arith.constant 0.0 : f32
+  %fill27 = linalg.fill ins(%cst26 : f32) outs(%e25 : tensor<?x256xf32>) -> tensor<?x256xf32>
+  %mm28 = linalg.matmul ins(%s24, %w_mixer_dt_proj_weight : tensor<?x8xf32>, tensor<8x256xf32>) outs(%fill27 : tensor<?x256xf32>) -> tensor<?x256xf32>
+  %s29 = tensor.extract_slice %mm23[0, 8] [%T, 16] [1, 1] : tensor<?x40xf32> to tensor<?x16xf32>
   %x30 = tensor.expand_shape %s29 [[0, 1], [2, 3]] output_shape [1, %T, 1, 16] : tensor<?x16xf32> into tensor<1x?x1x16xf32>
-  %e31 = tensor.empty() : tensor<256x16xf32>
-  %g32 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
-      ins(%w_mixer_A_log : tensor<256x16xf32>) outs(%e31 : tensor<256x16xf32>) {
+  %s31 = tensor.extract_slice %mm23[0, 24] [%T, 16] [1, 1] : tensor<?x40xf32> to tensor<?x16xf32>
+  %x32 = tensor.expand_shape %s31 [[0, 1], [2, 3]] output_shape [1, %T, 1, 16] : tensor<?x16xf32> into tensor<1x?x1x16xf32>
+  %e33 = tensor.empty() : tensor<256x16xf32>
+  %g34 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w_mixer_A_log : tensor<256x16xf32>) outs(%e33 : tensor<256x16xf32>) {
   ^bb0(%a0: f32, %acc: f32):
     %e = math.exp %a0 : f32
     %y = arith.negf %e : f32
     linalg.yield %y : f32
   } -> tensor<256x16xf32>
 
-  // selective scan: softplus(dt + bias), skip D, gate silu(z)
-  %x33 = tensor.expand_shape %mm26 [[0, 1], [2]] output_shape [1, %T, 256] : tensor<?x256xf32> into tensor<1x?x256xf32>
-  %x34 = tensor.expand_shape %s13 [[0, 1], [2]] output_shape [1, %T, 256] : tensor<?x256xf32> into tensor<1x?x256xf32>
-  %r35, %r36 = seq.selective_scan %r15, %x33, %g32, %x28, %x30 skip(%w_mixer_D) gate(%x34) delta_bias(%w_mixer_dt_proj_bias) init(%ssm_state) {delta_softplus = true}
-      : (tensor<1x?x256xf32>, tensor<1x?x256xf32>, tensor<256x16xf32>, tensor<1x?x1x16xf32>, tensor<1x?x1x16xf32>, tensor<256xf32>, tensor<1x?x256xf32>, tensor<256xf32>, tensor<1x256x16xf32>) -> (tensor<1x?x256xf32>, tensor<1x256x16xf32>)
+  // selective scan of softplus(dt + bias) with skip D, gated by silu(z)
+  %x35 = tensor.expand_shape %mm28 [[0, 1], [2]] output_shape [1, %T, 256] : tensor<?x256xf32> into tensor<1x?x256xf32>
+  %e36 = tensor.empty(%T) : tensor<1x?x256xf32>
+  %g37 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x35, %w_mixer_dt_proj_bias : tensor<1x?x256xf32>, tensor<256xf32>) outs(%e36 : tensor<1x?x256xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %x = arith.addf %a0, %a1 : f32
+    %c = arith.constant 20.0 : f32
+    %big = arith.cmpf ogt, %x, %c : f32
+    %e = math.exp %x : f32
+    %l = math.log1p %e : f32
+    %y = arith.select %big, %x, %l : f32
+    linalg.yield %y : f32
+  } -> tensor<1x?x256xf32>
+  %r38, %r39 = seq.selective_scan %g18, %g37, %g34, %x30, %x32 skip(%w_mixer_D) init(%ssm_state)
+      : (tensor<1x?x256xf32>, tensor<1x?x256xf32>, tensor<256x16xf32>, tensor<1x?x1x16xf32>, tensor<1x?x1x16xf32>, tensor<256xf32>, tensor<1x256x16xf32>) -> (tensor<1x?x256xf32>, tensor<1x256x16xf32>)
+  %x40 = tensor.expand_shape %s13 [[0, 1], [2]] output_shape [1, %T, 256] : tensor<?x256xf32> into tensor<1x?x256xf32>
+  %e41 = tensor.empty(%T) : tensor<1x?x256xf32>
+  %g42 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x40, %r38 : tensor<1x?x256xf32>, tensor<1x?x256xf32>) outs(%e41 : tensor<1x?x256xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %a0, %d : f32
+    %y = arith.mulf %s, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<1x?x256xf32>
 
   // out-projection and residual
-  %x37 = tensor.collapse_shape %r35 [[0, 1], [2]] : tensor<1x?x256xf32> into tensor<?x256xf32>
-  %e38 = tensor.empty(%T) : tensor<?x128xf32>
-  %cst39 = arith.constant 0.0 : f32
-  %fill40 = linalg.fill ins(%cst39 : f32) outs(%e38 : tensor<?x128xf32>) -> tensor<?x128xf32>
-  %mm41 = linalg.matmul ins(%x37, %w_mixer_out_proj_weight : tensor<?x256xf32>, tensor<256x128xf32>) outs(%fill40 : tensor<?x128xf32>) -> tensor<?x128xf32>
-  %e42 = tensor.empty(%T) : tensor<?x128xf32>
-  %g43 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
-      ins(%x1, %mm41 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e42 : tensor<?x128xf32>) {
+  %x43 = tensor.collapse_shape %g42 [[0, 1], [2]] : tensor<1x?x256xf32> into tensor<?x256xf32>
+  %e44 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst45 = arith.constant 0.0 : f32
+  %fill46 = linalg.fill ins(%cst45 : f32) outs(%e44 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm47 = linalg.matmul ins(%x43, %w_mixer_out_proj_weight : tensor<?x256xf32>, tensor<256x128xf32>) outs(%fill46 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e48 = tensor.empty(%T) : tensor<?x128xf32>
+  %g49 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %mm47 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e48 : tensor<?x128xf32>) {
   ^bb0(%a0: f32, %a1: f32, %acc: f32):
     %y = arith.addf %a0, %a1 : f32
     linalg.yield %y : f32
   } -> tensor<?x128xf32>
-  %x44 = tensor.expand_shape %g43 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
-  return %x44, %r16, %r36 : tensor<1x?x128xf32>, tensor<1x256x3xf32>, tensor<1x256x16xf32>
+  %x50 = tensor.expand_shape %g49 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  return %x50, %r16, %r39 : tensor<1x?x128xf32>, tensor<1x256x3xf32>, tensor<1x256x16xf32>
 }
 
 func.func @main(

@@ -35,6 +35,9 @@ void populateCpuAttentionPatterns(mlir::RewritePatternSet &patterns,
                                   const CpuTarget &target);
 void populateCpuMoEPatterns(mlir::RewritePatternSet &patterns,
                             const CpuTarget &target);
+/// 2-D elementwise linalg.generic ops and row sums (f32) of the graph.
+void populateCpuElementwisePatterns(mlir::RewritePatternSet &patterns,
+                                    const CpuTarget &target);
 /// linalg.matmul / linalg.batch_matmul of the graph (f32, row-major).
 void populateCpuMatmulPatterns(mlir::RewritePatternSet &patterns,
                                const CpuTarget &target);

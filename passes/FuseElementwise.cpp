@@ -170,6 +170,26 @@ static Value identityInput(linalg::GenericOp g, Value arg) {
   return operand->get();
 }
 
+/// Makes `v` usable by `user`: when it is computed later in the same block
+/// by a side-effect-free op (a reshape of the gate, say) whose operands are
+/// available, that op moves up before `user`. False when it cannot.
+static bool makeAvailableBefore(Value v, Operation *user,
+                                PatternRewriter &rewriter) {
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getBlock() != user->getBlock() ||
+      def->isBeforeInBlock(user))
+    return true;
+  if (!isPure(def))
+    return false;
+  for (Value operand : def->getOperands()) {
+    Operation *d = operand.getDefiningOp();
+    if (d && d->getBlock() == user->getBlock() && !d->isBeforeInBlock(user))
+      return false;
+  }
+  rewriter.moveOpBefore(def, user);
+  return true;
+}
+
 //===----------------------------------------------------------------------===//
 // Patterns
 //===----------------------------------------------------------------------===//
@@ -197,7 +217,8 @@ struct FuseGate : OpRewritePattern<OpTy> {
       // gArg = silu(zArg) with zArg an identity input.
       for (Value candidate : ew->body->getArguments()) {
         Value z = identityInput(ew->op, candidate);
-        if (!z || z.getType() != y.getType() || !isSilu(gArg, candidate))
+        if (!z || z.getType() != y.getType() || !isSilu(gArg, candidate) ||
+            !makeAvailableBefore(z, op, rewriter))
           continue;
         rewriter.modifyOpInPlace(op, [&] { op.getGateMutable().assign(z); });
         // The operand segments change with the new operand.

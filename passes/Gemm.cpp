@@ -145,7 +145,8 @@ void emitPass(KernelBuilder &kb, MicroKernel &mk, Value M, Value N,
 
 void seqc::emitGemm(KernelBuilder &kb, const CpuTarget &target,
                     GemmShape shape, const MatrixRef &A, const MatrixRef &B,
-                    const MatrixRef &C, GemmMode mode) {
+                    const MatrixRef &C, GemmMode mode,
+                    const PrepareA &prepareA) {
   const int64_t lanes = target.vectorWidth;
   const int64_t vecs = 2;
   // Accumulators + B vectors + a broadcast must fit the register file:
@@ -155,7 +156,7 @@ void seqc::emitGemm(KernelBuilder &kb, const CpuTarget &target,
   // The reduction is cut in blocks of kc so that a block of B's panel
   // (kc x nr) and the A rows stay in L1 while the row blocks pass over
   // them; C accumulates over the blocks.
-  const int64_t kc = 256;
+  const int64_t kc = gemmReductionBlock;
 
   Value M = shape.M, N = shape.N, K = shape.K;
   // At least one pass, so an empty reduction still writes C = 0.
@@ -167,7 +168,8 @@ void seqc::emitGemm(KernelBuilder &kb, const CpuTarget &target,
     Value addToC = mode == GemmMode::Accumulate
                        ? kb.i1(true)
                        : kb.cmp(CmpIPredicate::sgt, p, kb.idx(0));
-    MicroKernel mk{kb, lanes, A, B, C, k0, k1, addToC};
+    MatrixRef passA = prepareA ? prepareA(k0, k1) : A;
+    MicroKernel mk{kb, lanes, passA, B, C, k0, k1, addToC};
     emitPass(kb, mk, M, N, rows, vecs, nr, lanes);
   });
 }

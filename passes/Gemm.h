@@ -34,10 +34,18 @@ enum class GemmMode {
   Accumulate, ///< C += A B
 };
 
+/// Called at the start of each block [k0, k1) of the reduction (at most
+/// gemmReductionBlock long) to provide A for it, e.g. rows of A computed and
+/// packed on the fly; element (r, k) of the result is A's (r, k).
+using PrepareA = std::function<MatrixRef(Value k0, Value k1)>;
+
+/// The length of the reduction blocks of emitGemm.
+constexpr int64_t gemmReductionBlock = 256;
+
 /// C[M x N] = / += A[M x K] B[K x N], f32, inline in the current kernel.
 void emitGemm(KernelBuilder &kb, const CpuTarget &target, GemmShape shape,
               const MatrixRef &A, const MatrixRef &B, const MatrixRef &C,
-              GemmMode mode);
+              GemmMode mode, const PrepareA &prepareA = nullptr);
 
 /// Copies `rows` rows of `cols` elements from `src` (element (r, c) at
 /// src.at(r, c), rows contiguous) into the row-major 2-D buffer `dst`,

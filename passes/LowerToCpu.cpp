@@ -38,6 +38,7 @@ struct SeqLowerToCpu : seqc::impl::SeqLowerToCpuBase<SeqLowerToCpu> {
     seqc::populateCpuAttentionPatterns(patterns, target);
     seqc::populateCpuMoEPatterns(patterns, target);
     seqc::populateCpuMatmulPatterns(patterns, target);
+    seqc::populateCpuElementwisePatterns(patterns, target);
     // Whatever has no fast lowering takes the reference one.
     seqc::populateReferenceScanPatterns(patterns);
     seqc::populateReferenceStateSpacePatterns(patterns);

@@ -60,20 +60,22 @@ static void addBufferization(OpPassManager &pm) {
 }
 
 void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
+  pm.addPass(createCanonicalizerPass());
+  // arith/math ops on whole tensors become linalg.generic (bufferizable).
+  pm.addPass(createConvertElementwiseToLinalgPass());
+  // Glue the seq ops compute themselves is folded into them first (the
+  // checks below would add uses that keep it apart).
+  if (!opts.reference && opts.fuse) {
+    pm.addPass(createSeqFuseElementwise());
+    pm.addPass(createCanonicalizerPass());
+  }
   // Dynamic shapes of the graph's upstream ops (tensor.cast, linalg.matmul,
   // extract_slice, ...) are checked at run time; seq ops check themselves
   // in their lowerings.
   pm.addPass(createGenerateRuntimeVerificationPass());
-  pm.addPass(createCanonicalizerPass());
-  // arith/math ops on whole tensors become linalg.generic (bufferizable).
-  pm.addPass(createConvertElementwiseToLinalgPass());
   if (opts.reference) {
     pm.addPass(createSeqLowerToReference());
   } else {
-    if (opts.fuse) {
-      pm.addPass(createSeqFuseElementwise());
-      pm.addPass(createCanonicalizerPass());
-    }
     SeqLowerToCpuOptions cpu;
     cpu.vectorWidth = opts.vectorWidth;
     pm.addPass(createSeqLowerToCpu(cpu));

@@ -69,11 +69,11 @@ def mamba1_layer(D, d_state=16, expand=2, name="mamba1_layer"):
     xn = f.rmsnorm(h2, norm_w)
     xz = f.matmul(xn, w_in)
     x, z = f.cols(xz, 0, E), f.cols(xz, E, E)
-    f.comment("depthwise causal conv with SiLU, carrying the last W-1 inputs")
+    f.comment("depthwise causal conv, carrying the last W-1 inputs, then SiLU")
     xc, conv1 = f.op("causal_conv1d", [f.to_seq(x), conv_w],
                      [([1, "T", E], "f32"), ([1, E, W_CONV - 1], "f32")],
-                     optional=[("bias", conv_b), ("init", conv0)],
-                     attrs="activation = #seq.activation<silu>")
+                     optional=[("bias", conv_b), ("init", conv0)])
+    xc = f.silu(xc)
     f.comment("x-projection to (dt, B, C); dt-projection")
     xc2 = f.from_seq(xc)
     xdbl = f.matmul(xc2, w_x)
@@ -81,12 +81,12 @@ def mamba1_layer(D, d_state=16, expand=2, name="mamba1_layer"):
     B = f.expand(f.cols(xdbl, R, N), [[0, 1], [2, 3]], [1, "T", 1, N])
     C = f.expand(f.cols(xdbl, R + N, N), [[0, 1], [2, 3]], [1, "T", 1, N])
     A = f.neg_exp(A_log)
-    f.comment("selective scan: softplus(dt + bias), skip D, gate silu(z)")
-    y, ssm1 = f.op("selective_scan", [xc, f.to_seq(dt), A, B, C],
+    f.comment("selective scan of softplus(dt + bias) with skip D, gated by silu(z)")
+    delta = f.softplus_bias(f.to_seq(dt), dt_b)
+    y, ssm1 = f.op("selective_scan", [xc, delta, A, B, C],
                    [([1, "T", E], "f32"), ([1, E, N], "f32")],
-                   optional=[("skip", Dskip), ("gate", f.to_seq(z)),
-                             ("delta_bias", dt_b), ("init", ssm0)],
-                   attrs="delta_softplus = true")
+                   optional=[("skip", Dskip), ("init", ssm0)])
+    y = f.silu_mul(f.to_seq(z), y)
     f.comment("out-projection and residual")
     out = f.add(h2, f.matmul(f.from_seq(y), w_out))
     f.ret(f.to_seq(out), conv1, ssm1)
@@ -123,22 +123,20 @@ def mamba2_layer(D, d_state=64, headdim=32, expand=2, name="mamba2_layer"):
     z = f.cols(zxbcdt, 0, E)
     xbc = f.cols(zxbcdt, E, CD)
     dt = f.cols(zxbcdt, E + CD, H)
-    f.comment("causal conv with SiLU over x, B and C")
+    f.comment("causal conv over x, B and C, then SiLU")
     conv, conv1 = f.op("causal_conv1d", [f.to_seq(xbc), conv_w],
                        [([1, "T", CD], "f32"), ([1, CD, W_CONV - 1], "f32")],
-                       optional=[("bias", conv_b), ("init", conv0)],
-                       attrs="activation = #seq.activation<silu>")
-    conv2 = f.from_seq(conv)
+                       optional=[("bias", conv_b), ("init", conv0)])
+    conv2 = f.from_seq(f.silu(conv))
     x = f.to_seq(f.cols(conv2, 0, E), P)
     B = f.to_seq(f.cols(conv2, E, N), N)
     C = f.to_seq(f.cols(conv2, E + N, N), N)
     A = f.neg_exp(A_log)
-    f.comment("SSD: softplus(dt + dt_bias), skip D, y * silu(z)")
-    y, ssm1 = f.op("ssd", [x, f.to_seq(dt), A, B, C],
+    f.comment("SSD of softplus(dt + dt_bias) with skip D, gated by silu(z)")
+    y, ssm1 = f.op("ssd", [x, f.softplus_bias(f.to_seq(dt), dt_b), A, B, C],
                    [([1, "T", H, P], "f32"), ([1, H, P, N], "f32")],
-                   optional=[("skip", Dskip), ("gate", f.to_seq(z, P)),
-                             ("dt_bias", dt_b), ("init", ssm0)],
-                   attrs="dt_softplus = true")
+                   optional=[("skip", Dskip), ("init", ssm0)])
+    y = f.silu_mul(f.to_seq(z, P), y)
     f.comment("gated RMSNorm (the gate is applied above), out-projection, residual")
     yn = f.rmsnorm(f.from_seq(y), gnorm_w)
     out = f.add(h2, f.matmul(yn, w_out))

@@ -262,6 +262,17 @@ class Function:
         """silu(a) * b."""
         return self.map(lambda n: (self.SILU + ["%y = arith.mulf %s, %a1 : f32"], "%y"), a, b)
 
+    def softplus_bias(self, x, b):
+        """softplus(x + b), b broadcast over the last dimension; linear above
+        20 like PyTorch's softplus."""
+        return self.map(lambda n: (["%x = arith.addf %a0, %a1 : f32",
+                                    "%c = arith.constant 20.0 : f32",
+                                    "%big = arith.cmpf ogt, %x, %c : f32",
+                                    "%e = math.exp %x : f32",
+                                    "%l = math.log1p %e : f32",
+                                    "%y = arith.select %big, %x, %l : f32"], "%y"),
+                        x, b, kinds=["full", "col"])
+
     def neg_exp(self, a):
         """-exp(a)."""
         return self.map(lambda n: (["%e = math.exp %a0 : f32",
