@@ -32,19 +32,6 @@ static SmallVector<Value> inputBuffers(ImplicitLocOpBuilder &b,
   return args;
 }
 
-/// The one user of `v` that is not a tensor.dim.
-static Operation *soleComputeUser(Value v) {
-  Operation *user = nullptr;
-  for (Operation *u : v.getUsers()) {
-    if (isa<tensor::DimOp>(u))
-      continue;
-    if (user && user != u)
-      return nullptr;
-    user = u;
-  }
-  return user;
-}
-
 /// Whether a matmul's kernel will apply `op` (see CpuMatmul): as the
 /// producer of its A, or as the consumer of its result.
 static bool fusesIntoMatmul(linalg::GenericOp op) {

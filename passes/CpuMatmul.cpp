@@ -39,20 +39,6 @@ static bool isF32Tensor(Value v) {
   return t && t.getElementType().isF32();
 }
 
-/// The one user of `v` other than tensor.dim ops (which only read its shape,
-/// like the checks of run-time verification), if there is exactly one.
-static Operation *soleComputeUser(Value v) {
-  Operation *user = nullptr;
-  for (Operation *u : v.getUsers()) {
-    if (isa<tensor::DimOp>(u))
-      continue;
-    if (user && user != u)
-      return nullptr;
-    user = u;
-  }
-  return user;
-}
-
 /// Points the tensor.dim users of `from` at `to` (a tensor of its shape).
 static void redirectDims(PatternRewriter &rewriter, Value from, Value to) {
   for (OpOperand &use : llvm::make_early_inc_range(from.getUses()))

@@ -3,6 +3,7 @@
 #include "ElementwiseStage.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -137,4 +138,16 @@ Value ElementwiseStage::emit(KernelBuilder &kb, int64_t lanes, Value row,
       r.setType(VectorType::get({lanes}, r.getType()));
   }
   return map.lookup(result);
+}
+
+Operation *seqc::soleComputeUser(Value v) {
+  Operation *user = nullptr;
+  for (Operation *u : v.getUsers()) {
+    if (isa<tensor::DimOp>(u))
+      continue;
+    if (user && user != u)
+      return nullptr;
+    user = u;
+  }
+  return user;
 }

@@ -49,6 +49,11 @@ struct ElementwiseStage {
              Value mask) const;
 };
 
+/// The one user of `v` other than tensor.dim ops (which only read its
+/// shape, like the checks of run-time verification), if there is exactly
+/// one: whether a kernel may absorb the op that computes `v`.
+mlir::Operation *soleComputeUser(Value v);
+
 } // namespace seqc
 
 #endif // SEQC_PASSES_ELEMENTWISESTAGE_H
