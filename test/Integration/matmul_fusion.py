@@ -1,0 +1,99 @@
+# Elementwise neighbours of a matmul computed inside its kernel: an RMSNorm
+# producing A (rows packed per reduction block: K = 300 spans two blocks),
+# and consumers of the result reading it with a residual (m, n), a bias (n)
+# and a row scale (m), on sizes that are not multiples of the tiles; and a
+# result with two users, which must not fuse. Fast pipeline == reference ==
+# numpy.
+# RUN: %python %s
+import os
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+from seqc_testing import Checker, f32, rng, run_seqc
+
+MLIR = """
+#full = affine_map<(m, n) -> (m, n)>
+#row = affine_map<(m, n) -> (m)>
+#col = affine_map<(m, n) -> (n)>
+func.func @main(%x: tensor<?x300xf32>, %g: tensor<300xf32>, %w: tensor<300x45xf32>,
+                %res: tensor<?x45xf32>, %bias: tensor<45xf32>, %scale: tensor<?xf32>)
+    -> (tensor<?x45xf32>, tensor<?x45xf32>, tensor<?x45xf32>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %T = tensor.dim %x, %c0 : tensor<?x300xf32>
+  %e = tensor.empty(%T) : tensor<?xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %ss = linalg.generic {indexing_maps = [#full, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<?x300xf32>) outs(%z : tensor<?xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %sq = arith.mulf %a, %a : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %en = tensor.empty(%T) : tensor<?x300xf32>
+  %xn = linalg.generic {indexing_maps = [#full, #row, #col, #full], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %ss, %g : tensor<?x300xf32>, tensor<?xf32>, tensor<300xf32>) outs(%en : tensor<?x300xf32>) {
+  ^bb0(%a: f32, %s: f32, %gg: f32, %o: f32):
+    %inv = arith.constant 0.00333333333 : f32
+    %eps = arith.constant 1.0e-5 : f32
+    %m = arith.mulf %s, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a, %r : f32
+    %y = arith.mulf %n, %gg : f32
+    linalg.yield %y : f32
+  } -> tensor<?x300xf32>
+  %eo = tensor.empty(%T) : tensor<?x45xf32>
+  %zo = linalg.fill ins(%zero : f32) outs(%eo : tensor<?x45xf32>) -> tensor<?x45xf32>
+  %p = linalg.matmul ins(%xn, %w : tensor<?x300xf32>, tensor<300x45xf32>) outs(%zo : tensor<?x45xf32>) -> tensor<?x45xf32>
+  %out = linalg.generic {indexing_maps = [#full, #full, #col, #row, #full], iterator_types = ["parallel", "parallel"]}
+      ins(%p, %res, %bias, %scale : tensor<?x45xf32>, tensor<?x45xf32>, tensor<45xf32>, tensor<?xf32>) outs(%eo : tensor<?x45xf32>) {
+  ^bb0(%pp: f32, %rr: f32, %bb: f32, %sc: f32, %o: f32):
+    %t = arith.addf %pp, %bb : f32
+    %u = arith.mulf %t, %sc : f32
+    %y = arith.addf %u, %rr : f32
+    linalg.yield %y : f32
+  } -> tensor<?x45xf32>
+  // Two users of %q: no fusion.
+  %q = linalg.matmul ins(%x, %w : tensor<?x300xf32>, tensor<300x45xf32>) outs(%zo : tensor<?x45xf32>) -> tensor<?x45xf32>
+  %q2 = linalg.generic {indexing_maps = [#full, #full], iterator_types = ["parallel", "parallel"]}
+      ins(%q : tensor<?x45xf32>) outs(%eo : tensor<?x45xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %y = arith.mulf %a, %a : f32
+    linalg.yield %y : f32
+  } -> tensor<?x45xf32>
+  return %out, %q, %q2 : tensor<?x45xf32>, tensor<?x45xf32>, tensor<?x45xf32>
+}
+"""
+
+c = Checker()
+# The kernels the fast pipeline makes: one fused matmul, one plain matmul
+# and an elementwise kernel for the square.
+with tempfile.TemporaryDirectory() as tmp:
+    src = os.path.join(tmp, "g.mlir")
+    with open(src, "w") as f:
+        f.write(MLIR)
+    ir = subprocess.run([shutil.which("seqc-opt"), src, "--convert-elementwise-to-linalg",
+                         "--seq-lower-to-cpu"], capture_output=True, text=True).stdout
+kernels = sorted({w.split("(")[0] for w in ir.split() if w.startswith("@__seqc_")})
+c.expect("kernels", kernels == ["@__seqc_elementwise", "@__seqc_matmul",
+                                "@__seqc_matmul_prologue_epilogue", "@__seqc_row_sum"],
+         str(kernels))
+r = rng(11)
+for T in (1, 67, 130):
+    x = f32(r.standard_normal((T, 300)))
+    g = f32(r.uniform(0.5, 1.5, 300))
+    w = f32(r.standard_normal((300, 45)) / 17)
+    res = f32(r.standard_normal((T, 45)))
+    bias = f32(r.standard_normal(45))
+    scale = f32(r.uniform(0.5, 2, T))
+    out, q, q2 = run_seqc(MLIR, [x, g, w, res, bias, scale])
+    x64 = x.astype(np.float64)
+    xn = x64 / np.sqrt(np.mean(x64 * x64, axis=1, keepdims=True) + 1e-5) * g
+    ref = ((xn @ w) + bias) * scale[:, None] + res
+    c.close(f"T={T} norm -> matmul -> bias, scale, residual", out, ref)
+    c.close(f"T={T} plain matmul", q, x64 @ w)
+    c.close(f"T={T} its square", q2, (x64 @ w) ** 2)
+c.finish()
