@@ -48,13 +48,13 @@ static bool fusesIntoMatmul(linalg::GenericOp op) {
 
 /// out[m, n] = f(inputs at (m, n)).
 struct CpuElementwiseMap : OpRewritePattern<linalg::GenericOp> {
-  CpuElementwiseMap(MLIRContext *ctx, const CpuTarget &target)
-      : OpRewritePattern(ctx, /*benefit=*/1), target(target) {}
+  CpuElementwiseMap(MLIRContext *ctx, const CpuTarget &target, bool fuse)
+      : OpRewritePattern(ctx, /*benefit=*/1), target(target), fuse(fuse) {}
 
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
     std::optional<ElementwiseStage> stage = ElementwiseStage::match(op);
-    if (!stage || fusesIntoMatmul(op))
+    if (!stage || (fuse && fusesIntoMatmul(op)))
       return failure();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
@@ -88,6 +88,7 @@ struct CpuElementwiseMap : OpRewritePattern<linalg::GenericOp> {
   }
 
   CpuTarget target;
+  bool fuse;
 };
 
 /// out[m] = init[m] + sum_n f(inputs at (m, n)).
@@ -153,6 +154,7 @@ struct CpuRowSum : OpRewritePattern<linalg::GenericOp> {
 } // namespace
 
 void seqc::populateCpuElementwisePatterns(RewritePatternSet &patterns,
-                                          const CpuTarget &target) {
-  patterns.add<CpuElementwiseMap, CpuRowSum>(patterns.getContext(), target);
+                                          const CpuTarget &target, bool fuse) {
+  patterns.add<CpuElementwiseMap>(patterns.getContext(), target, fuse);
+  patterns.add<CpuRowSum>(patterns.getContext(), target);
 }

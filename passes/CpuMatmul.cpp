@@ -50,8 +50,9 @@ static void redirectDims(PatternRewriter &rewriter, Value from, Value to) {
 /// indexing maps of linalg.matmul and linalg.batch_matmul).
 template <typename OpTy>
 struct CpuMatmul : OpRewritePattern<OpTy> {
-  CpuMatmul(MLIRContext *ctx, const CpuTarget &target)
-      : OpRewritePattern<OpTy>(ctx, /*benefit=*/2), target(target) {}
+  CpuMatmul(MLIRContext *ctx, const CpuTarget &target, bool fuse)
+      : OpRewritePattern<OpTy>(ctx, /*benefit=*/2), target(target),
+        fuse(fuse) {}
 
   static constexpr int64_t RowBlock = 64, ColBlock = 256;
 
@@ -74,7 +75,7 @@ struct CpuMatmul : OpRewritePattern<OpTy> {
     // nothing else needs the intermediate (2-D matmuls).
     std::optional<ElementwiseStage> prologue, epilogue;
     int epilogueInput = -1;
-    if (!batched) {
+    if (!batched && fuse) {
       if (auto p = A.getDefiningOp<linalg::GenericOp>();
           p && soleComputeUser(p->getResult(0)) == op.getOperation())
         prologue = ElementwiseStage::match(p);
@@ -249,12 +250,13 @@ struct CpuMatmul : OpRewritePattern<OpTy> {
   }
 
   CpuTarget target;
+  bool fuse;
 };
 
 } // namespace
 
 void seqc::populateCpuMatmulPatterns(RewritePatternSet &patterns,
-                                     const CpuTarget &target) {
+                                     const CpuTarget &target, bool fuse) {
   patterns.add<CpuMatmul<linalg::MatmulOp>, CpuMatmul<linalg::BatchMatmulOp>>(
-      patterns.getContext(), target);
+      patterns.getContext(), target, fuse);
 }

@@ -36,11 +36,13 @@ void populateCpuAttentionPatterns(mlir::RewritePatternSet &patterns,
 void populateCpuMoEPatterns(mlir::RewritePatternSet &patterns,
                             const CpuTarget &target);
 /// 2-D elementwise linalg.generic ops and row sums (f32) of the graph.
+/// With `fuse`, leaves the ones a matmul kernel absorbs to it.
 void populateCpuElementwisePatterns(mlir::RewritePatternSet &patterns,
-                                    const CpuTarget &target);
-/// linalg.matmul / linalg.batch_matmul of the graph (f32, row-major).
+                                    const CpuTarget &target, bool fuse);
+/// linalg.matmul / linalg.batch_matmul of the graph (f32, row-major); with
+/// `fuse`, with the elementwise producer of A and consumer of the result.
 void populateCpuMatmulPatterns(mlir::RewritePatternSet &patterns,
-                               const CpuTarget &target);
+                               const CpuTarget &target, bool fuse);
 
 } // namespace seqc
 

@@ -37,8 +37,8 @@ struct SeqLowerToCpu : seqc::impl::SeqLowerToCpuBase<SeqLowerToCpu> {
     seqc::populateCpuLinearAttentionPatterns(patterns, target);
     seqc::populateCpuAttentionPatterns(patterns, target);
     seqc::populateCpuMoEPatterns(patterns, target);
-    seqc::populateCpuMatmulPatterns(patterns, target);
-    seqc::populateCpuElementwisePatterns(patterns, target);
+    seqc::populateCpuMatmulPatterns(patterns, target, fuse);
+    seqc::populateCpuElementwisePatterns(patterns, target, fuse);
     // Whatever has no fast lowering takes the reference one.
     seqc::populateReferenceScanPatterns(patterns);
     seqc::populateReferenceStateSpacePatterns(patterns);

@@ -35,7 +35,9 @@ def SeqLowerToCpu : Pass<"seq-lower-to-cpu", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
-           "f32 lanes per vector (0: the host's widest)">
+           "f32 lanes per vector (0: the host's widest)">,
+    Option<"fuse", "fuse", "bool", /*default=*/"true",
+           "Apply elementwise producers and consumers inside matmul kernels">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",

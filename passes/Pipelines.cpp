@@ -78,6 +78,7 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
   } else {
     SeqLowerToCpuOptions cpu;
     cpu.vectorWidth = opts.vectorWidth;
+    cpu.fuse = opts.fuse;
     pm.addPass(createSeqLowerToCpu(cpu));
   }
   // No canonicalization or CSE between the CPU kernels and bufferization:

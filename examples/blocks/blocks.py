@@ -427,7 +427,7 @@ def hybrid_layout(n_layers=8, attn_period=8, attn_offset=4, moe_period=2, moe_of
              "moe" if i % moe_period == moe_offset else "mlp") for i in range(n_layers)]
 
 
-def hybrid_stack(D, header, n_layers=8, experts=4, hidden=None, heads=4, kv_heads=2,
+def hybrid_stack(D, header=None, n_layers=8, experts=4, hidden=None, heads=4, kv_heads=2,
                  d_state=64, headdim=32):
     hidden = hidden or 2 * D
     m2, m2_states, m2_w = mamba2_layer(D, d_state=d_state, headdim=headdim)

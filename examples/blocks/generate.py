@@ -28,7 +28,9 @@ def header(title, lines, kind, file):
     return text
 
 
-def build(kind, D):
+def build(kind, D, d_state=64, headdim=32):
+    """The block file of `kind` at d_model D (Mamba-2 layers with the given
+    state size and head dimension): (file name, text, functions)."""
     f = f"{kind}_block.mlir" if kind != "hybrid" else "hybrid_stack.mlir"
     common = ["Functions: @main(u, weights) runs a whole sequence from zero states;",
               "@step(u, states, weights) continues from given states (decode).",
@@ -41,9 +43,10 @@ def build(kind, D):
              "with softplus(dt + bias), skip D and gate silu(z), out-projection.", ""] + common,
             kind, f))
     elif kind == "mamba2":
-        text, funcs = blocks.single_block(blocks.mamba2_layer(D), D, header(
+        text, funcs = blocks.single_block(
+            blocks.mamba2_layer(D, d_state=d_state, headdim=headdim), D, header(
             f"A Mamba-2 block (Dao & Gu 2024), d_model {D}, d_inner {2 * D} = "
-            f"{2 * D // 32} heads x 32, d_state 64.",
+            f"{2 * D // headdim} heads x {headdim}, d_state {d_state}.",
             ["h + Mamba2(RMSNorm(h)): in-projection to (z, x, B, C, dt), causal conv",
              "(width 4) with SiLU over (x, B, C), seq.ssd with softplus(dt + dt_bias),",
              "skip D and gate silu(z), RMSNorm, out-projection.", ""] + common,
@@ -75,7 +78,7 @@ def build(kind, D):
     elif kind == "hybrid":
         layout = blocks.hybrid_layout()
         desc = ", ".join(f"{m}+{ff}" for m, ff in layout)
-        text, funcs = blocks.hybrid_stack(D, header(
+        text, funcs = blocks.hybrid_stack(D, d_state=d_state, headdim=headdim, header=header(
             f"A hybrid stack in Jamba's proportions, d_model {D}, 8 layers.",
             ["Attention in 1 of 8 layers (GQA, 4 query / 2 KV heads, KV cache), Mamba-2",
              "in the other 7; MoE feed-forward (4 experts, top-2, no token dropping)",
@@ -98,10 +101,12 @@ def main():
     ap.add_argument("blocks", nargs="*", default=KINDS)
     ap.add_argument("--out", default=os.path.dirname(here))
     ap.add_argument("--d-model", type=int, default=128)
+    ap.add_argument("--d-state", type=int, default=64, help="of Mamba-2 layers")
+    ap.add_argument("--headdim", type=int, default=32, help="of Mamba-2 layers")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     for kind in args.blocks:
-        name, text, _ = build(kind, args.d_model)
+        name, text, _ = build(kind, args.d_model, args.d_state, args.headdim)
         with open(os.path.join(args.out, name), "w") as fh:
             fh.write(text)
 

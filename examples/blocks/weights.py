@@ -21,9 +21,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import generate  # noqa: E402
 
 
-def specs(kind, d_model=128, func="main"):
+def specs(kind, d_model=128, func="main", d_state=64, headdim=32):
     """(name, shape) of every weight argument of `func` in the block file."""
-    _, _, funcs = generate.build(kind, d_model)
+    _, _, funcs = generate.build(kind, d_model, d_state, headdim)
     fn = next(f for f in funcs if f.name == func)
     out = []
     for v, seq_name in fn.args:
@@ -63,9 +63,10 @@ def init(name, shape, rng):
     return rng.standard_normal(shape) / math.sqrt(fan_in)
 
 
-def make_weights(kind, d_model=128, seed=0, func="main"):
+def make_weights(kind, d_model=128, seed=0, func="main", d_state=64, headdim=32):
     rng = np.random.default_rng(seed)
-    return {n: init(n, s, rng).astype(np.float32) for n, s in specs(kind, d_model, func)}
+    return {n: init(n, s, rng).astype(np.float32)
+            for n, s in specs(kind, d_model, func, d_state, headdim)}
 
 
 def make_input(d_model, tokens, seed=0):
@@ -102,8 +103,11 @@ def main():
     ap.add_argument("--d-model", type=int, default=128)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--func", default="main", help="the function whose weights to write")
+    ap.add_argument("--d-state", type=int, default=64, help="of Mamba-2 layers")
+    ap.add_argument("--headdim", type=int, default=32, help="of Mamba-2 layers")
     args = ap.parse_args()
-    w = make_weights(args.block, args.d_model, args.seed, args.func)
+    w = make_weights(args.block, args.d_model, args.seed, args.func, args.d_state,
+                     args.headdim)
     if args.npz:
         np.savez(args.out, **w)
     else:

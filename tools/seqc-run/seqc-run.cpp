@@ -40,12 +40,14 @@ struct Options {
   int bench = 0;
   bool reference = false;
   Profile profile = Profile::None;
+  bool fuse = true;
 };
 
 const char *kUsage =
     "usage: seqc-run FILE.mlir [-e NAME] [--target cpu|cuda] "
     "[--weights FILE]... [--input A.npy]... [--random-inputs [--seed N]] "
-    "[--output-dir DIR] [--print] [--bench N] [--profile[=ops]] [--reference]\n"
+    "[--output-dir DIR] [--print] [--bench N] [--profile[=ops]] [--no-fuse]\n"
+    "                [--reference]\n"
     "\n"
     "Compiles FILE.mlir through seqc's JIT and runs one function.\n"
     "  -e NAME            the function to run (default: main, or the only\n"
@@ -66,6 +68,8 @@ const char *kUsage =
     "                     --bench, medians over the timed calls\n"
     "  --profile=ops      times every op, each run as a function of its own\n"
     "                     (unfused, every result materialized)\n"
+    "  --no-fuse          materializes every intermediate (no elementwise\n"
+    "                     fusion into seq ops or matmuls), for comparison\n"
     "  --reference        lowers through the reference lowering (the oracle)\n";
 
 [[noreturn]] void fail(const std::string &message) {
@@ -139,6 +143,8 @@ Options parseArgs(int argc, char **argv) {
       o.bench = static_cast<int>(n);
     } else if (arg == "--reference") {
       o.reference = true;
+    } else if (arg == "--no-fuse") {
+      o.fuse = false;
     } else if (arg == "--profile") {
       if (!hasInline)
         o.profile = Profile::Calls;
@@ -352,6 +358,7 @@ int main(int argc, char **argv) {
   copts.target = opts.target;
   copts.reference = opts.reference;
   copts.profile = opts.profile;
+  copts.fuse = opts.fuse;
   Expected<std::shared_ptr<CompiledModule>> module =
       engine.compileFile(opts.file, copts);
   if (!module)
