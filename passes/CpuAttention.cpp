@@ -232,10 +232,11 @@ struct CpuAttention : OpRewritePattern<seq::AttentionOp> {
                      rowMajor(Oacc), GemmMode::Accumulate);
           });
 
-          // o = O / l, and 0 for a query that saw no key.
+          // o = O / l, and 0 for a query that saw no key (l == 0; NaN
+          // scores propagate).
           k.forEach(k.idx(0), rows, k.idx(1), [&](Value i) {
             Value l = k.mload(lS, {i});
-            Value seen = k.fcmp(CmpFPredicate::OGT, l, k.f32(0.0));
+            Value seen = k.fcmp(CmpFPredicate::UNE, l, k.f32(0.0));
             Value inv = k.select(seen, k.fdiv(k.f32(1.0), l), k.f32(0.0));
             Value invV = k.splat(inv, lanes);
             for (int64_t v0 = 0; v0 < V; v0 += lanes) {

@@ -274,11 +274,12 @@ struct LowerAttention : OpRewritePattern<seq::AttentionOp> {
           return SmallVector<Value>{r[2], kb.store(r[1], it[1], {bi, i, h})};
         });
 
-    // o = acc / l, and 0 for a query that saw no key.
+    // o = acc / l, and 0 for a query that saw no key (l == 0; a NaN l, from
+    // NaN scores, propagates).
     Value o = kb.empty(cast<RankedTensorType>(op.getO().getType()), oSizes);
     o = kb.nest(oSizes, {o}, [&](ValueRange ivs, ValueRange it) {
       Value l = kb.load(rows[1], {ivs[0], ivs[1], ivs[2]});
-      Value seen = kb.fcmp(CmpFPredicate::OGT, l, kb.f32(0.0));
+      Value seen = kb.fcmp(CmpFPredicate::UNE, l, kb.f32(0.0));
       Value v = kb.select(seen, kb.fdiv(kb.load(rows[0], ivs), l), kb.f32(0.0));
       return SmallVector<Value>{kb.store(v, it[0], ivs)};
     })[0];

@@ -209,7 +209,9 @@ def attention(q, k, v, causal=True, window=0, scale=None):
         m = np.where(np.isfinite(m), m, 0.0)
         p = np.where(vis[None], np.exp(s - m), 0.0)
         l = p.sum(-1, keepdims=True)
-        o[:, :, h] = np.where(l > 0, (p @ v[:, :, hk]) / np.where(l > 0, l, 1.0), 0.0)
+        # A query that sees no key gives 0; NaN scores propagate (l is NaN).
+        seen = l != 0
+        o[:, :, h] = np.where(seen, (p @ v[:, :, hk]) / np.where(seen, l, 1.0), 0.0)
     return o
 
 
