@@ -10,6 +10,7 @@
 
 #include "seqc/Engine.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -144,7 +145,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       // memory limit or a shape check, never allocated blindly).
       int64_t dim = v == 255 ? (int64_t(1) << 20) + in.byte() : v % 32;
       shape.push_back(dim);
-      numel = numel * (dim ? dim : 1);
+      // Saturates: only whether it exceeds the cap below matters.
+      numel = std::min<int64_t>(numel * (dim ? dim : 1), int64_t(1) << 40);
     }
     // Data for what fits; huge shapes get a view of a small buffer only if
     // nothing would read past it, which the call's checks must ensure by

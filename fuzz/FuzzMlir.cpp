@@ -14,6 +14,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -33,10 +35,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mlir::ScopedDiagnosticHandler quiet(ctx.get(), [](mlir::Diagnostic &) {
     return mlir::success();
   });
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  // As seqc reads sources: a null-terminated copy (MLIR's lexer relies on
+  // the terminator; parseSourceString over raw bytes would read past them).
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(
+          llvm::StringRef(reinterpret_cast<const char *>(data), size),
+          "fuzz.mlir"),
+      llvm::SMLoc());
   mlir::ParserConfig config(ctx.get());
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(text, config, "fuzz.mlir");
+      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, config);
   if (module)
     (void)mlir::verify(*module);
   return 0;

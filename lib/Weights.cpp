@@ -534,9 +534,11 @@ weights::parseNpz(const void *data, size_t size, const std::string &what) {
                        readLE(bytes + local + 28, 2);
     if (dataStart > size || csize > size - dataStart)
       return bad("member '" + name + "' extends past the end of the file");
-    if (usize > (uint64_t(1) << 40))
+    // Deflate expands at most ~1032:1: a larger claim is a corrupt (or
+    // hostile) header, refused before anything that size is allocated.
+    if (usize > csize * 1032 + 1024)
       return bad("member '" + name + "' claims " + std::to_string(usize) +
-                 " bytes");
+                 " bytes from " + std::to_string(csize) + " compressed");
     std::string raw;
     if (method == 0) {
       if (csize != usize)

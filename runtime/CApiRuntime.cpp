@@ -25,9 +25,20 @@ seqc_tensor *seqc::capi::wrap(Tensor t) {
   return new seqc_tensor{std::move(t)};
 }
 
+/// The element type a C caller stored, as an int: C lets any int live in an
+/// enum variable, C++ does not, so it is never read as the enum type before
+/// it is known to be valid.
+static int rawDType(const seqc_dtype &dtype) {
+  int raw = 0;
+  std::memcpy(&raw, &dtype, sizeof(raw) < sizeof(dtype) ? sizeof(raw) : sizeof(dtype));
+  return raw;
+}
+
+static bool validDType(int raw) { return raw >= SEQC_F32 && raw <= SEQC_I64; }
+
 Expected<TensorView> seqc::capi::toView(const seqc_view &v, size_t index) {
   std::string what = "input " + std::to_string(index);
-  if (seqc_dtype_size(v.dtype) == 0)
+  if (!validDType(rawDType(v.dtype)))
     return Status::error(what + " has an invalid element type");
   if (v.rank < 0 || v.rank > 64)
     return Status::error(what + " has an invalid rank " +
@@ -46,6 +57,8 @@ Expected<TensorView> seqc::capi::toView(const seqc_view &v, size_t index) {
 extern "C" const char *seqc_last_error(void) { return lastError.c_str(); }
 
 extern "C" size_t seqc_dtype_size(seqc_dtype dtype) {
+  if (!validDType(rawDType(dtype)))
+    return 0;
   switch (dtype) {
   case SEQC_F32:
   case SEQC_F16:

@@ -21,7 +21,7 @@ fi
 cmake --build "$DIR" -j "${SEQC_JOBS:-$(nproc)}" --target \
   $(for t in $TARGETS; do echo "seqc-fuzz-$t"; done)
 WORK=${SEQC_FUZZ_WORK:-$DIR/fuzz-work}
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=0}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=0:allow_user_poisoning=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/scripts/lsan.supp:print_suppressions=0}
 export SEQC_CACHE_DIR=$WORK/cache

@@ -13,7 +13,10 @@ if [ ! -f "$DIR/build.ninja" ]; then
 fi
 cmake --build "$DIR" -j "${SEQC_JOBS:-$(nproc)}"
 # Reports abort the process (so a test notices); leaks are reports too.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=0}
+# allow_user_poisoning=0: LLVM's allocators poison memory from inline code
+# compiled into seqc (instrumented) that the uninstrumented libLLVM/libMLIR
+# then use legitimately; only ASan's own poisoning counts.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=0:allow_user_poisoning=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/scripts/lsan.supp:print_suppressions=0}
 /usr/lib/llvm-22/bin/lit -sv "$DIR/test"

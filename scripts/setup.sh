@@ -8,6 +8,7 @@ packages=(
   cmake ninja-build g++ ccache pkg-config zlib1g-dev        # build
   python3 python3-numpy                                     # test references (/usr/bin/python3)
   libgtest-dev                                              # unit tests
+  clang-22 libclang-rt-22-dev                               # sanitizer build, fuzzers
 )
 
 missing=()

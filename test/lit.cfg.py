@@ -39,6 +39,13 @@ def cuda_device_present():
         return False
 
 
+# Sanitizer builds (scripts/sanitize.sh) have no installable package.
+if getattr(config, "seqc_sanitize", ""):
+    config.available_features.add("sanitizer")
+    config.environment["ASAN_OPTIONS"] = os.environ.get("ASAN_OPTIONS", "")
+    config.environment["UBSAN_OPTIONS"] = os.environ.get("UBSAN_OPTIONS", "")
+    config.environment["LSAN_OPTIONS"] = os.environ.get("LSAN_OPTIONS", "")
+
 if cuda_device_present():
     config.available_features.add("cuda-device")
 if os.path.exists("/usr/local/cuda/bin/ptxas") or os.environ.get("CUDA_HOME"):

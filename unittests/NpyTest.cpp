@@ -94,7 +94,7 @@ TEST(Npy, MalformedFilesAreErrors) {
   std::string data(24, '\0');
   std::vector<BadCase> cases = {
       {"empty", "", "bad magic"},
-      {"magic", "NUMPY\x01\x00abcd", "bad magic"},
+      {"magic", "NUMPY\x01\x00" "abcd", "bad magic"},
       {"version", header(ok).replace(6, 1, "\x05") + data, "unsupported .npy version 5.0"},
       {"header length", std::string("\x93NUMPY\x01\x00\xff\x7f", 10) + "{}", "truncated"},
       {"not a dict", header("['descr']") + data, "expected '{'"},
