@@ -7,6 +7,7 @@
 #include "FileIO.h" // runtime/
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
@@ -412,11 +413,19 @@ weights::serializeSafetensors(const std::vector<NamedTensor> &tensors) {
   for (const NamedTensor &t : tensors) {
     if (t.name == "__metadata__")
       return Status::error("a tensor cannot be named __metadata__");
+    // A JSON string: quotes, backslashes and control characters escaped.
     std::string name;
     for (char c : t.name) {
-      if (c == '"' || c == '\\')
+      if (c == '"' || c == '\\') {
         name.push_back('\\');
-      name.push_back(c);
+        name.push_back(c);
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        char hex[8];
+        std::snprintf(hex, sizeof(hex), "\\u%04x", static_cast<unsigned>(c));
+        name += hex;
+      } else {
+        name.push_back(c);
+      }
     }
     std::string shape;
     for (int64_t d : t.tensor.shape())

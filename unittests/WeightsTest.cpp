@@ -40,6 +40,7 @@ TEST(Safetensors, RoundTripEveryType) {
   in.push_back({"b", iota(DType::F16, {7})});
   in.push_back({"c", iota(DType::BF16, {2, 2, 2})});
   in.push_back({"d\"quoted\\", iota(DType::I32, {4})});
+  in.push_back({"tab\there\nnewline", iota(DType::F32, {1})});
   in.push_back({"scalar", iota(DType::I64, {})});
   in.push_back({"empty", iota(DType::F32, {0, 3})});
   auto bytes = serializeSafetensors(in);
