@@ -6,6 +6,9 @@
 # $SEQC_FUZZ_WORK (default build-sanitize/fuzz-work). A crash stops the run
 # with the reproducer's path: minimize it, add it to fuzz/corpus/<target>
 # (the test suite replays that directory) and fix the bug.
+# $SEQC_FUZZ_SEED fixes libFuzzer's seed: with the corpus of a fresh
+# checkout, a run then explores a fixed sequence of inputs (CI uses it, so
+# a slower machine tests a prefix of what was tested here).
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      TARGET: mlir npy weights call
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +42,7 @@ for t in $TARGETS; do
   esac
   echo "== seqc-fuzz-$t for ${SECONDS_EACH}s"
   "$DIR/bin/seqc-fuzz-$t" "$corpus" -max_total_time="$SECONDS_EACH" -max_len=$maxlen \
-    -rss_limit_mb=4096 -timeout=30 -print_final_stats=1 \
+    -rss_limit_mb=4096 -timeout=30 -print_final_stats=1 ${SEQC_FUZZ_SEED:+-seed=$SEQC_FUZZ_SEED} \
     -artifact_prefix="$WORK/crashes-$t/" 2>&1 | tee "$WORK/log-$t.txt" | \
     grep -E "^#[0-9]+ +(DONE|pulse)|stat::|ERROR|SUMMARY|Test unit written" || true
   if grep -qE "ERROR: (AddressSanitizer|libFuzzer|UndefinedBehaviorSanitizer|LeakSanitizer)|runtime error:" \
