@@ -36,6 +36,12 @@
 using namespace seqc;
 using namespace seqc::bench;
 
+namespace seqc {
+// The CPU lowering's chunk-size model (passes/CpuPatterns.h, which pulls in
+// MLIR headers this benchmark does not otherwise need).
+int64_t chooseChunkSize(int64_t hint, int64_t N, int64_t lanes);
+} // namespace seqc
+
 namespace {
 
 /// STREAM triad a = b + s c over `threads` threads, 12 bytes per element.
@@ -402,26 +408,46 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
   }
 
-  // Automatic chunk size against every fixed one.
+  // Automatic chunk size against every fixed one. The variants are timed
+  // in interleaved rounds (one call of each per round) so that a burst of
+  // machine noise lands on all of them rather than on one.
   if (only.empty() || only == "chunk") {
-    std::printf("\nautomatic chunk size vs fixed (median ms):\n");
+    std::printf("\nautomatic chunk size vs fixed (median ms of %d interleaved "
+                "rounds):\n",
+                std::max(9, runs));
+    const int64_t chunks[] = {0, 32, 64, 128, 256};
     for (int which = 0; which < 2; ++which) {
       std::string name = which == 0 ? "ssd" : "linear_attention";
-      std::printf("  %-18s", name.c_str());
-      double autoMs = 0, best = 1e30;
-      for (int64_t q : {0, 32, 64, 128, 256}) {
+      std::vector<Function> fns;
+      std::vector<Inputs> ins;
+      for (int64_t q : chunks) {
         Case c = which == 0 ? ssdCase(name, q, seqT) : laCase(name, q, seqT);
-        Function fn = compile(engine, c.mlir, false, c.name);
-        Inputs in = makeInputs(fn.signature(), 4);
-        double ms = timeCalls(fn, in.views, std::max(3, runs / 2)).median;
-        if (q == 0)
-          autoMs = ms;
-        else
-          best = std::min(best, ms);
-        std::printf(" %s=%.2f", q == 0 ? "auto" : std::to_string(q).c_str(),
-                    ms);
+        fns.push_back(compile(engine, c.mlir, false, c.name));
+        ins.push_back(makeInputs(fns.back().signature(), 4));
+        timeCalls(fns.back(), ins.back().views, 0); // warm up
       }
-      std::printf("  auto/best=%.2f\n", autoMs / best);
+      std::vector<std::vector<double>> times(fns.size());
+      for (int r = 0; r < std::max(9, runs); ++r)
+        for (size_t i = 0; i < fns.size(); ++i) {
+          double t0 = now();
+          auto out = fns[i].call(ins[i].views);
+          times[i].push_back((now() - t0) * 1e3);
+          if (!out)
+            die(out.message());
+        }
+      // The state dimension the cost model sees: N for ssd, K otherwise.
+      int64_t chosen = chooseChunkSize(0, which == 0 ? 128 : 64, hostLanes());
+      std::printf("  %-18s", name.c_str());
+      double autoMs = median(times[0]), best = 1e30;
+      for (size_t i = 0; i < fns.size(); ++i) {
+        double ms = median(times[i]);
+        if (i > 0)
+          best = std::min(best, ms);
+        std::printf(" %s=%.2f",
+                    i == 0 ? "auto" : std::to_string(chunks[i]).c_str(), ms);
+      }
+      std::printf("  auto/best=%.2f (auto chose %lld)\n", autoMs / best,
+                  static_cast<long long>(chosen));
     }
   }
   return 0;

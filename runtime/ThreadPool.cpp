@@ -5,8 +5,10 @@
 // is handed out dynamically in grains, and the call returns when every index
 // is done. Workers act on behalf of the caller's call scope (tracked
 // allocations). A pool already busy with another caller's loop (concurrent
-// calls from several host threads) and nested loops run inline instead of
-// waiting, so nothing can deadlock.
+// calls from several host threads) is waited for when the pool spans the
+// whole machine and bypassed by running inline otherwise; nested loops run
+// inline. Only host threads outside any task wait, and a pool's owner never
+// waits on another caller, so nothing can deadlock.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,8 +57,19 @@ public:
     if (count <= 0)
       return;
     int64_t n = threads();
-    std::unique_lock<std::mutex> busy(submitMutex, std::try_to_lock);
-    if (n <= 1 || count == 1 || insideTask || !busy.owns_lock()) {
+    if (n <= 1 || count == 1 || insideTask) {
+      fn(ctx, 0, count);
+      return;
+    }
+    // Another host thread's loop holds the pool. When the pool already
+    // spans every hardware thread, running this loop inline beside it would
+    // only oversubscribe the cores (two callers on a 2-core pool lost a
+    // quarter of their throughput that way), so wait for the pool; when
+    // cores are left over, use them inline.
+    std::unique_lock<std::mutex> busy(submitMutex, std::defer_lock);
+    if (n >= hardwareThreads)
+      busy.lock();
+    else if (!busy.try_lock()) {
       fn(ctx, 0, count);
       return;
     }
@@ -86,7 +99,7 @@ public:
 
 private:
   Pool() {
-    int64_t n = static_cast<int64_t>(std::thread::hardware_concurrency());
+    int64_t n = hardwareThreads;
     if (const char *env = std::getenv("SEQC_NUM_THREADS")) {
       char *end = nullptr;
       long v = std::strtol(env, &end, 10);
@@ -151,6 +164,8 @@ private:
     }
   }
 
+  const int64_t hardwareThreads =
+      std::max<int64_t>(1, std::thread::hardware_concurrency());
   std::atomic<int64_t> numThreads{1};
   std::mutex submitMutex; // one parallel loop on the pool at a time
   std::mutex mutex;
