@@ -31,9 +31,17 @@ struct Job {
   int64_t count = 0;
   int64_t grain = 1;
   std::atomic<int64_t> next{0};
-  std::atomic<int> active{0};
   seqc::rt::CallState *call = nullptr;
 };
+
+/// The pool's state word: the job's generation in the high 32 bits, an
+/// "open" bit, and the number of helpers inside the job. Helpers join an
+/// open job with a compare-and-swap, so the caller waits only for helpers
+/// that actually joined: a worker still asleep, or descheduled on a loaded
+/// machine, can never make a loop wait for it.
+constexpr uint64_t kOpen = uint64_t(1) << 31;
+constexpr uint64_t kInsideMask = kOpen - 1;
+inline uint64_t generationOf(uint64_t state) { return state >> 32; }
 
 thread_local bool insideTask = false;
 
@@ -74,27 +82,36 @@ public:
       return;
     }
     ensureWorkers(n - 1);
+    // The job is closed and empty here (the previous run waited for its
+    // helpers), so its fields can be written.
     // Small grains balance uneven tasks (causal attention rows) without
     // making the shared counter hot.
-    int64_t grain = std::max<int64_t>(1, count / (n * 8));
     job.fn = fn;
     job.ctx = ctx;
     job.count = count;
-    job.grain = grain;
+    job.grain = std::max<int64_t>(1, count / (n * 8));
     job.next.store(0, std::memory_order_relaxed);
     job.call = seqc::rt::currentCall();
-    int helpers = static_cast<int>(std::min<int64_t>(n - 1, count - 1));
-    job.active.store(helpers, std::memory_order_relaxed);
-    wanted.store(helpers, std::memory_order_relaxed);
-    generation.fetch_add(1, std::memory_order_release);
-    if (sleepers.load(std::memory_order_acquire) > 0) {
+    wanted.store(static_cast<int>(std::min<int64_t>(n - 1, count - 1)),
+                 std::memory_order_relaxed);
+    uint64_t generation = generationOf(state.load()) + 1;
+    // Sequentially consistent with the sleepers count (a store then a load
+    // on each side): a worker going to sleep either sees the job or is
+    // counted here and woken. A missed wake-up would only cost parallelism,
+    // never a hang: nobody waits for a helper that did not join.
+    state.store(generation << 32 | kOpen);
+    if (sleepers.load() > 0) {
       std::lock_guard<std::mutex> lock(mutex);
       wake.notify_all();
     }
     work();
-    // The helpers finish their last grains.
-    while (job.active.load(std::memory_order_acquire) != 0)
+    // Close the job to latecomers, then wait for the helpers inside it to
+    // finish their last grains (they are running, so this is short).
+    uint64_t s = state.fetch_and(~kOpen, std::memory_order_acq_rel) & ~kOpen;
+    while ((s & kInsideMask) != 0) {
       std::this_thread::yield();
+      s = state.load(std::memory_order_acquire);
+    }
   }
 
 private:
@@ -113,9 +130,9 @@ private:
     std::lock_guard<std::mutex> lock(mutex);
     while (static_cast<int64_t>(workers.size()) < n) {
       int index = static_cast<int>(workers.size());
-      // The worker waits for the first job after this point, however late
-      // its thread starts.
-      uint64_t start = generation.load(std::memory_order_acquire);
+      // The worker takes part in jobs published after this point, however
+      // late its thread starts.
+      uint64_t start = generationOf(state.load(std::memory_order_acquire));
       workers.emplace_back([this, index, start] { loop(index, start); });
       workers.back().detach();
     }
@@ -133,34 +150,47 @@ private:
     insideTask = false;
   }
 
-  /// Waits for a job this worker takes part in: spins for a while (a decode
-  /// step's kernels follow each other within microseconds), then sleeps.
-  void waitForJob(int index, uint64_t &seen) {
-    auto ready = [&] {
-      return generation.load(std::memory_order_acquire) != seen &&
-             index < wanted.load(std::memory_order_relaxed);
-    };
+  /// True when a job newer than `seen` is open and wants worker `index`.
+  bool jobFor(int index, uint64_t seen) const {
+    uint64_t s = state.load();
+    return generationOf(s) != seen && (s & kOpen) &&
+           index < wanted.load(std::memory_order_relaxed);
+  }
+
+  /// Waits for a job this worker may take part in: spins for a while (a
+  /// decode step's kernels follow each other within microseconds), then
+  /// sleeps.
+  void waitForJob(int index, uint64_t seen) {
     for (int spin = 0; spin < 20000; ++spin) {
-      if (ready()) {
-        seen = generation.load(std::memory_order_acquire);
+      if (jobFor(index, seen))
         return;
-      }
       std::this_thread::yield();
     }
     std::unique_lock<std::mutex> lock(mutex);
-    sleepers.fetch_add(1, std::memory_order_acq_rel);
-    wake.wait(lock, ready);
-    sleepers.fetch_sub(1, std::memory_order_acq_rel);
-    seen = generation.load(std::memory_order_acquire);
+    sleepers.fetch_add(1);
+    wake.wait(lock, [&] { return jobFor(index, seen); });
+    sleepers.fetch_sub(1);
+  }
+
+  /// Joins the open job of generation `generation`, if it still is.
+  bool join(uint64_t generation) {
+    uint64_t s = state.load(std::memory_order_acquire);
+    while (generationOf(s) == generation && (s & kOpen))
+      if (state.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel))
+        return true;
+    return false;
   }
 
   void loop(int index, uint64_t seen) {
     for (;;) {
       waitForJob(index, seen);
+      seen = generationOf(state.load(std::memory_order_acquire));
+      if (!join(seen))
+        continue; // closed before this worker got to it
       seqc::rt::CallState *prev = seqc::rt::enterCall(job.call);
       work();
       seqc::rt::enterCall(prev);
-      job.active.fetch_sub(1, std::memory_order_acq_rel);
+      state.fetch_sub(1, std::memory_order_release);
     }
   }
 
@@ -170,7 +200,7 @@ private:
   std::mutex submitMutex; // one parallel loop on the pool at a time
   std::mutex mutex;
   std::condition_variable wake;
-  std::atomic<uint64_t> generation{0};
+  std::atomic<uint64_t> state{0};
   std::atomic<int> wanted{0};
   std::atomic<int> sleepers{0};
   Job job;

@@ -1,0 +1,115 @@
+//===- ThreadPoolTest.cpp - the runtime's parallel-for ---------------------===//
+//
+// Every index runs exactly once, whatever the pool size, the loop size, the
+// number of host threads sharing the pool, or nesting; workers that are
+// asleep or slow to start never lose or repeat work.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct Counts {
+  std::vector<std::atomic<int>> hits;
+  explicit Counts(int64_t n) : hits(n) {}
+};
+
+void countRange(void *ctx, int64_t begin, int64_t end) {
+  auto *counts = static_cast<Counts *>(ctx);
+  for (int64_t i = begin; i < end; ++i)
+    counts->hits[i].fetch_add(1, std::memory_order_relaxed);
+}
+
+void expectEachOnce(const Counts &counts) {
+  for (size_t i = 0; i < counts.hits.size(); ++i)
+    ASSERT_EQ(counts.hits[i].load(), 1) << "index " << i;
+}
+
+/// Restores the pool size a test changed.
+struct PoolSize {
+  int64_t saved = seqc_rt_get_num_threads();
+  explicit PoolSize(int64_t n) { seqc_rt_set_num_threads(n); }
+  ~PoolSize() { seqc_rt_set_num_threads(saved); }
+};
+
+TEST(ThreadPool, EveryIndexOnceForAnyPoolAndLoopSize) {
+  for (int64_t threads : {1, 2, 3, 8}) {
+    PoolSize pool(threads);
+    for (int64_t n : {0, 1, 2, 7, 64, 1000, 100003}) {
+      Counts counts(n);
+      seqc_rt_parallel_for(n, countRange, &counts);
+      expectEachOnce(counts);
+    }
+  }
+}
+
+TEST(ThreadPool, ManyShortLoopsInARow) {
+  // Back-to-back loops (a decode step's kernels): workers that are still
+  // finishing one job, or waking for it, must not leak into the next.
+  PoolSize pool(4);
+  for (int round = 0; round < 2000; ++round) {
+    Counts counts(1 + round % 37);
+    seqc_rt_parallel_for(static_cast<int64_t>(counts.hits.size()), countRange,
+                         &counts);
+    expectEachOnce(counts);
+  }
+}
+
+struct Nested {
+  Counts *counts;
+  int64_t inner;
+};
+
+void nestedRange(void *ctx, int64_t begin, int64_t end) {
+  auto *nested = static_cast<Nested *>(ctx);
+  for (int64_t i = begin; i < end; ++i) {
+    // An inner loop runs inline on the task's thread.
+    Counts inner(nested->inner);
+    seqc_rt_parallel_for(nested->inner, countRange, &inner);
+    for (int64_t j = 0; j < nested->inner; ++j)
+      if (inner.hits[j].load() == 1)
+        nested->counts->hits[i * nested->inner + j].fetch_add(1);
+  }
+}
+
+TEST(ThreadPool, NestedLoopsRunInline) {
+  PoolSize pool(3);
+  Counts counts(50 * 9);
+  Nested nested{&counts, 9};
+  seqc_rt_parallel_for(50, nestedRange, &nested);
+  expectEachOnce(counts);
+}
+
+TEST(ThreadPool, HostThreadsShareThePool) {
+  // More host threads than cores. A pool spanning the machine makes busy
+  // callers wait their turn; on a machine with more hardware threads than
+  // the pool they run inline beside it instead.
+  for (int64_t threads : {1, 2, 64}) {
+    PoolSize pool(threads);
+    std::atomic<int> failures{0};
+    std::vector<std::thread> hosts;
+    for (int h = 0; h < 4; ++h)
+      hosts.emplace_back([&, h] {
+        for (int round = 0; round < 200; ++round) {
+          Counts counts(1 + (round * 7 + h) % 500);
+          seqc_rt_parallel_for(static_cast<int64_t>(counts.hits.size()),
+                               countRange, &counts);
+          for (auto &hit : counts.hits)
+            if (hit.load() != 1)
+              ++failures;
+        }
+      });
+    for (auto &host : hosts)
+      host.join();
+    EXPECT_EQ(failures.load(), 0) << "pool of " << threads;
+  }
+}
+
+} // namespace
