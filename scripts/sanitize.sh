@@ -2,7 +2,8 @@
 # Builds seqc with clang, AddressSanitizer and UndefinedBehaviorSanitizer
 # (and libFuzzer instrumentation, so scripts/fuzz.sh reuses the build) into
 # ./build-sanitize (or $SEQC_SANITIZE_DIR), then runs the whole test suite
-# there. Any sanitizer report fails the run.
+# there, and the thread pool's tests under ThreadSanitizer. Any sanitizer
+# report fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -21,3 +22,10 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/scripts/lsan.supp:print_suppressions=0}
 /usr/lib/llvm-22/bin/lit -sv "$DIR/test"
 ctest --test-dir "$DIR" --output-on-failure -j "$(nproc)"
+# The runtime's lock-free thread pool under ThreadSanitizer: a separate small
+# build, since TSan cannot be combined with ASan.
+clang++-22 -std=c++17 -O1 -g -fsanitize=thread -Iruntime -Iinclude \
+  runtime/ThreadPool.cpp runtime/CallScope.cpp runtime/BlockCache.cpp \
+  unittests/ThreadPoolTest.cpp -lgtest -lgtest_main -pthread \
+  -o "$DIR/seqc-threadpool-tsan"
+TSAN_OPTIONS=halt_on_error=1 "$DIR/seqc-threadpool-tsan"
