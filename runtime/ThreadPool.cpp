@@ -218,4 +218,6 @@ extern "C" int64_t seqc_rt_get_num_threads(void) {
   return Pool::get().threads();
 }
 
-extern "C" void seqc_rt_set_num_threads(int64_t n) { Pool::get().setThreads(n); }
+extern "C" void seqc_rt_set_num_threads(int64_t n) {
+  Pool::get().setThreads(n);
+}

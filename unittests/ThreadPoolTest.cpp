@@ -1,4 +1,4 @@
-//===- ThreadPoolTest.cpp - the runtime's parallel-for ---------------------===//
+//===- ThreadPoolTest.cpp - the runtime's parallel-for --------------------===//
 //
 // Every index runs exactly once, whatever the pool size, the loop size, the
 // number of host threads sharing the pool, or nesting; workers that are
