@@ -7,8 +7,9 @@
 # with the reproducer's path: minimize it, add it to fuzz/corpus/<target>
 # (the test suite replays that directory) and fix the bug.
 # $SEQC_FUZZ_SEED fixes libFuzzer's seed: with the corpus of a fresh
-# checkout, a run then explores a fixed sequence of inputs (CI uses it, so
-# a slower machine tests a prefix of what was tested here).
+# checkout, a run then explores a fixed sequence of inputs (the test
+# command uses it, so a slower machine tests a prefix of what was tested
+# here).
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      TARGET: mlir npy weights call
 set -euo pipefail
 cd "$(dirname "$0")/.."
