@@ -1,6 +1,7 @@
 //===- CompileCache.cpp - compiled objects on disk ------------------------===//
 
 #include "CompileCache.h"
+#include "FileIO.h"
 #include "PerfMap.h"
 
 #include "llvm/Config/llvm-config.h"
@@ -12,7 +13,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -44,11 +44,8 @@ static const std::string &buildIdentity() {
     Dl_info info;
     if (dladdr(reinterpret_cast<void *>(&buildIdentity), &info) &&
         info.dli_fname) {
-      std::ifstream in(info.dli_fname, std::ios::binary);
-      std::ostringstream buf;
-      buf << in.rdbuf();
-      if (in)
-        return sha256(buf.str());
+      if (Expected<std::string> bytes = readFile(info.dli_fname))
+        return sha256(*bytes);
     }
     // Unidentifiable: a key no other process shares (the disk cache then
     // never hits, rather than risk loading another build's code).
@@ -96,20 +93,26 @@ static std::string entryPath(const std::string &dir, const std::string &key) {
   return dir + "/" + key + ".seqc";
 }
 
+// An entry: four header lines, then the content the header's digest covers
+// (signatures, unsupported functions, the object), so that no byte a load
+// trusts -- a signature's shapes included -- can change unnoticed.
+//   seqc-cache 2 / seqc VERSION / key KEY / content SIZE SHA256
+//   signatures N \n <N bytes> unsupported COUNT \n <COUNT lines> data \n <object>
+
 Expected<CacheEntry> seqc::readCacheEntry(const std::string &configuredDir,
                                           const std::string &key) {
   std::string path = entryPath(cacheDirectory(configuredDir), key);
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
     return Status::error(""); // a plain miss
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  std::string data = buf.str();
+  Expected<std::string> bytes = readFile(path);
   auto corrupt = [&](const std::string &why) {
     return Status::error("cache entry " + path + " is " + why + "; rebuilt");
   };
+  if (!bytes)
+    return corrupt("unreadable (" + bytes.message() + ")");
+  const std::string &data = *bytes;
 
-  // Header lines up to "data".
   std::istringstream hs(data);
   std::string line;
   auto next = [&](const std::string &expect) -> std::optional<std::string> {
@@ -117,25 +120,34 @@ Expected<CacheEntry> seqc::readCacheEntry(const std::string &configuredDir,
       return std::nullopt;
     return line.substr(expect.size());
   };
-  auto magic = next("seqc-cache 1");
+  auto magic = next("seqc-cache 2");
   auto version = next("seqc ");
   if (magic && version && *version != seqcVersion())
     return corrupt("from seqc " + *version);
   auto storedKey = next("key ");
-  auto object = next("object ");
-  auto sigSize = next("signatures ");
-  if (!magic || !version || !storedKey || !object || !sigSize)
+  auto content = next("content ");
+  if (!magic || !version || !storedKey || !content)
     return corrupt("malformed");
   if (*storedKey != key)
     return corrupt("for another key");
-  size_t objectSize = 0, sigBytes = 0;
+  size_t contentSize = 0;
   char digest[65] = {0};
-  if (std::sscanf(object->c_str(), "%zu %64s", &objectSize, digest) != 2 ||
-      std::sscanf(sigSize->c_str(), "%zu", &sigBytes) != 1)
+  if (std::sscanf(content->c_str(), "%zu %64s", &contentSize, digest) != 2)
     return corrupt("malformed");
   size_t at = static_cast<size_t>(hs.tellg());
-  if (hs.fail() || at + sigBytes > data.size())
+  if (hs.fail() || data.size() - at != contentSize)
     return corrupt("truncated");
+  if (sha256(std::string_view(data).substr(at)) != digest)
+    return corrupt("corrupt (checksum mismatch)");
+
+  // The content is intact; parse it.
+  size_t sigBytes = 0;
+  auto sigSize = next("signatures ");
+  if (!sigSize || std::sscanf(sigSize->c_str(), "%zu", &sigBytes) != 1)
+    return corrupt("malformed");
+  at = static_cast<size_t>(hs.tellg());
+  if (hs.fail() || at + sigBytes > data.size())
+    return corrupt("malformed");
   CacheEntry entry;
   Expected<std::vector<FunctionSignature>> sigs =
       parseSignatures(data.substr(at, sigBytes));
@@ -150,7 +162,7 @@ Expected<CacheEntry> seqc::readCacheEntry(const std::string &configuredDir,
     return corrupt("malformed");
   for (size_t i = 0; i < count; ++i) {
     if (!std::getline(hs, line))
-      return corrupt("truncated");
+      return corrupt("malformed");
     size_t tab = line.find('\t');
     if (tab == std::string::npos)
       return corrupt("malformed");
@@ -159,11 +171,9 @@ Expected<CacheEntry> seqc::readCacheEntry(const std::string &configuredDir,
   if (!next("data"))
     return corrupt("malformed");
   at = static_cast<size_t>(hs.tellg());
-  if (hs.fail() || data.size() - at != objectSize)
-    return corrupt("truncated");
+  if (hs.fail())
+    return corrupt("malformed");
   entry.object = data.substr(at);
-  if (sha256(entry.object) != digest)
-    return corrupt("corrupt (checksum mismatch)");
   return entry;
 }
 
@@ -186,38 +196,20 @@ Status seqc::writeCacheEntry(const std::string &configuredDir,
   if (!makeDirs(dir))
     return Status::error("cannot create " + dir + ": " + std::strerror(errno));
   std::string sigs = serializeSignatures(entry.functions);
-  std::ostringstream os;
-  os << "seqc-cache 1\nseqc " << seqcVersion() << "\nkey " << key
-     << "\nobject " << entry.object.size() << ' ' << sha256(entry.object)
-     << "\nsignatures " << sigs.size() << '\n'
-     << sigs << "unsupported " << entry.unsupported.size() << '\n';
+  std::ostringstream content;
+  content << "signatures " << sigs.size() << '\n'
+          << sigs << "unsupported " << entry.unsupported.size() << '\n';
   for (const UnsupportedFunction &u : entry.unsupported) {
     std::string reason = u.reason;
     for (char &c : reason)
       if (c == '\n')
         c = ' ';
-    os << u.name << '\t' << reason << '\n';
+    content << u.name << '\t' << reason << '\n';
   }
-  os << "data\n";
-  std::string bytes = os.str() + entry.object;
-
-  std::string path = entryPath(dir, key);
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f)
-    return Status::error("cannot write " + tmp + ": " + std::strerror(errno));
-  size_t written = std::fwrite(bytes.data(), 1, bytes.size(), f);
-  bool ok = written == bytes.size() && std::fflush(f) == 0;
-  int err = errno;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) {
-    std::remove(tmp.c_str());
-    return Status::error("cannot write " + tmp + ": " + std::strerror(err));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    err = errno;
-    std::remove(tmp.c_str());
-    return Status::error("cannot write " + path + ": " + std::strerror(err));
-  }
-  return Status::ok();
+  content << "data\n" << entry.object;
+  std::string body = content.str();
+  std::ostringstream header;
+  header << "seqc-cache 2\nseqc " << seqcVersion() << "\nkey " << key
+         << "\ncontent " << body.size() << ' ' << sha256(body) << '\n';
+  return writeFileAtomically(entryPath(dir, key), header.str() + body);
 }

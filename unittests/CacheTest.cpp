@@ -122,6 +122,32 @@ TEST_F(CacheTest, FlippedObjectByteIsRebuilt) {
   EXPECT_EQ(compileFresh()->cacheStatus(), CacheStatus::DiskHit);
 }
 
+TEST_F(CacheTest, EditedSignatureIsRebuilt) {
+  // The signatures decide which shapes a call accepts: an entry whose
+  // signature text changed (here a static dimension) must not load, or a
+  // call could pass a buffer of the wrong size to the compiled code.
+  compileFresh();
+  fs::path file = entry();
+  std::string data;
+  {
+    std::ifstream in(file, std::ios::binary);
+    data.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  size_t sig = data.find("\nsignatures ");
+  ASSERT_NE(sig, std::string::npos);
+  size_t digit = data.find_first_of("123456789", data.find('\n', sig + 1));
+  ASSERT_LT(digit, data.find("\ndata\n"));
+  data[digit] = data[digit] == '9' ? '8' : '9';
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << data;
+
+  auto rebuilt = compileFresh();
+  ASSERT_TRUE(rebuilt);
+  EXPECT_EQ(rebuilt->cacheStatus(), CacheStatus::Compiled);
+  EXPECT_NE(rebuilt->cacheNote().find("is corrupt (checksum mismatch); rebuilt"),
+            std::string::npos)
+      << rebuilt->cacheNote();
+}
+
 TEST_F(CacheTest, TruncatedAndForeignEntriesAreRebuilt) {
   compileFresh();
   fs::path file = entry();
@@ -131,7 +157,7 @@ TEST_F(CacheTest, TruncatedAndForeignEntriesAreRebuilt) {
   EXPECT_NE(rebuilt->cacheNote().find("truncated"), std::string::npos)
       << rebuilt->cacheNote();
 
-  std::ofstream(file, std::ios::trunc) << "seqc-cache 1\nseqc 0.0.0-other\n";
+  std::ofstream(file, std::ios::trunc) << "seqc-cache 2\nseqc 0.0.0-other\n";
   rebuilt = compileFresh();
   EXPECT_EQ(rebuilt->cacheStatus(), CacheStatus::Compiled);
   EXPECT_NE(rebuilt->cacheNote().find("from seqc 0.0.0-other"), std::string::npos)
