@@ -3,6 +3,7 @@
 #include "seqc/Aot.h"
 
 #include "Compiler.h"
+#include "FileIO.h"
 
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
@@ -10,7 +11,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <map>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +26,13 @@ static std::string cIdentifier(const std::string &name) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
     s = "_" + s;
   return s;
+}
+
+/// The typed wrapper's parameter for input `i`: numbered, so that no two
+/// inputs, no C keyword and no local of the wrapper share a name whatever
+/// the argument names (`seq.name`) are.
+static std::string paramName(const std::string &name, size_t i) {
+  return "in" + std::to_string(i) + (name.empty() ? "" : "_" + cIdentifier(name));
 }
 
 /// For every function, `int <prefix><name>(const seqc_view *, size_t,
@@ -140,7 +148,7 @@ static std::string header(const std::string &source, const std::string &prefix,
     h << "static inline seqc_status " << fn << "_typed(";
     for (size_t i = 0; i < sig.inputs.size(); ++i)
       h << (i ? ", " : "") << "const " << cType(sig.inputs[i].dtype) << " *"
-        << cIdentifier(sig.inputs[i].name);
+        << paramName(sig.inputs[i].name, i);
     for (size_t i = 0; i < sig.outputs.size(); ++i)
       h << (i || !sig.inputs.empty() ? ", " : "") << "seqc_tensor **result"
         << i;
@@ -159,7 +167,7 @@ static std::string header(const std::string &source, const std::string &prefix,
     for (size_t i = 0; i < sig.inputs.size(); ++i)
       h << "  inputs[" << i << "].dtype = " << cDType(sig.inputs[i].dtype)
         << "; inputs[" << i << "].data = (void *)"
-        << cIdentifier(sig.inputs[i].name) << "; inputs[" << i
+        << paramName(sig.inputs[i].name, i) << "; inputs[" << i
         << "].rank = " << sig.inputs[i].shape.size() << "; inputs[" << i
         << "].shape = shape" << i << "; inputs[" << i
         << "].strides = 0;\n";
@@ -175,17 +183,6 @@ static std::string header(const std::string &source, const std::string &prefix,
   h << "\n#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n#endif /* "
     << guard << " */\n";
   return h.str();
-}
-
-static Status writeFile(const std::string &path, const std::string &bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    return Status::error("cannot write '" + path + "'");
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out)
-    return Status::error("cannot write '" + path + "'");
-  return Status::ok();
 }
 
 /// Runs `argv` and waits; an error when it cannot run or fails.
@@ -216,6 +213,13 @@ Status seqc::compileAheadOfTime(std::string_view source,
     return Status::error("no output file");
   if (options.compile.target != Target::CPU)
     return Status::error("ahead-of-time compilation targets the CPU");
+  // The prefix starts every C name of the header and the object.
+  if (!options.prefix.empty() &&
+      (std::isdigit(static_cast<unsigned char>(options.prefix[0])) ||
+       cIdentifier(options.prefix) != options.prefix))
+    return Status::error("the prefix '" + options.prefix +
+                         "' is not a C identifier (letters, digits and _, "
+                         "not starting with a digit)");
   Expected<std::unique_ptr<llvm::TargetMachine>> tm =
       hostTargetMachine(options.compile.optLevel);
   if (!tm)
@@ -227,6 +231,17 @@ Status seqc::compileAheadOfTime(std::string_view source,
       });
   if (!object)
     return object.status();
+  // Two MLIR names that map to one C name (@"a.b" and @a_b) would leave one
+  // function unreachable: LLVM renames the second symbol silently.
+  std::map<std::string, std::string> cNames;
+  for (const FunctionSignature &sig : object->functions) {
+    auto [it, fresh] =
+        cNames.emplace(options.prefix + cIdentifier(sig.name), sig.name);
+    if (!fresh)
+      return Status::error("@" + it->second + " and @" + sig.name +
+                           " would both be the C function " + it->first +
+                           "; rename one");
+  }
 
   auto endsWith = [](const std::string &s, const std::string &suffix) {
     return s.size() >= suffix.size() &&
@@ -234,7 +249,7 @@ Status seqc::compileAheadOfTime(std::string_view source,
   };
   if (endsWith(options.output, ".so")) {
     std::string objPath = options.output + ".o";
-    if (Status s = writeFile(objPath, object->object); !s)
+    if (Status s = writeFileAtomically(objPath, object->object); !s)
       return s;
     std::string runtimeDir = options.runtimeLibraryDir;
     Status linked = run({"c++", "-shared", "-o", options.output, objPath,
@@ -243,11 +258,11 @@ Status seqc::compileAheadOfTime(std::string_view source,
     std::remove(objPath.c_str());
     if (!linked)
       return linked;
-  } else if (Status s = writeFile(options.output, object->object); !s) {
+  } else if (Status s = writeFileAtomically(options.output, object->object); !s) {
     return s;
   }
   if (!options.header.empty())
-    return writeFile(options.header,
+    return writeFileAtomically(options.header,
                      header(bufferName, options.prefix, object->functions,
                             object->unsupported));
   return Status::ok();

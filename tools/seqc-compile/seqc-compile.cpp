@@ -10,12 +10,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "seqc/Aot.h"
+#include "FileIO.h"
 
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <unistd.h>
 
@@ -78,13 +77,11 @@ int main(int argc, char **argv) {
     fail("no input file (usage: seqc-compile FILE.mlir -o OUT.o)");
   if (opts.output.empty())
     fail("no output file (-o OUT.o or -o OUT.so)");
-  std::ifstream in(input);
-  if (!in)
-    fail("cannot read '" + input + "'");
-  std::ostringstream source;
-  source << in.rdbuf();
+  Expected<std::string> source = readFile(input);
+  if (!source)
+    fail(source.message());
   opts.runtimeLibraryDir = runtimeDir();
-  Status s = compileAheadOfTime(source.str(), input, opts);
+  Status s = compileAheadOfTime(*source, input, opts);
   if (!s)
     fail(s.message());
   return 0;
