@@ -211,7 +211,10 @@ Engine::compile(std::string_view source, const CompileOptions &options,
   auto result = std::shared_ptr<CompiledModule>(new CompiledModule());
   result->memoryLimit =
       options.memoryLimit ? options.memoryLimit : physicalMemoryBytes();
-  std::string key = cacheKey(source, bufferName, options, **tm);
+  // The key hashes the source and seqc's own binary: only worth it when
+  // the cache is in use.
+  std::string key =
+      options.useCache ? cacheKey(source, bufferName, options, **tm) : "";
 
   if (options.useCache) {
     std::lock_guard<std::mutex> lock(impl->mutex);
