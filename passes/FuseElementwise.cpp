@@ -40,6 +40,25 @@ static bool isConst(Value v, double c) {
          attr.getValueAsDouble() == c;
 }
 
+/// The constant float behind `v`, if any.
+static std::optional<double> constValue(Value v) {
+  FloatAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)))
+    return std::nullopt;
+  return attr.getValueAsDouble();
+}
+
+/// Whether `cmp` is `x > c` (or >=, ordered or not) with `x` on the left:
+/// then a select on it takes its true side exactly for large x (and, for
+/// the unordered forms, NaN, which every branch below propagates anyway).
+static bool isGreaterThan(arith::CmpFOp cmp, Value x) {
+  if (!cmp || cmp.getLhs() != x)
+    return false;
+  using P = arith::CmpFPredicate;
+  P p = cmp.getPredicate();
+  return p == P::OGT || p == P::OGE || p == P::UGT || p == P::UGE;
+}
+
 template <typename OpTy> static OpTy defOf(Value v) {
   return v ? v.getDefiningOp<OpTy>() : OpTy();
 }
@@ -83,11 +102,13 @@ static bool isSilu(Value v, Value x) {
 }
 
 /// Whether `v` is softplus(x): log1p(exp(x)), log(1 + exp(x)), optionally
-/// behind `x > c ? x : ...`.
+/// behind `x > c ? x : ...` with c >= 15 (where softplus(x) and x agree to
+/// float precision, as in mamba_ssm's threshold of 20).
 static bool isSoftplus(Value v, Value x) {
   if (auto sel = defOf<arith::SelectOp>(v)) {
     auto cmp = defOf<arith::CmpFOp>(sel.getCondition());
-    if (!cmp || cmp.getLhs() != x || sel.getTrueValue() != x)
+    std::optional<double> c = cmp ? constValue(cmp.getRhs()) : std::nullopt;
+    if (!isGreaterThan(cmp, x) || !c || *c < 15.0 || sel.getTrueValue() != x)
       return false;
     return isSoftplus(sel.getFalseValue(), x);
   }
@@ -116,7 +137,7 @@ static bool isEluPlusOne(Value v, Value x) {
   auto cmp = defOf<arith::CmpFOp>(sel.getCondition());
   auto inc = defOf<arith::AddFOp>(sel.getTrueValue());
   auto e = defOf<math::ExpOp>(sel.getFalseValue());
-  return cmp && cmp.getLhs() == x && isConst(cmp.getRhs(), 0.0) && inc &&
+  return isGreaterThan(cmp, x) && isConst(cmp.getRhs(), 0.0) && inc &&
          ((inc.getLhs() == x && isConst(inc.getRhs(), 1.0)) ||
           (inc.getRhs() == x && isConst(inc.getLhs(), 1.0))) &&
          e && e.getOperand() == x;
@@ -124,16 +145,14 @@ static bool isEluPlusOne(Value v, Value x) {
 
 /// Whether `v` is relu(x): max(x, 0) or x > 0 ? x : 0.
 static bool isRelu(Value v, Value x) {
-  for (Operation *op = v.getDefiningOp(); op;) {
-    if (isa<arith::MaximumFOp, arith::MaxNumFOp>(op))
-      return (op->getOperand(0) == x && isConst(op->getOperand(1), 0.0)) ||
-             (op->getOperand(1) == x && isConst(op->getOperand(0), 0.0));
-    if (auto sel = dyn_cast<arith::SelectOp>(op)) {
-      auto cmp = defOf<arith::CmpFOp>(sel.getCondition());
-      return cmp && cmp.getLhs() == x && isConst(cmp.getRhs(), 0.0) &&
-             sel.getTrueValue() == x && isConst(sel.getFalseValue(), 0.0);
-    }
-    break;
+  Operation *op = v.getDefiningOp();
+  if (isa_and_nonnull<arith::MaximumFOp, arith::MaxNumFOp>(op))
+    return (op->getOperand(0) == x && isConst(op->getOperand(1), 0.0)) ||
+           (op->getOperand(1) == x && isConst(op->getOperand(0), 0.0));
+  if (auto sel = dyn_cast_or_null<arith::SelectOp>(op)) {
+    auto cmp = defOf<arith::CmpFOp>(sel.getCondition());
+    return isGreaterThan(cmp, x) && isConst(cmp.getRhs(), 0.0) &&
+           sel.getTrueValue() == x && isConst(sel.getFalseValue(), 0.0);
   }
   return false;
 }
@@ -150,7 +169,9 @@ static std::optional<Elementwise> elementwise(Operation *op) {
   auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
   if (!generic || generic->getNumResults() != 1 ||
       generic.getNumParallelLoops() != generic.getNumLoops() ||
-      !generic.hasPureTensorSemantics())
+      !generic.hasPureTensorSemantics() ||
+      !generic.getMatchingIndexingMap(generic.getDpsInitOperand(0))
+           .isIdentity())
     return std::nullopt;
   Block *body = generic.getBody();
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
@@ -176,6 +197,8 @@ static Value identityInput(linalg::GenericOp g, Value arg) {
 static bool makeAvailableBefore(Value v, Operation *user,
                                 PatternRewriter &rewriter) {
   Operation *def = v.getDefiningOp();
+  if (def == user)
+    return false; // v is the user's own result (a self-gate y * silu(y))
   if (!def || def->getBlock() != user->getBlock() ||
       def->isBeforeInBlock(user))
     return true;
@@ -260,7 +283,7 @@ struct FuseDtSoftplus : OpRewritePattern<OpTy> {
 
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
-    Value dt = isSsd ? op->getOperand(1) : op->getOperand(1);
+    Value dt = op->getOperand(1); // dt (ssd) or delta (selective_scan)
     bool softplus;
     Value bias;
     if constexpr (isSsd) {

@@ -115,3 +115,73 @@ func.func @not_a_gate(%x: tensor<1x8x2x4xf32>, %dt: tensor<1x8x2xf32>, %A: tenso
   } -> tensor<1x8x2x4xf32>
   return %g : tensor<1x8x2x4xf32>
 }
+
+// y * silu(y): the gate would be the op's own result; it stays a generic.
+// CHECK-LABEL: func @self_gate
+// CHECK: seq.ssd
+// CHECK-NOT: gate(
+// CHECK: linalg.generic
+func.func @self_gate(%x: tensor<1x8x2x4xf32>, %dt: tensor<1x8x2xf32>, %A: tensor<2xf32>,
+                     %B: tensor<1x8x1x3xf32>) -> tensor<1x8x2x4xf32> {
+  %y, %last = seq.ssd %x, %dt, %A, %B, %B
+      : (tensor<1x8x2x4xf32>, tensor<1x8x2xf32>, tensor<2xf32>, tensor<1x8x1x3xf32>, tensor<1x8x1x3xf32>)
+        -> (tensor<1x8x2x4xf32>, tensor<1x2x4x3xf32>)
+  %e4 = tensor.empty() : tensor<1x8x2x4xf32>
+  %g = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%y : tensor<1x8x2x4xf32>) outs(%e4 : tensor<1x8x2x4xf32>) {
+  ^bb0(%yv: f32, %o: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %yv : f32
+    %ex = math.exp %n : f32
+    %den = arith.addf %one, %ex : f32
+    %sig = arith.divf %one, %den : f32
+    %silu = arith.mulf %yv, %sig : f32
+    %r = arith.mulf %yv, %silu : f32
+    linalg.yield %r : f32
+  } -> tensor<1x8x2x4xf32>
+  return %g : tensor<1x8x2x4xf32>
+}
+
+// Look-alikes with the comparison the wrong way round are other functions:
+// x < 0 ? x + 1 : exp(x) is not elu + 1, and x < 20 ? x : log1p(exp(x)) is
+// not softplus. Both stay generics.
+// CHECK-LABEL: func @wrong_comparisons
+// CHECK: linalg.generic
+// CHECK: seq.ssd
+// CHECK-NOT: dt_softplus
+// CHECK: linalg.generic
+// CHECK: seq.linear_attention
+// CHECK-NOT: feature_map
+func.func @wrong_comparisons(%x: tensor<1x8x2x4xf32>, %dt: tensor<1x8x2xf32>, %A: tensor<2xf32>,
+                             %B: tensor<1x8x1x3xf32>, %q: tensor<1x4x2x3xf32>,
+                             %v: tensor<1x4x2x5xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x4x2x5xf32>) {
+  %e3 = tensor.empty() : tensor<1x8x2xf32>
+  %sp = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%dt : tensor<1x8x2xf32>) outs(%e3 : tensor<1x8x2xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.constant 20.0 : f32
+    %c = arith.cmpf olt, %a, %t : f32
+    %e = math.exp %a : f32
+    %l = math.log1p %e : f32
+    %r = arith.select %c, %a, %l : f32
+    linalg.yield %r : f32
+  } -> tensor<1x8x2xf32>
+  %y, %last = seq.ssd %x, %sp, %A, %B, %B
+      : (tensor<1x8x2x4xf32>, tensor<1x8x2xf32>, tensor<2xf32>, tensor<1x8x1x3xf32>, tensor<1x8x1x3xf32>)
+        -> (tensor<1x8x2x4xf32>, tensor<1x2x4x3xf32>)
+  %e = tensor.empty() : tensor<1x4x2x3xf32>
+  %q1 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%q : tensor<1x4x2x3xf32>) outs(%e : tensor<1x4x2x3xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %zero = arith.constant 0.0 : f32
+    %one = arith.constant 1.0 : f32
+    %c = arith.cmpf olt, %a, %zero : f32
+    %p = arith.addf %a, %one : f32
+    %ex = math.exp %a : f32
+    %r = arith.select %c, %p, %ex : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x2x3xf32>
+  %o, %s = seq.linear_attention %q1, %q1, %v
+      : (tensor<1x4x2x3xf32>, tensor<1x4x2x3xf32>, tensor<1x4x2x5xf32>) -> (tensor<1x4x2x5xf32>, tensor<1x2x3x5xf32>)
+  return %y, %o : tensor<1x8x2x4xf32>, tensor<1x4x2x5xf32>
+}
