@@ -76,8 +76,10 @@ struct CpuMatmul : OpRewritePattern<OpTy> {
     std::optional<ElementwiseStage> prologue, epilogue;
     int epilogueInput = -1;
     if (!batched && fuse) {
+      // Only as A: matmul(p, p) or p as the init still needs p itself.
       if (auto p = A.getDefiningOp<linalg::GenericOp>();
-          p && soleComputeUser(p->getResult(0)) == op.getOperation())
+          p && B != A && init != A &&
+          soleComputeUser(p->getResult(0)) == op.getOperation())
         prologue = ElementwiseStage::match(p);
       Value result = op->getResult(0);
       if (Operation *user = soleComputeUser(result))
@@ -116,6 +118,21 @@ struct CpuMatmul : OpRewritePattern<OpTy> {
     kb.check(kb.cmp(arith::CmpIPredicate::eq, kb.dim(B, off), K),
              "matmul: the reduction sizes of the operands differ ({0} vs {1})",
              {kb.dim(B, off), K});
+    // The kernel takes M and N (and the batch) from the init.
+    kb.check(kb.cmp(arith::CmpIPredicate::eq, kb.dim(init, off), M),
+             "matmul: the init has {0} rows but A has {1}",
+             {kb.dim(init, off), M});
+    kb.check(kb.cmp(arith::CmpIPredicate::eq, kb.dim(init, off + 1), N),
+             "matmul: the init has {0} columns but B has {1}",
+             {kb.dim(init, off + 1), N});
+    if (batched) {
+      kb.check(kb.cmp(arith::CmpIPredicate::eq, kb.dim(B, 0), batch),
+               "matmul: the batch sizes of the operands differ ({0} vs {1})",
+               {kb.dim(B, 0), batch});
+      kb.check(kb.cmp(arith::CmpIPredicate::eq, kb.dim(init, 0), batch),
+               "matmul: the init's batch size is {0} but A's is {1}",
+               {kb.dim(init, 0), batch});
+    }
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
     SmallVector<Value> sizes;
     for (int64_t i = 0; i < resultType.getRank(); ++i)

@@ -96,4 +96,45 @@ for T in (1, 67, 130):
     c.close(f"T={T} norm -> matmul -> bias, scale, residual", out, ref)
     c.close(f"T={T} plain matmul", q, x64 @ w)
     c.close(f"T={T} its square", q2, (x64 @ w) ** 2)
+
+# A producer used twice by the matmul (n(x) n(x)^T's square form n @ n):
+# it must stay a value of its own, not be folded into A's packing only.
+SQUARE = """
+#full = affine_map<(m, n) -> (m, n)>
+func.func @main(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %e = tensor.empty(%n, %n) : tensor<?x?xf32>
+  %p = linalg.generic {indexing_maps = [#full, #full], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = math.tanh %a : f32
+    linalg.yield %t : f32
+  } -> tensor<?x?xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y = linalg.matmul ins(%p, %p : tensor<?x?xf32>, tensor<?x?xf32>) outs(%z : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+"""
+for n in (1, 37):
+    x = f32(r.standard_normal((n, n)))
+    (y,) = run_seqc(SQUARE, [x])
+    t = np.tanh(x.astype(np.float64))
+    c.close(f"n={n} tanh(x) @ tanh(x)", y, t @ t)
+
+# The kernel takes M and N from the init: an init of the wrong size is an
+# error, not a write past the buffer.
+MISMATCH = """
+func.func @main(%a: tensor<?x8xf32>, %b: tensor<8x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %y = linalg.matmul ins(%a, %b : tensor<?x8xf32>, tensor<8x?xf32>) outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+"""
+for rows, cols, what in ((5, 4, "rows"), (4, 6, "columns")):
+    a = f32(r.standard_normal((4, 8)))
+    b = f32(r.standard_normal((8, 4)))
+    init = f32(np.zeros((rows, cols)))
+    err = run_seqc(MISMATCH, [a, b, init], expect_error=True)
+    c.expect(f"init with wrong {what} is an error", what in str(err) or "dimension" in str(err), str(err))
 c.finish()
