@@ -60,7 +60,7 @@ struct CpuAttention : OpRewritePattern<seq::AttentionOp> {
     double scale = op.getScale() ? op.getScale()->convertToDouble()
                                  : 1.0 / std::sqrt(static_cast<double>(K));
     bool causal = op.getCausal();
-    int64_t window = op.getWindowAttr().getInt();
+    int64_t window = op.getWindow();
 
     // Packed keys (transposed) and values per (batch, kv head).
     auto f32 = b.getF32Type();

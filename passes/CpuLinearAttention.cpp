@@ -77,7 +77,7 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     Params p{H, K, V, decayRank, decayIndex, initIndex, op.getFeatureMap(),
              op.getScale().convertToDouble(), op.getEps().convertToDouble(),
              op.getNormalize(),
-             chooseChunkSize(op.getChunkSizeAttr().getInt(), K,
+             chooseChunkSize(op.getChunkSize(), K,
                              target.vectorWidth)};
     switch (plan) {
     case Plan::Chunked:

@@ -24,7 +24,8 @@ Value expertCapacity(KernelBuilder &kb, double capacityFactor, Value T,
                      Value K, Value E);
 
 /// The chunk size of the chunked SSD / linear-attention kernels: `hint` when
-/// positive, else the cost model's choice for state dimension `N`.
+/// positive (at most 256), else the cost model's choice for state
+/// dimension `N`.
 int64_t chooseChunkSize(int64_t hint, int64_t N, int64_t lanes);
 
 void populateCpuSsdPatterns(mlir::RewritePatternSet &patterns,

@@ -51,8 +51,12 @@ static Value imin(KernelBuilder &kb, Value a, Value b) { return kb.mins(a, b); }
 /// c ~ 16 measured on AVX-512 that is sqrt(8 N), rounded to a power of two
 /// in [32, 128] and to a whole number of vectors.
 int64_t seqc::chooseChunkSize(int64_t hint, int64_t N, int64_t lanes) {
+  // A hint beyond 256 is taken as 256: the chunk's Q x Q mask and operand
+  // tiles live on the task's stack (a 2048-step chunk would need over
+  // 16 MB), and chunks that long are slower than the recurrence anyway.
+  // The chunk size never changes the result.
   if (hint > 0)
-    return hint;
+    return std::min<int64_t>(hint, 256);
   double best = std::sqrt(8.0 * static_cast<double>(std::max<int64_t>(N, 1)));
   int64_t q = 32;
   while (q < 128 && q * 1.41 < best)
@@ -109,7 +113,7 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
       return optIndex[which] < 0 ? Value() : in[optIndex[which]];
     };
 
-    const int64_t Q = chooseChunkSize(op.getChunkSizeAttr().getInt(), N,
+    const int64_t Q = chooseChunkSize(op.getChunkSize(), N,
                                       lanes);
     const int64_t Qpad = roundUp(Q, lanes);
     Value nChunks = kb.divs(kb.add(T, kb.idx(Q - 1)), kb.idx(Q));

@@ -104,6 +104,8 @@ c.run("all optional", lambda: case(2, 21, 6, 5, 7, 3, use=("D", "z", "db", "h0")
 c.run("T=1 decode", lambda: case(1, 1, 4, 8, 16, 2, use=("D", "z", "db", "h0"), softplus_dt=True, seed=2))
 c.run("odd chunks", lambda: case(1, 37, 3, 4, 5, 1, use=("D",), chunk=8, seed=3))
 c.run("chunk > T", lambda: case(2, 10, 2, 3, 4, 2, use=("db",), softplus_dt=True, chunk=64, seed=4))
+c.run("chunk_size far beyond any stack (taken as 256)",
+      lambda: case(1, 700, 2, 16, 32, 1, chunk=1 << 20, seed=12))
 c.run("G = H", lambda: case(1, 13, 4, 2, 3, 4, use=("z",), seed=5))
 c.run("dynamic T", lambda: case(2, 17, 2, 4, 4, 1, use=("D", "h0"), dynamic_t=True, seed=6))
 c.run("quadratic form", quadratic_form_agrees)
