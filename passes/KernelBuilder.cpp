@@ -11,6 +11,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
+#include <limits>
+
 #include <cmath>
 
 using namespace mlir;
@@ -76,7 +78,10 @@ Value KernelBuilder::polynomialExp(Value x) {
   // (ln 2 split in two for an exact product), e^r by its Taylor polynomial
   // of degree 6 (error below 2e-7), 2^n built in the exponent bits. x is
   // clamped to [-87.3, 88] first, where the result is a normal float, and
-  // below -87.3 the result is 0; NaN stays NaN (the clamps propagate it).
+  // below -87.3 the result is 0, above 88.72 (where exp overflows) +inf,
+  // and NaN stays NaN: the float-to-int conversion of a NaN n would be
+  // poison, so NaN and the overflow are selected at the end, not left to
+  // flow through the integer bits.
   Value c = maximumf(x, like(x, -87.3));
   c = minimumf(c, like(x, 88.0));
   Value n = math::RoundEvenOp::create(b, fmul(c, like(x, 1.4426950408889634)));
@@ -100,7 +105,11 @@ Value KernelBuilder::polynomialExp(Value x) {
   Value scale = arith::BitcastOp::create(b, x.getType(), bits);
   // Below the clamp the result is 0 (exp(-inf) = 0 exactly, as masks need).
   Value under = fcmp(arith::CmpFPredicate::OLT, x, like(x, -87.3));
-  return select(under, like(x, 0.0), fmul(p, scale));
+  Value over = fcmp(arith::CmpFPredicate::OGT, x, like(x, 88.72283935546875));
+  Value isNan = fcmp(arith::CmpFPredicate::UNO, x, x);
+  Value e = select(under, like(x, 0.0), fmul(p, scale));
+  e = select(over, like(x, std::numeric_limits<double>::infinity()), e);
+  return select(isNan, x, e);
 }
 
 Value KernelBuilder::maximumf(Value a, Value c) {
