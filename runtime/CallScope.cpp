@@ -133,10 +133,14 @@ static void formatInto(std::string &out, const char *fmt, int64_t nargs,
 /// Ends the running call with the error already stored in `state->error`.
 /// Only trivially destructible locals may be alive in callers up to run().
 [[noreturn]] static void unwind(CallState *state) {
+  // Not from inside a parallel loop's task, even on the owner thread: the
+  // jump would leave the loop's job open on an unwound stack and the pool
+  // held. The lowerings emit every check in host code, outside the loops.
   if (state && state->canJump &&
-      state->owner == std::this_thread::get_id())
+      state->owner == std::this_thread::get_id() && !insideParallelTask())
     std::longjmp(state->jump, 1);
-  // A worker thread, or no running call: nothing can be unwound safely.
+  // A worker thread, a task, or no running call: nothing can be unwound
+  // safely.
   std::fprintf(stderr, "error: %s\n",
                state ? state->error.c_str() : "run-time check failed");
   std::abort();

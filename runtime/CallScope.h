@@ -56,6 +56,8 @@ private:
 CallState *enterCall(CallState *state);
 /// The call running on this thread, or null.
 CallState *currentCall();
+/// True while this thread runs a task of a parallel loop (ThreadPool.cpp).
+bool insideParallelTask();
 
 } // namespace seqc::rt
 

@@ -30,7 +30,9 @@ struct Job {
   void *ctx = nullptr;
   int64_t count = 0;
   int64_t grain = 1;
-  std::atomic<int64_t> next{0};
+  // Every grain takes from `next`: its own cache line, apart from the
+  // fields every thread reads.
+  alignas(64) std::atomic<int64_t> next{0};
   seqc::rt::CallState *call = nullptr;
 };
 
@@ -127,6 +129,8 @@ private:
   }
 
   void ensureWorkers(int64_t n) {
+    if (spawned.load(std::memory_order_acquire) >= n)
+      return; // the common case: no lock on the way into a loop
     std::lock_guard<std::mutex> lock(mutex);
     while (static_cast<int64_t>(workers.size()) < n) {
       int index = static_cast<int>(workers.size());
@@ -136,10 +140,14 @@ private:
       workers.emplace_back([this, index, start] { loop(index, start); });
       workers.back().detach();
     }
+    spawned.store(static_cast<int64_t>(workers.size()),
+                  std::memory_order_release);
   }
 
   /// Takes grains until none are left.
   void work() {
+    // A task cannot end its call from here (CallScope refuses to jump out
+    // of a parallel loop; see insideParallelTask).
     insideTask = true;
     for (;;) {
       int64_t begin = job.next.fetch_add(job.grain, std::memory_order_relaxed);
@@ -150,26 +158,30 @@ private:
     insideTask = false;
   }
 
-  /// True when a job newer than `seen` is open and wants worker `index`.
-  bool jobFor(int index, uint64_t seen) const {
+  /// The generation of an open job newer than `seen` that wants worker
+  /// `index`, or `seen` when there is none.
+  uint64_t jobFor(int index, uint64_t seen) const {
     uint64_t s = state.load();
-    return generationOf(s) != seen && (s & kOpen) &&
-           index < wanted.load(std::memory_order_relaxed);
+    bool wants = generationOf(s) != seen && (s & kOpen) &&
+                 index < wanted.load(std::memory_order_relaxed);
+    return wants ? generationOf(s) : seen;
   }
 
-  /// Waits for a job this worker may take part in: spins for a while (a
-  /// decode step's kernels follow each other within microseconds), then
-  /// sleeps.
-  void waitForJob(int index, uint64_t seen) {
+  /// Waits for a job this worker may take part in and returns its
+  /// generation: spins for a while (a decode step's kernels follow each
+  /// other within microseconds), then sleeps.
+  uint64_t waitForJob(int index, uint64_t seen) {
     for (int spin = 0; spin < 20000; ++spin) {
-      if (jobFor(index, seen))
-        return;
+      if (uint64_t g = jobFor(index, seen); g != seen)
+        return g;
       std::this_thread::yield();
     }
     std::unique_lock<std::mutex> lock(mutex);
     sleepers.fetch_add(1);
-    wake.wait(lock, [&] { return jobFor(index, seen); });
+    uint64_t g = seen;
+    wake.wait(lock, [&] { return (g = jobFor(index, seen)) != seen; });
     sleepers.fetch_sub(1);
+    return g;
   }
 
   /// Joins the open job of generation `generation`, if it still is.
@@ -183,8 +195,9 @@ private:
 
   void loop(int index, uint64_t seen) {
     for (;;) {
-      waitForJob(index, seen);
-      seen = generationOf(state.load(std::memory_order_acquire));
+      // Join exactly the job that wanted this worker; if it closed
+      // meanwhile, wait for the next one.
+      seen = waitForJob(index, seen);
       if (!join(seen))
         continue; // closed before this worker got to it
       seqc::rt::CallState *prev = seqc::rt::enterCall(job.call);
@@ -200,7 +213,8 @@ private:
   std::mutex submitMutex; // one parallel loop on the pool at a time
   std::mutex mutex;
   std::condition_variable wake;
-  std::atomic<uint64_t> state{0};
+  alignas(64) std::atomic<uint64_t> state{0};
+  std::atomic<int64_t> spawned{0};
   std::atomic<int> wanted{0};
   std::atomic<int> sleepers{0};
   Job job;
@@ -208,6 +222,8 @@ private:
 };
 
 } // namespace
+
+bool seqc::rt::insideParallelTask() { return insideTask; }
 
 extern "C" void seqc_rt_parallel_for(int64_t count, seqc_rt_task_fn fn,
                                      void *ctx) {
