@@ -20,6 +20,8 @@ inline double now() {
 }
 
 inline double median(std::vector<double> v) {
+  if (v.empty())
+    return 0.0;
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);

@@ -42,13 +42,16 @@ for t in $TARGETS; do
     *) maxlen=8192 ;;
   esac
   echo "== seqc-fuzz-$t for ${SECONDS_EACH}s"
+  status=0
   "$DIR/bin/seqc-fuzz-$t" "$corpus" -max_total_time="$SECONDS_EACH" -max_len=$maxlen \
     -rss_limit_mb=4096 -timeout=30 -print_final_stats=1 ${SEQC_FUZZ_SEED:+-seed=$SEQC_FUZZ_SEED} \
-    -artifact_prefix="$WORK/crashes-$t/" 2>&1 | tee "$WORK/log-$t.txt" | \
-    grep -E "^#[0-9]+ +(DONE|pulse)|stat::|ERROR|SUMMARY|Test unit written" || true
-  if grep -qE "ERROR: (AddressSanitizer|libFuzzer|UndefinedBehaviorSanitizer|LeakSanitizer)|runtime error:" \
+    -artifact_prefix="$WORK/crashes-$t/" > "$WORK/log-$t.txt" 2>&1 || status=$?
+  grep -E "^#[0-9]+ +(DONE|pulse)|stat::|ERROR|SUMMARY|Test unit written" "$WORK/log-$t.txt" || true
+  # A run that ends in anything but success fails, reported or not (a binary
+  # that cannot start, an OOM kill without a libFuzzer banner).
+  if [ "$status" -ne 0 ] || grep -qE "ERROR: (AddressSanitizer|libFuzzer|UndefinedBehaviorSanitizer|LeakSanitizer)|runtime error:" \
       "$WORK/log-$t.txt"; then
-    echo "seqc-fuzz-$t found a crash: see $WORK/log-$t.txt and $WORK/crashes-$t/" >&2
+    echo "seqc-fuzz-$t failed (exit status $status): see $WORK/log-$t.txt and $WORK/crashes-$t/" >&2
     exit 1
   fi
 done
