@@ -28,6 +28,7 @@ def long_scans():
     h, last = run_seqc(text, [a, b])
     rh, rl = linear_scan(a, b)
     c.close("linear_scan T=65536, decays in [0.999, 1]", h, rh)
+    c.close("linear_scan T=65536 final state", last, rl)
 
     u = f32(r.standard_normal((1, T, 4)))
     delta = f32(r.uniform(0.0, 0.01, (1, T, 4)))
