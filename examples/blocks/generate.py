@@ -28,9 +28,25 @@ def header(title, lines, kind, file):
     return text
 
 
+def check_sizes(kind, D, d_state=64, headdim=32):
+    """Raises ValueError naming the first size the block cannot take."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown block '{kind}' (one of {', '.join(KINDS)})")
+    for what, v in (("--d-model", D), ("--d-state", d_state), ("--headdim", headdim)):
+        if v <= 0:
+            raise ValueError(f"{what} must be positive, not {v}")
+    if kind in ("mamba2", "hybrid") and (2 * D) % headdim:
+        raise ValueError(f"{kind}: --headdim {headdim} must divide d_inner = 2 x --d-model = {2 * D}")
+    if kind == "gla" and D % 8:
+        raise ValueError(f"gla: --d-model must be a multiple of 8 (4 heads of key size D/8), not {D}")
+    if kind in ("performer", "hybrid") and D % 4:
+        raise ValueError(f"{kind}: --d-model must be a multiple of 4 (4 heads), not {D}")
+
+
 def build(kind, D, d_state=64, headdim=32):
     """The block file of `kind` at d_model D (Mamba-2 layers with the given
     state size and head dimension): (file name, text, functions)."""
+    check_sizes(kind, D, d_state, headdim)
     f = f"{kind}_block.mlir" if kind != "hybrid" else "hybrid_stack.mlir"
     common = ["Functions: @main(u, weights) runs a whole sequence from zero states;",
               "@step(u, states, weights) continues from given states (decode).",
@@ -104,11 +120,19 @@ def main():
     ap.add_argument("--d-state", type=int, default=64, help="of Mamba-2 layers")
     ap.add_argument("--headdim", type=int, default=32, help="of Mamba-2 layers")
     args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    for kind in args.blocks:
-        name, text, _ = build(kind, args.d_model, args.d_state, args.headdim)
-        with open(os.path.join(args.out, name), "w") as fh:
-            fh.write(text)
+    try:
+        for kind in args.blocks:
+            check_sizes(kind, args.d_model, args.d_state, args.headdim)
+    except ValueError as e:
+        ap.error(str(e))
+    try:
+        os.makedirs(args.out, exist_ok=True)
+        for kind in args.blocks:
+            name, text, _ = build(kind, args.d_model, args.d_state, args.headdim)
+            with open(os.path.join(args.out, name), "w") as fh:
+                fh.write(text)
+    except OSError as e:
+        sys.exit(f"error: {e}")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,10 @@ import generate  # noqa: E402
 def specs(kind, d_model=128, func="main", d_state=64, headdim=32):
     """(name, shape) of every weight argument of `func` in the block file."""
     _, _, funcs = generate.build(kind, d_model, d_state, headdim)
-    fn = next(f for f in funcs if f.name == func)
+    fn = next((f for f in funcs if f.name == func), None)
+    if fn is None:
+        raise ValueError(f"the {kind} block has no function @{func} "
+                         f"(it has {', '.join('@' + f.name for f in funcs if not f.private)})")
     out = []
     for v, seq_name in fn.args:
         if seq_name and seq_name != "u" and not any(
@@ -106,12 +109,21 @@ def main():
     ap.add_argument("--d-state", type=int, default=64, help="of Mamba-2 layers")
     ap.add_argument("--headdim", type=int, default=32, help="of Mamba-2 layers")
     args = ap.parse_args()
-    w = make_weights(args.block, args.d_model, args.seed, args.func, args.d_state,
-                     args.headdim)
-    if args.npz:
-        np.savez(args.out, **w)
-    else:
-        write_safetensors(args.out, w)
+    if args.tokens <= 0:
+        ap.error(f"--tokens must be positive, not {args.tokens}")
+    try:
+        w = make_weights(args.block, args.d_model, args.seed, args.func, args.d_state,
+                         args.headdim)
+    except ValueError as e:
+        ap.error(str(e))
+    try:
+        if args.npz:
+            with open(args.out, "wb") as fh:  # np.savez would append .npz
+                np.savez(fh, **w)
+        else:
+            write_safetensors(args.out, w)
+    except OSError as e:
+        sys.exit(f"error: {e}")
     n = sum(a.size for a in w.values())
     print(f"{args.out}: {len(w)} tensors, {n} parameters")
     if args.input_out:
