@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -65,16 +66,31 @@ TEST(ThreadPool, ManyShortLoopsInARow) {
 struct Nested {
   Counts *counts;
   int64_t inner;
+  std::atomic<int> offThread{0};
 };
+
+struct InnerRun {
+  Counts counts;
+  std::thread::id outer;
+  std::atomic<int> *offThread;
+};
+
+void innerRange(void *ctx, int64_t begin, int64_t end) {
+  auto *run = static_cast<InnerRun *>(ctx);
+  if (std::this_thread::get_id() != run->outer)
+    run->offThread->fetch_add(1);
+  countRange(&run->counts, begin, end);
+}
 
 void nestedRange(void *ctx, int64_t begin, int64_t end) {
   auto *nested = static_cast<Nested *>(ctx);
   for (int64_t i = begin; i < end; ++i) {
     // An inner loop runs inline on the task's thread.
-    Counts inner(nested->inner);
-    seqc_rt_parallel_for(nested->inner, countRange, &inner);
+    InnerRun inner{Counts(nested->inner), std::this_thread::get_id(),
+                   &nested->offThread};
+    seqc_rt_parallel_for(nested->inner, innerRange, &inner);
     for (int64_t j = 0; j < nested->inner; ++j)
-      if (inner.hits[j].load() == 1)
+      if (inner.counts.hits[j].load() == 1)
         nested->counts->hits[i * nested->inner + j].fetch_add(1);
   }
 }
@@ -85,6 +101,21 @@ TEST(ThreadPool, NestedLoopsRunInline) {
   Nested nested{&counts, 9};
   seqc_rt_parallel_for(50, nestedRange, &nested);
   expectEachOnce(counts);
+  EXPECT_EQ(nested.offThread.load(), 0)
+      << "inner tasks ran on another thread than their outer task";
+}
+
+TEST(ThreadPool, LoopsAfterTheWorkersFellAsleep) {
+  // Workers spin briefly after a loop, then sleep on a condition variable;
+  // a loop after a pause must wake them (or run without them), never hang
+  // or lose indices.
+  PoolSize pool(3);
+  for (int round = 0; round < 3; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    Counts counts(10000);
+    seqc_rt_parallel_for(10000, countRange, &counts);
+    expectEachOnce(counts);
+  }
 }
 
 TEST(ThreadPool, HostThreadsShareThePool) {
