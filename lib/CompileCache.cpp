@@ -68,7 +68,7 @@ std::string seqc::cacheKey(std::string_view source, std::string_view bufferName,
      << "\nopt " << options.optLevel << "\nprofile " << static_cast<int>(options.profile)
      << "\nfuse " << options.fuse << "\nperf-map " << perfMapRequested()
      << "\ntarget "
-     << static_cast<int>(options.target)
+     << static_cast<int>(options.target) << "\nchip " << options.cudaChip
      // The buffer's name is part of the code: run-time error messages quote
      // source locations.
      << "\nname " << bufferName.size() << " " << bufferName << "\n\n";

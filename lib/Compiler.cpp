@@ -21,6 +21,8 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -140,6 +142,43 @@ static Expected<FunctionSignature> describe(mlir::func::FuncOp fn) {
 // Compilation
 //===----------------------------------------------------------------------===//
 
+const char *seqc::cudaInitSymbol() { return "__seqc_cuda_init"; }
+const char *seqc::cudaFiniSymbol() { return "__seqc_cuda_fini"; }
+
+/// Replaces the constructor (or destructor) list `array` by one public
+/// function `name` that calls them in order of priority (reversed for
+/// destructors).
+static void gatherStructors(llvm::Module &m, llvm::StringRef array,
+                            llvm::StringRef name, bool reversed) {
+  llvm::LLVMContext &ctx = m.getContext();
+  std::vector<std::pair<uint64_t, llvm::Function *>> calls;
+  if (llvm::GlobalVariable *gv = m.getNamedGlobal(array)) {
+    if (auto *list = llvm::dyn_cast<llvm::ConstantArray>(gv->getInitializer()))
+      for (llvm::Value *entry : list->operands()) {
+        auto *item = llvm::dyn_cast<llvm::ConstantStruct>(entry);
+        if (!item)
+          continue;
+        auto *priority = llvm::dyn_cast<llvm::ConstantInt>(item->getOperand(0));
+        auto *fn = llvm::dyn_cast<llvm::Function>(
+            item->getOperand(1)->stripPointerCasts());
+        if (priority && fn)
+          calls.emplace_back(priority->getZExtValue(), fn);
+      }
+    gv->eraseFromParent();
+  }
+  std::stable_sort(calls.begin(), calls.end(),
+                   [](const auto &a, const auto &b) { return a.first < b.first; });
+  if (reversed)
+    std::reverse(calls.begin(), calls.end());
+  auto *fn = llvm::Function::Create(
+      llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), false),
+      llvm::GlobalValue::ExternalLinkage, name, m);
+  llvm::IRBuilder<> irb(llvm::BasicBlock::Create(ctx, "entry", fn));
+  for (auto &[priority, callee] : calls)
+    irb.CreateCall(callee);
+  irb.CreateRetVoid();
+}
+
 Expected<CompiledObject> seqc::compileToObject(std::string_view source,
                                                const std::string &bufferName,
                                                const CompileOptions &options,
@@ -204,10 +243,20 @@ Expected<CompiledObject> seqc::compileToObject(std::string_view source,
   }
 
   mlir::PassManager pm(&ctx);
-  CpuPipelineOptions cpu;
-  cpu.reference = options.reference;
-  cpu.fuse = options.fuse;
-  buildCpuPipeline(pm, cpu);
+  if (options.target == Target::CPU) {
+    CpuPipelineOptions cpu;
+    cpu.reference = options.reference;
+    cpu.fuse = options.fuse;
+    buildCpuPipeline(pm, cpu);
+  } else {
+    if (options.reference)
+      return Status::error("the reference lowering runs on the CPU only");
+    CudaPipelineOptions cuda;
+    cuda.emulate = options.target == Target::CUDAEmulated;
+    if (!options.cudaChip.empty())
+      cuda.chip = options.cudaChip;
+    buildCudaPipeline(pm, cuda);
+  }
   if (mlir::failed(pm.run(*module)))
     return fail("compilation of " + bufferName + " failed");
 
@@ -218,6 +267,13 @@ Expected<CompiledObject> seqc::compileToObject(std::string_view source,
     return fail("cannot translate " + bufferName + " to LLVM IR");
   llvmModule->setDataLayout(tm.createDataLayout());
   llvmModule->setTargetTriple(tm.getTargetTriple());
+  if (options.target == Target::CUDA) {
+    // Kernel modules are loaded and unloaded by constructors; the engine
+    // calls them explicitly (objects linked into the JIT have no
+    // .init_array run), after the device is ready.
+    gatherStructors(*llvmModule, "llvm.global_ctors", cudaInitSymbol(), false);
+    gatherStructors(*llvmModule, "llvm.global_dtors", cudaFiniSymbol(), true);
+  }
   if (hook)
     hook(*llvmModule, result.functions);
 

@@ -56,6 +56,11 @@ Expected<CompiledObject> compileToObject(std::string_view source,
                                          llvm::TargetMachine &tm,
                                          const ModuleHook &hook = nullptr);
 
+/// The functions of CUDA objects that load their kernel modules (call after
+/// linking) and unload them (call before unlinking).
+const char *cudaInitSymbol();
+const char *cudaFiniSymbol();
+
 /// The version of seqc (part of cache keys and object metadata).
 const char *seqcVersion();
 

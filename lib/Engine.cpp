@@ -56,6 +56,15 @@ struct CompiledModule::Impl {
   std::vector<FunctionSignature> functions;
   std::vector<UnsupportedFunction> unsupported;
   std::map<std::string, PackedFn> entries;
+  /// Code for the CUDA target: calls use managed memory; `unloadKernels`
+  /// releases the kernel modules before the code goes.
+  bool cuda = false;
+  void (*unloadKernels)() = nullptr;
+
+  ~Impl() {
+    if (unloadKernels)
+      unloadKernels();
+  }
 };
 
 struct Function::Impl {
@@ -108,13 +117,14 @@ const FunctionSignature &Function::signature() const { return *impl->sig; }
 
 Expected<std::vector<Tensor>>
 Function::call(const std::vector<TensorView> &args) const {
-  return invokePacked(impl->packed, *impl->sig, args, impl->memoryLimit);
+  return invokePacked(impl->packed, *impl->sig, args, impl->memoryLimit,
+                      nullptr, impl->module->cuda);
 }
 
 Expected<std::vector<Tensor>>
 Function::call(const std::vector<TensorView> &args, CallStats &stats) const {
   return invokePacked(impl->packed, *impl->sig, args, impl->memoryLimit,
-                      &stats);
+                      &stats, impl->module->cuda);
 }
 
 PackedFn Function::packedEntry() const { return impl->packed; }
@@ -172,6 +182,25 @@ loadObject(const std::string &object, std::vector<FunctionSignature> functions,
                            llvm::toString(addr.takeError()));
     impl->entries[f.name] = addr->toPtr<PackedFn>();
   }
+  // CUDA code loads its kernel modules now (the device is ready: the engine
+  // checked before compiling).
+  if (auto init = (*jit)->lookup(cudaInitSymbol())) {
+    impl->cuda = true;
+    std::string stale = rt::cudaTakeLoadError();
+    (void)stale;
+    init->toPtr<void (*)()>()();
+    if (auto fini = (*jit)->lookup(cudaFiniSymbol()))
+      impl->unloadKernels = fini->toPtr<void (*)()>();
+    else
+      llvm::consumeError(fini.takeError());
+    std::string error = rt::cudaTakeLoadError();
+    if (!error.empty()) {
+      impl->jit = std::move(*jit);
+      return Status::error(error);
+    }
+  } else {
+    llvm::consumeError(init.takeError());
+  }
   impl->jit = std::move(*jit);
   impl->functions = std::move(functions);
   impl->unsupported = std::move(unsupported);
@@ -194,11 +223,22 @@ Engine::~Engine() = default;
 Expected<std::shared_ptr<CompiledModule>>
 Engine::compile(std::string_view source, const CompileOptions &options,
                 const std::string &bufferName) {
+  CompileOptions resolved = options;
   if (options.target == Target::CUDA) {
-    if (!cudaDeviceAvailable())
-      return Status::error("no CUDA device");
-    return Status::error("the CUDA target is not available in this build");
+    std::string why = rt::cudaReady();
+    if (!why.empty())
+      return Status::error(why.rfind("no CUDA device", 0) == 0
+                               ? why
+                               : "no CUDA device (" + why + ")");
+    if (resolved.cudaChip.empty())
+      resolved.cudaChip = rt::cudaDeviceChip();
   }
+  return compileResolved(source, resolved, bufferName);
+}
+
+Expected<std::shared_ptr<CompiledModule>>
+Engine::compileResolved(std::string_view source, const CompileOptions &options,
+                        const std::string &bufferName) {
   if (options.numThreads < 0)
     return Status::error("numThreads must be >= 0");
   if (options.numThreads > 0)

@@ -1,6 +1,9 @@
 //===- CpuKernel.cpp - parallel CPU kernels emitted by lowerings ----------===//
 
 #include "CpuKernel.h"
+#include "seqc/Passes.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -38,7 +41,8 @@ CpuTarget CpuTarget::host() {
 void seqc::emitParallelKernel(ImplicitLocOpBuilder &b, StringRef name,
                               Value count, ValueRange args,
                               const TaskBody &body) {
-  auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  auto module =
+      b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
   SmallVector<Type> types{b.getIndexType(), b.getIndexType()};
   for (Value a : args)
     types.push_back(a.getType());
@@ -76,8 +80,8 @@ static MemRefType stridedBufferTypeOf(RankedTensorType t) {
     return bufferTypeOf(t);
   SmallVector<int64_t> strides(rank, ShapedType::kDynamic);
   strides.back() = 1;
-  auto layout = StridedLayoutAttr::get(t.getContext(), ShapedType::kDynamic,
-                                       strides);
+  auto layout =
+      StridedLayoutAttr::get(t.getContext(), ShapedType::kDynamic, strides);
   return MemRefType::get(t.getShape(), t.getElementType(), layout);
 }
 
@@ -114,4 +118,18 @@ bool seqc::allF32(Operation *op) {
   };
   return llvm::all_of(op->getOperandTypes(), isF32) &&
          llvm::all_of(op->getResultTypes(), isF32);
+}
+
+LogicalResult seqc::applyKernelLowerings(Operation *module,
+                                         RewritePatternSet &&patterns) {
+  populateReferenceScanPatterns(patterns);
+  populateReferenceStateSpacePatterns(patterns);
+  populateReferenceAttentionPatterns(patterns);
+  populateReferenceConvPatterns(patterns);
+  populateReferenceMoEPatterns(patterns);
+  GreedyRewriteConfig config;
+  config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+  config.enableFolding(false);
+  config.enableConstantCSE(false);
+  return applyPatternsGreedily(module, std::move(patterns), config);
 }

@@ -61,6 +61,14 @@ inline int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 /// fast kernels' type; others take the reference lowering).
 bool allF32(mlir::Operation *op);
 
+/// Applies `patterns` (kernel lowerings, then the reference lowering of
+/// every op family for whatever they decline) to `module`: kernels are
+/// created at module level while their callers are rewritten, and nothing
+/// folds (to_buffer(to_tensor(m)) would fold to m, hiding a kernel's read of
+/// its input from the bufferization analysis; see Pipelines.cpp).
+mlir::LogicalResult applyKernelLowerings(mlir::Operation *module,
+                                         mlir::RewritePatternSet &&patterns);
+
 } // namespace seqc
 
 #endif // SEQC_PASSES_CPUKERNEL_H

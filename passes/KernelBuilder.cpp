@@ -411,12 +411,16 @@ SmallVector<Value> KernelBuilder::ifElse(Value cond, TypeRange types,
   return SmallVector<Value>(ifOp.getResults());
 }
 
-Value KernelBuilder::loadIf(Value cond, Value tensor, ValueRange ivs,
+Value KernelBuilder::loadIf(Value cond, Value source, ValueRange ivs,
                             Value fallback) {
   SmallVector<Value> ivCopy(ivs.begin(), ivs.end());
+  bool isMemref = isa<MemRefType>(source.getType());
   return ifElse(
       cond, {fallback.getType()},
-      [&] { return SmallVector<Value>{load(tensor, ivCopy)}; },
+      [&] {
+        return SmallVector<Value>{isMemref ? mload(source, ivCopy)
+                                           : load(source, ivCopy)};
+      },
       [&] { return SmallVector<Value>{fallback}; })[0];
 }
 

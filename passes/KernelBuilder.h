@@ -160,9 +160,10 @@ public:
   llvm::SmallVector<Value> ifElse(Value cond, mlir::TypeRange types,
                                   const BranchBody &thenBody,
                                   const BranchBody &elseBody);
-  /// `cond ? load(tensor, ivs) : fallback` without touching memory when the
-  /// condition is false (the indices may be out of bounds then).
-  Value loadIf(Value cond, Value tensor, ValueRange ivs, Value fallback);
+  /// `cond ? load(source, ivs) : fallback` without touching memory when the
+  /// condition is false (the indices may be out of bounds then). `source`
+  /// is a tensor or a memref.
+  Value loadIf(Value cond, Value source, ValueRange ivs, Value fallback);
 
   /// Emits a run-time check.
   void check(Value ok, llvm::StringRef message, ValueRange args = {});

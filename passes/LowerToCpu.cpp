@@ -39,21 +39,8 @@ struct SeqLowerToCpu : seqc::impl::SeqLowerToCpuBase<SeqLowerToCpu> {
     seqc::populateCpuMoEPatterns(patterns, target);
     seqc::populateCpuMatmulPatterns(patterns, target, fuse);
     seqc::populateCpuElementwisePatterns(patterns, target, fuse);
-    // Whatever has no fast lowering takes the reference one.
-    seqc::populateReferenceScanPatterns(patterns);
-    seqc::populateReferenceStateSpacePatterns(patterns);
-    seqc::populateReferenceAttentionPatterns(patterns);
-    seqc::populateReferenceConvPatterns(patterns);
-    seqc::populateReferenceMoEPatterns(patterns);
-    // Kernels are created at module level while their callers are rewritten.
-    GreedyRewriteConfig config;
-    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    // No folding: to_buffer(to_tensor(m)) would fold to m, hiding a kernel's
-    // read of its input from the bufferization analysis (see Pipelines.cpp).
-    config.enableFolding(false);
-    config.enableConstantCSE(false);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
-                                     config)))
+    // Whatever has no kernel takes the reference lowering.
+    if (failed(seqc::applyKernelLowerings(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }
 };

@@ -48,6 +48,54 @@ def SeqLowerToCpu : Pass<"seq-lower-to-cpu", "::mlir::ModuleOp"> {
   ];
 }
 
+def SeqLowerToGpu : Pass<"seq-lower-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Lower seq ops to GPU kernels (gpu.launch) in phases";
+  let description = [{
+    Rewrites each seq op with a GPU lowering into `gpu.launch` kernels on
+    memrefs, bridged to the tensor graph with `bufferization.to_buffer` /
+    `to_tensor`: chunked scans, one thread per channel with states in
+    registers for selective scans, and SSD as chunk-state, state-passing
+    and chunk-output kernels whose tiles are staged in shared memory
+    (workgroup attributions). Ops without a GPU kernel take the reference
+    lowering.
+
+    With `emulate`, the same kernels are emitted as host code instead: one
+    thread-pool task per thread block, shared memory on the task's stack,
+    the threads of a phase one after another. Tests use it to check the
+    kernels' arithmetic without a GPU.
+  }];
+  let options = [
+    Option<"emulate", "emulate", "bool", /*default=*/"false",
+           "Emit the kernels as host code (tests without a GPU)">,
+    Option<"blockThreads", "block-threads", "int64_t", /*default=*/"256",
+           "Threads per thread block">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect", "::seqc::seq::SeqDialect"
+  ];
+}
+
+def SeqGpuRegisterBudget : Pass<"seq-gpu-register-budget", "::mlir::ModuleOp"> {
+  let summary = "Give every GPU kernel an explicit register budget";
+  let description = [{
+    Sets `nvvm.maxnreg` on every kernel (`gpu.func` with `gpu.kernel`) that
+    has none. Kernels whose block size is known carry `.maxntid`, and ptxas
+    then aims at full occupancy, spilling registers to local memory (the
+    SSD output kernel: 48 registers and spills at 256 threads on sm_90a).
+    Shared memory caps seqc's tiled kernels at a few blocks per SM anyway,
+    so an explicit budget keeps them spill-free.
+  }];
+  let options = [
+    Option<"maxRegisters", "max-registers", "int64_t", /*default=*/"255",
+           "Registers per thread a kernel may use">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def SeqFuseElementwise : Pass<"seq-fuse-elementwise"> {
   let summary = "Fold elementwise glue into the seq ops that can apply it";
   let description = [{

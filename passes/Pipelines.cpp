@@ -6,15 +6,20 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
+#include <cstdlib>
+#include <functional>
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
-void seqc::buildLowerToLLVMPipeline(OpPassManager &pm) {
+void seqc::buildLowerToLLVMPipeline(OpPassManager &pm, bool gpuHost) {
   pm.addPass(createSeqLowerChecks());
   pm.addPass(createSeqLowerParallel());
   pm.addPass(createConvertLinalgToLoopsPass());
@@ -39,14 +44,17 @@ void seqc::buildLowerToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
+  if (gpuHost)
+    pm.addPass(createGpuToLLVMConversionPass());
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createSeqEmitPackedWrappers());
 }
 
-/// Tensors to memrefs for whole functions, with deallocation of temporaries.
-static void addBufferization(OpPassManager &pm) {
+/// Tensors to memrefs for whole functions, with deallocation of temporaries
+/// unless `deallocate` is false.
+static void addBufferization(OpPassManager &pm, bool deallocate = true) {
   bufferization::OneShotBufferizePassOptions opts;
   opts.bufferizeFunctionBoundaries = true;
   opts.functionBoundaryTypeConversion =
@@ -54,9 +62,70 @@ static void addBufferization(OpPassManager &pm) {
   opts.unknownTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(opts));
+  if (!deallocate)
+    return;
   bufferization::buildBufferDeallocationPipeline(pm);
   // Clones the deallocation pipeline kept become alloc + copy.
   pm.addPass(createConvertBufferizationToMemRefPass());
+}
+
+std::string seqc::cudaToolkitPath(const CudaPipelineOptions &opts) {
+  if (!opts.toolkit.empty())
+    return opts.toolkit;
+  if (const char *home = std::getenv("CUDA_HOME"); home && *home)
+    return home;
+  return "/usr/local/cuda";
+}
+
+void seqc::buildCudaPipeline(OpPassManager &pm,
+                             const CudaPipelineOptions &opts) {
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createConvertElementwiseToLinalgPass());
+  pm.addPass(createGenerateRuntimeVerificationPass());
+  SeqLowerToGpuOptions gpu;
+  gpu.emulate = opts.emulate;
+  gpu.blockThreads = opts.blockThreads;
+  pm.addPass(createSeqLowerToGpu(gpu));
+  // No canonicalization before bufferization, as in the CPU pipeline.
+  if (opts.emulate) {
+    addBufferization(pm);
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    buildLowerToLLVMPipeline(pm);
+    return;
+  }
+  // The ownership-based deallocation cannot analyze kernels (gpu.barrier,
+  // gpu.launch_func have no declared memory effects): temporaries live
+  // until the call ends, when its scope releases every buffer it made.
+  addBufferization(pm, /*deallocate=*/false);
+  // The graph's own linalg ops (matmuls, elementwise ops) become simple
+  // kernels too: parallel loops tiled by the block size, tiles to blocks,
+  // iterations of a tile to threads.
+  pm.addPass(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createParallelLoopTilingPass({opts.blockThreads}));
+  pm.addPass(createGpuMapParallelLoopsPass());
+  pm.addPass(createConvertParallelLoopToGpuPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createSeqGpuRegisterBudget());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createLowerAffinePass());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = opts.chip;
+  // PTX 8.0 (CUDA 12.0) is the first to know sm_90a.
+  target.features = "+ptx80";
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  device.addPass(createSCFToControlFlowPass());
+  device.addPass(createConvertGpuOpsToNVVMOps());
+  device.addPass(createCanonicalizerPass());
+  device.addPass(createCSEPass());
+  device.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.toolkitPath = cudaToolkitPath(opts);
+  binary.compilationTarget = opts.format;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  buildLowerToLLVMPipeline(pm, /*gpuHost=*/true);
 }
 
 void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
@@ -100,6 +169,28 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
 }
 
 namespace {
+struct CudaPipelineCLOptions
+    : public PassPipelineOptions<CudaPipelineCLOptions> {
+  Option<std::string> chip{*this, "chip", llvm::cl::desc("GPU architecture"),
+                           llvm::cl::init("sm_90a")};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("embedded kernels: bin (cubin), isa (PTX), fatbin, llvm"),
+      llvm::cl::init("bin")};
+  Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("CUDA toolkit path (default: $CUDA_HOME or "
+                     "/usr/local/cuda)"),
+      llvm::cl::init("")};
+  Option<int64_t> blockThreads{*this, "block-threads",
+                               llvm::cl::desc("threads per block"),
+                               llvm::cl::init(256)};
+  Option<bool> emulate{
+      *this, "emulate",
+      llvm::cl::desc("run the kernels' IR on the host (tests without a GPU)"),
+      llvm::cl::init(false)};
+};
+
 struct CpuPipelineCLOptions
     : public PassPipelineOptions<CpuPipelineCLOptions> {
   Option<bool> reference{*this, "reference",
@@ -118,6 +209,20 @@ struct CpuPipelineCLOptions
 
 void seqc::registerPasses() {
   registerSeqcPasses();
+  PassPipelineRegistration<CudaPipelineCLOptions>(
+      "seqc-cuda-pipeline",
+      "Lower a graph of seq and tensor-level ops to GPU kernels compiled to an "
+      "embedded cubin (or PTX) for `chip`, and host code to the LLVM dialect "
+      "(seqc-run --target cuda)",
+      [](OpPassManager &pm, const CudaPipelineCLOptions &cl) {
+        CudaPipelineOptions opts;
+        opts.chip = cl.chip;
+        opts.format = cl.format;
+        opts.toolkit = cl.toolkit;
+        opts.blockThreads = cl.blockThreads;
+        opts.emulate = cl.emulate;
+        buildCudaPipeline(pm, opts);
+      });
   PassPipelineRegistration<CpuPipelineCLOptions>(
       "seqc-cpu-pipeline",
       "Lower a graph of seq and tensor-level ops to the LLVM dialect for the "

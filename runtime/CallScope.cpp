@@ -1,6 +1,7 @@
 //===- CallScope.cpp - errors and tracked allocations of a call -----------===//
 
 #include "CallScope.h"
+#include "CudaDriver.h"
 #include "BlockCache.h"
 #include "Runtime.h"
 
@@ -25,6 +26,7 @@ struct CallState {
   size_t peak = 0;
   size_t limit = 0;
   size_t allocated = 0;
+  bool cudaMemory = false;
   // Profile regions: accumulated time and count per region, and the start
   // times of the regions entered (only the owner thread enters them).
   bool profiling = false;
@@ -43,14 +45,24 @@ CallState *enterCall(CallState *state) {
 
 CallState *currentCall() { return current; }
 
-CallScope::CallScope(size_t memoryLimit) : state(new CallState) {
+/// Frees a block of `state`'s call (managed memory for CUDA calls).
+static void freeBlock(const CallState *state, void *ptr, size_t size) {
+  if (state && state->cudaMemory)
+    cudaManagedFree(ptr);
+  else
+    releaseBlock(ptr, size);
+}
+
+CallScope::CallScope(size_t memoryLimit, bool cudaMemory)
+    : state(new CallState) {
   state->limit = memoryLimit;
+  state->cudaMemory = cudaMemory;
   state->owner = std::this_thread::get_id();
 }
 
 CallScope::~CallScope() {
   for (auto &entry : state->live)
-    releaseBlock(entry.first, entry.second);
+    freeBlock(state.get(), entry.first, entry.second);
 }
 
 void *CallScope::release(void *ptr) {
@@ -150,6 +162,16 @@ static void formatInto(std::string &out, const char *fmt, int64_t nargs,
 
 using namespace seqc::rt;
 
+void seqc::rt::failCall(const std::string &message) {
+  CallState *state = current;
+  if (!state) {
+    std::fprintf(stderr, "error: %s\n", message.c_str());
+    std::abort();
+  }
+  state->error = message;
+  unwind(state);
+}
+
 extern "C" void seqc_rt_check_failed(const char *fmt, int64_t nargs,
                                      int64_t a0, int64_t a1, int64_t a2,
                                      int64_t a3) {
@@ -181,7 +203,15 @@ static void *trackedAlloc(size_t alignment, size_t size) {
   }
   if (state && !state->error.empty())
     unwind(state);
-  void *ptr = acquireBlock(size, alignment);
+  void *ptr = nullptr;
+  if (state && state->cudaMemory) {
+    // Managed memory is aligned to at least 256 bytes.
+    ptr = cudaManagedAlloc(size, state->error);
+    if (!ptr)
+      unwind(state);
+  } else {
+    ptr = acquireBlock(size, alignment);
+  }
   if (!ptr) {
     if (!state) {
       std::fprintf(stderr, "error: out of memory allocating %zu bytes\n", size);
@@ -215,7 +245,8 @@ extern "C" void _mlir_memref_to_llvm_free(void *ptr) {
   if (!ptr)
     return;
   size_t size = 0;
-  if (CallState *state = current) {
+  CallState *state = current;
+  if (state) {
     std::lock_guard<std::mutex> lock(state->mutex);
     auto it = state->live.find(ptr);
     if (it != state->live.end()) {
@@ -224,7 +255,7 @@ extern "C" void _mlir_memref_to_llvm_free(void *ptr) {
       state->live.erase(it);
     }
   }
-  releaseBlock(ptr, size);
+  freeBlock(state, ptr, size);
 }
 
 extern "C" void seqc_rt_profile_enter(int64_t region) {

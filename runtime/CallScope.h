@@ -20,7 +20,9 @@ struct CallState;
 class CallScope {
 public:
   /// `memoryLimit`: the most bytes the call may hold at once (0: no limit).
-  explicit CallScope(size_t memoryLimit = 0);
+  /// `cudaMemory`: the call's buffers are CUDA managed memory (a call of
+  /// code compiled for the CUDA target).
+  explicit CallScope(size_t memoryLimit = 0, bool cudaMemory = false);
   ~CallScope();
   CallScope(const CallScope &) = delete;
   CallScope &operator=(const CallScope &) = delete;
@@ -50,6 +52,10 @@ public:
 private:
   std::unique_ptr<CallState> state;
 };
+
+/// Ends the call running on this thread with `message` (as a failed run-time
+/// check does); without one, prints it and aborts.
+[[noreturn]] void failCall(const std::string &message);
 
 /// Lets a worker thread of the thread pool act on behalf of a call (its
 /// allocations are tracked there). Returns the previous state.

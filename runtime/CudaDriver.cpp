@@ -1,44 +1,162 @@
 //===- CudaDriver.cpp - the CUDA driver API, loaded on demand -------------===//
 
 #include "CudaDriver.h"
+#include "CudaDriverApi.h"
 
+#include <cstdlib>
 #include <dlfcn.h>
 #include <mutex>
 
+using namespace seqc::rt;
+
 namespace {
-using CUresult = int;
-using InitFn = CUresult (*)(unsigned);
-using DeviceCountFn = CUresult (*)(int *);
-
-struct Driver {
-  void *handle = nullptr;
-  InitFn init = nullptr;
-  DeviceCountFn deviceCount = nullptr;
-  bool initialized = false;
-};
-
-Driver &driver() {
-  static Driver d;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    d.handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!d.handle)
-      return;
-    d.init = reinterpret_cast<InitFn>(dlsym(d.handle, "cuInit"));
-    d.deviceCount =
-        reinterpret_cast<DeviceCountFn>(dlsym(d.handle, "cuDeviceGetCount"));
-    d.initialized = d.init && d.deviceCount && d.init(0) == 0;
-  });
-  return d;
-}
+std::mutex loadErrorMutex;
+std::string loadError;
 } // namespace
 
-int seqc::rt::cudaDeviceCount() {
-  Driver &d = driver();
-  if (!d.initialized)
-    return 0;
-  int count = 0;
-  if (d.deviceCount(&count) != 0)
-    return 0;
-  return count;
+const CudaApi &seqc::rt::cudaApi() {
+  static CudaApi api;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char *name = std::getenv("SEQC_LIBCUDA");
+    if (!name || !*name)
+      name = "libcuda.so.1";
+    api.handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!api.handle) {
+      const char *why = dlerror();
+      api.failure = std::string("cannot open ") + name + ": " +
+                    (why ? why : "unknown error");
+      return;
+    }
+    bool all = true;
+    auto get = [&](auto &fn, const char *symbol) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+          dlsym(api.handle, symbol));
+      all = all && fn;
+    };
+    get(api.cuInit, "cuInit");
+    get(api.cuGetErrorString, "cuGetErrorString");
+    get(api.cuDeviceGetCount, "cuDeviceGetCount");
+    get(api.cuDeviceGet, "cuDeviceGet");
+    get(api.cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    get(api.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    get(api.cuCtxSetCurrent, "cuCtxSetCurrent");
+    get(api.cuCtxSynchronize, "cuCtxSynchronize");
+    get(api.cuModuleLoadData, "cuModuleLoadData");
+    get(api.cuModuleLoadDataEx, "cuModuleLoadDataEx");
+    get(api.cuModuleUnload, "cuModuleUnload");
+    get(api.cuModuleGetFunction, "cuModuleGetFunction");
+    get(api.cuFuncSetAttribute, "cuFuncSetAttribute");
+    get(api.cuLaunchKernel, "cuLaunchKernel");
+    get(api.cuStreamCreate, "cuStreamCreate");
+    get(api.cuStreamDestroy, "cuStreamDestroy_v2");
+    get(api.cuStreamSynchronize, "cuStreamSynchronize");
+    get(api.cuStreamWaitEvent, "cuStreamWaitEvent");
+    get(api.cuEventCreate, "cuEventCreate");
+    get(api.cuEventDestroy, "cuEventDestroy_v2");
+    get(api.cuEventSynchronize, "cuEventSynchronize");
+    get(api.cuEventRecord, "cuEventRecord");
+    get(api.cuMemAlloc, "cuMemAlloc_v2");
+    get(api.cuMemAllocManaged, "cuMemAllocManaged");
+    get(api.cuMemFree, "cuMemFree_v2");
+    get(api.cuMemcpyAsync, "cuMemcpyAsync");
+    get(api.cuMemsetD32Async, "cuMemsetD32Async");
+    get(api.cuMemsetD16Async, "cuMemsetD16Async");
+    if (!all) {
+      api.failure = std::string(name) + " lacks CUDA driver entry points";
+      return;
+    }
+    if (CUresult r = api.cuInit(0)) {
+      api.failure = "no CUDA device (cuInit: " + api.errorString(r) + ")";
+      return;
+    }
+    int count = 0;
+    if (api.cuDeviceGetCount(&count) != 0 || count == 0) {
+      api.failure = "no CUDA device";
+      return;
+    }
+    CUdevice device = 0;
+    if (CUresult r = api.cuDeviceGet(&device, 0)) {
+      api.failure = "cannot open CUDA device 0: " + api.errorString(r);
+      return;
+    }
+    if (CUresult r = api.cuDevicePrimaryCtxRetain(&api.context, device)) {
+      api.failure = "cannot create a CUDA context: " + api.errorString(r);
+      return;
+    }
+    // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR / _MINOR.
+    api.cuDeviceGetAttribute(&api.major, 75, device);
+    api.cuDeviceGetAttribute(&api.minor, 76, device);
+    api.deviceCount = count;
+  });
+  return api;
+}
+
+std::string CudaApi::errorString(CUresult r) const {
+  const char *s = nullptr;
+  if (cuGetErrorString && cuGetErrorString(r, &s) == 0 && s)
+    return std::string(s) + " (" + std::to_string(r) + ")";
+  return "CUDA error " + std::to_string(r);
+}
+
+int seqc::rt::cudaDeviceCount() { return cudaApi().deviceCount; }
+
+std::string seqc::rt::cudaReady() {
+  const CudaApi &api = cudaApi();
+  if (!api.context)
+    return api.failure.empty() ? "no CUDA device" : api.failure;
+  if (CUresult r = api.cuCtxSetCurrent(api.context))
+    return "cannot use the CUDA context: " + api.errorString(r);
+  return "";
+}
+
+std::string seqc::rt::cudaDeviceChip() {
+  const CudaApi &api = cudaApi();
+  std::string chip =
+      "sm_" + std::to_string(api.major) + std::to_string(api.minor);
+  return api.major == 9 && api.minor == 0 ? chip + "a" : chip;
+}
+
+void *seqc::rt::cudaManagedAlloc(size_t bytes, std::string &error) {
+  error = cudaReady();
+  if (!error.empty())
+    return nullptr;
+  const CudaApi &api = cudaApi();
+  CUdeviceptr ptr = 0;
+  // CU_MEM_ATTACH_GLOBAL: any stream and the host may touch it.
+  if (CUresult r = api.cuMemAllocManaged(&ptr, bytes ? bytes : 1, 1)) {
+    error = "out of memory: allocating " + std::to_string(bytes) +
+            " bytes of CUDA managed memory failed: " + api.errorString(r);
+    return nullptr;
+  }
+  return reinterpret_cast<void *>(ptr);
+}
+
+void seqc::rt::cudaManagedFree(void *ptr) {
+  if (ptr && cudaReady().empty())
+    cudaApi().cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));
+}
+
+bool seqc::rt::cudaSynchronize(std::string &error) {
+  error = cudaReady();
+  if (!error.empty())
+    return false;
+  if (CUresult r = cudaApi().cuCtxSynchronize()) {
+    error = "a CUDA kernel failed: " + cudaApi().errorString(r);
+    return false;
+  }
+  return true;
+}
+
+void seqc::rt::recordCudaLoadError(const std::string &message) {
+  std::lock_guard<std::mutex> lock(loadErrorMutex);
+  if (loadError.empty())
+    loadError = message;
+}
+
+std::string seqc::rt::cudaTakeLoadError() {
+  std::lock_guard<std::mutex> lock(loadErrorMutex);
+  std::string e;
+  e.swap(loadError);
+  return e;
 }

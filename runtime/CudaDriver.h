@@ -2,16 +2,46 @@
 //
 // seqc never links libcuda: it opens libcuda.so.1 with dlopen the first time a
 // CUDA entry point is needed, so every binary runs where there is no driver.
+// SEQC_LIBCUDA names another library to open instead (the toolkit's stub in
+// tests of the error paths).
+//
+// Compiled code uses device 0's primary context, made current on whichever
+// host thread calls in. Managed (unified) memory backs every buffer a CUDA
+// call allocates, so host code between kernels reads and writes the same
+// buffers the kernels do.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef SEQC_RUNTIME_CUDADRIVER_H
 #define SEQC_RUNTIME_CUDADRIVER_H
 
+#include <cstddef>
+#include <string>
+
 namespace seqc::rt {
 
 /// The number of CUDA devices, or 0 when there is no driver or no device.
 int cudaDeviceCount();
+
+/// Why CUDA cannot be used ("no CUDA device", "libcuda.so.1: ..."), or ""
+/// when device 0's context is ready on this thread.
+std::string cudaReady();
+
+/// Device 0's architecture as a compilation target: sm_90a for compute
+/// capability 9.0 (Hopper's arch-specific features), sm_XY otherwise.
+std::string cudaDeviceChip();
+
+/// `bytes` of managed memory (null and `error` set on failure).
+void *cudaManagedAlloc(size_t bytes, std::string &error);
+void cudaManagedFree(void *ptr);
+
+/// Waits for all work on the device; false (and `error`) when a kernel
+/// failed.
+bool cudaSynchronize(std::string &error);
+
+/// The first failure of a module load (run from static constructors of
+/// compiled code, outside any call) since the last time it was taken.
+std::string cudaTakeLoadError();
 
 } // namespace seqc::rt
 

@@ -4,6 +4,7 @@
 
 #include "BlockCache.h"
 #include "CallScope.h"
+#include "CudaDriver.h"
 
 #include <algorithm>
 #include <cstring>
@@ -156,6 +157,13 @@ static void stridedCopy(char *dst, const char *src, size_t elt,
   }
 }
 
+static std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
 static bool isContiguous(const std::vector<int64_t> &shape,
                          const std::vector<int64_t> &strides) {
   int64_t expect = 1;
@@ -170,7 +178,7 @@ static bool isContiguous(const std::vector<int64_t> &shape,
 Expected<std::vector<Tensor>>
 seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
                    const std::vector<TensorView> &args, size_t memoryLimit,
-                   CallStats *stats) {
+                   CallStats *stats, bool cudaMemory) {
   if (!fn)
     return Status::error("@" + sig.name + " has no compiled code");
   if (args.size() != sig.inputs.size())
@@ -187,6 +195,7 @@ seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
   for (const TensorSpec &out : sig.outputs)
     total += descriptorWords(out.shape.size());
   words.reserve(total);
+  std::vector<std::unique_ptr<void, void (*)(void *)>> deviceInputs;
   for (size_t i = 0; i < args.size(); ++i) {
     const TensorView &a = args[i];
     const TensorSpec &spec = sig.inputs[i];
@@ -220,8 +229,27 @@ seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
       return Status::error(what + " has " + std::to_string(strides.size()) +
                            " strides for rank " +
                            std::to_string(a.shape.size()));
-    words.push_back(reinterpret_cast<intptr_t>(a.data));
-    words.push_back(reinterpret_cast<intptr_t>(a.data));
+    const void *data = a.data;
+    if (cudaMemory) {
+      // Kernels read the inputs from managed memory (the caller's may be
+      // pageable host memory a GPU cannot reach), copied in C order.
+      size_t bytes = static_cast<size_t>(*n) * dtypeSize(a.dtype);
+      std::string error;
+      void *copy = rt::cudaManagedAlloc(bytes, error);
+      if (!copy)
+        return Status::error(error);
+      deviceInputs.emplace_back(copy, &rt::cudaManagedFree);
+      if (isContiguous(a.shape, strides))
+        std::memcpy(copy, a.data, bytes);
+      else
+        stridedCopy(static_cast<char *>(copy),
+                    static_cast<const char *>(a.data), dtypeSize(a.dtype),
+                    a.shape, strides);
+      data = copy;
+      strides = contiguousStrides(a.shape);
+    }
+    words.push_back(reinterpret_cast<intptr_t>(data));
+    words.push_back(reinterpret_cast<intptr_t>(data));
     words.push_back(0);
     words.insert(words.end(), a.shape.begin(), a.shape.end());
     words.insert(words.end(), strides.begin(), strides.end());
@@ -236,11 +264,16 @@ seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
   if (!sig.outputs.empty())
     packed.push_back(&words[resultStart]);
 
-  rt::CallScope scope(memoryLimit);
+  rt::CallScope scope(memoryLimit, cudaMemory);
   if (stats)
     scope.enableProfile(sig.profileRegions.size());
   if (!scope.run(fn, packed.data()))
     return Status::error(scope.error());
+  if (cudaMemory) {
+    std::string error;
+    if (!rt::cudaSynchronize(error))
+      return Status::error(error);
+  }
   if (stats) {
     stats->regionSeconds.clear();
     for (uint64_t ns : scope.regionNanos())
@@ -274,7 +307,7 @@ seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
     // another result) is copied.
     size_t blockSize = scope.sizeOf(allocated);
     const char *begin = aligned + offset * static_cast<int64_t>(elt);
-    if (isContiguous(shape, strides) && blockSize &&
+    if (!cudaMemory && isContiguous(shape, strides) && blockSize &&
         std::find(adopted.begin(), adopted.end(), allocated) == adopted.end() &&
         begin >= static_cast<const char *>(allocated) &&
         begin + *numel * elt <=

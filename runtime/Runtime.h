@@ -8,6 +8,7 @@
 #ifndef SEQC_RUNTIME_RUNTIME_H
 #define SEQC_RUNTIME_RUNTIME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,32 @@ void seqc_rt_set_num_threads(int64_t n);
  * the host asked for one; otherwise they do nothing. */
 void seqc_rt_profile_enter(int64_t region);
 void seqc_rt_profile_exit(int64_t region);
+
+/* The CUDA entry points of MLIR's GPU-to-LLVM translation (upstream's CUDA
+ * runtime wrappers' interface), over the dlopen'd driver (CudaRuntime.cpp).
+ * Failures inside a call end the call with an error. */
+void *mgpuModuleLoad(void *data, size_t size);
+void *mgpuModuleLoadJIT(void *data, int optLevel, size_t size);
+void mgpuModuleUnload(void *module);
+void *mgpuModuleGetFunction(void *module, const char *name);
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, void *stream,
+                      void **params, void **extra, size_t paramsCount);
+void *mgpuStreamCreate(void);
+void mgpuStreamDestroy(void *stream);
+void mgpuStreamSynchronize(void *stream);
+void mgpuStreamWaitEvent(void *stream, void *event);
+void *mgpuEventCreate(void);
+void mgpuEventDestroy(void *event);
+void mgpuEventSynchronize(void *event);
+void mgpuEventRecord(void *event, void *stream);
+void *mgpuMemAlloc(uint64_t bytes, void *stream, bool isHostShared);
+void mgpuMemFree(void *ptr, void *stream);
+void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
+void mgpuMemset32(void *dst, unsigned value, size_t count, void *stream);
+void mgpuMemset16(void *dst, int value, size_t count, void *stream);
+void mgpuSetDefaultDevice(int32_t device);
 
 /* Strided copy between two unranked memref descriptors (the signature of
  * MLIR's memref-to-LLVM lowering of memref.copy). */

@@ -48,5 +48,9 @@ if getattr(config, "seqc_sanitize", ""):
 
 if cuda_device_present():
     config.available_features.add("cuda-device")
-if os.path.exists("/usr/local/cuda/bin/ptxas") or os.environ.get("CUDA_HOME"):
+cuda_home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+ptxas = os.path.join(cuda_home, "bin", "ptxas")
+if os.path.exists(ptxas):
     config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+    config.environment["CUDA_HOME"] = cuda_home

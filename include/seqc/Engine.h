@@ -27,13 +27,18 @@
 
 namespace seqc {
 
-/// Where code runs.
-enum class Target { CPU, CUDA };
+/// Where code runs. CUDAEmulated compiles the CUDA kernels but runs their
+/// IR on the host (one thread-pool task per thread block): for testing the
+/// GPU lowering on machines without a GPU.
+enum class Target { CPU, CUDA, CUDAEmulated };
 
 enum class Profile { None, Calls, Ops };
 
 struct CompileOptions {
   Target target = Target::CPU;
+  /// The GPU architecture for Target::CUDA (sm_80, sm_90a, ...); empty:
+  /// the device's own.
+  std::string cudaChip;
   /// Lower through the reference lowering (the test oracle) instead of the
   /// default pipeline.
   bool reference = false;
@@ -131,6 +136,11 @@ public:
   compileFile(const std::string &path, const CompileOptions &options);
 
 private:
+  /// compile() once the target's details (the CUDA chip) are known.
+  Expected<std::shared_ptr<CompiledModule>>
+  compileResolved(std::string_view source, const CompileOptions &options,
+                  const std::string &bufferName);
+
   struct Impl;
   std::unique_ptr<Impl> impl;
 };

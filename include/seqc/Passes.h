@@ -9,6 +9,7 @@
 #include "Seq/SeqDialect.h"
 
 #include <memory>
+#include <string>
 
 namespace mlir {
 class RewritePatternSet;
@@ -41,9 +42,35 @@ struct CpuPipelineOptions {
 /// the LLVM dialect for the host CPU.
 void buildCpuPipeline(mlir::OpPassManager &pm, const CpuPipelineOptions &opts);
 
+/// Options of the CUDA pipeline.
+struct CudaPipelineOptions {
+  /// The GPU architecture kernels are compiled for (sm_80, sm_90a, ...).
+  std::string chip = "sm_90a";
+  /// What gpu-module-to-binary embeds: "bin" (cubin, by ptxas), "isa" (PTX
+  /// text, compiled by the driver), "fatbin" or "llvm".
+  std::string format = "bin";
+  /// The CUDA toolkit (ptxas, libdevice); "": $CUDA_HOME, else
+  /// /usr/local/cuda.
+  std::string toolkit;
+  /// Threads per block of seqc's kernels.
+  int64_t blockThreads = 256;
+  /// Run the kernels' IR on the host (seq-lower-to-gpu emulate=1) and lower
+  /// everything for the CPU: tests of the kernels without a GPU.
+  bool emulate = false;
+};
+
+/// Tensor-level graph to the LLVM dialect for the host, with the kernels as
+/// embedded GPU binaries launched through the mgpu* runtime.
+void buildCudaPipeline(mlir::OpPassManager &pm,
+                       const CudaPipelineOptions &opts);
+
+/// The toolkit `opts` names, or $CUDA_HOME, or /usr/local/cuda.
+std::string cudaToolkitPath(const CudaPipelineOptions &opts);
+
 /// The part of the CPU pipeline after bufferization: memrefs, loops and
-/// vectors to the LLVM dialect.
-void buildLowerToLLVMPipeline(mlir::OpPassManager &pm);
+/// vectors to the LLVM dialect. `gpuHost`: also lower gpu.launch_func and
+/// gpu.binary (host code of the CUDA pipeline).
+void buildLowerToLLVMPipeline(mlir::OpPassManager &pm, bool gpuHost = false);
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"

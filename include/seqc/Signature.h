@@ -70,11 +70,15 @@ std::string packedSymbol(const std::string &name);
 /// results. Buffers the call allocated for one result alone become the
 /// result tensors without a copy.
 /// With `stats`, also measures the call (profile regions, allocations).
+/// `cudaMemory` (code compiled for the CUDA target): inputs are copied into
+/// managed memory, the call's buffers are managed memory, the device is
+/// synchronized after the call and results are copied out.
 Expected<std::vector<Tensor>> invokePacked(PackedFn fn,
                                            const FunctionSignature &sig,
                                            const std::vector<TensorView> &args,
                                            size_t memoryLimit,
-                                           CallStats *stats = nullptr);
+                                           CallStats *stats = nullptr,
+                                           bool cudaMemory = false);
 
 /// The machine's physical memory in bytes (the default memory limit).
 size_t physicalMemoryBytes();

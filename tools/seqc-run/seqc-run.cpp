@@ -52,7 +52,8 @@ const char *kUsage =
     "Compiles FILE.mlir through seqc's JIT and runs one function.\n"
     "  -e NAME            the function to run (default: main, or the only\n"
     "                     public function)\n"
-    "  --target cpu|cuda  where to run (default: cpu)\n"
+    "  --target cpu|cuda  where to run (default: cpu); cuda-emulated compiles\n"
+    "                     the CUDA kernels but runs them on the host (tests)\n"
     "  --weights FILE     binds arguments by name (their seq.name) to the\n"
     "                     tensors of a .safetensors or .npz file (repeatable;\n"
     "                     every tensor must name an argument)\n"
@@ -119,8 +120,11 @@ Options parseArgs(int argc, char **argv) {
         o.target = Target::CPU;
       else if (t == "cuda")
         o.target = Target::CUDA;
+      else if (t == "cuda-emulated")
+        o.target = Target::CUDAEmulated;
       else
-        fail("unknown target '" + t + "' (expected cpu or cuda)");
+        fail("unknown target '" + t +
+             "' (expected cpu, cuda or cuda-emulated)");
     } else if (arg == "--input") {
       o.inputs.push_back(takeValue());
     } else if (arg == "--weights") {

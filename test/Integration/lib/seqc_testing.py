@@ -34,9 +34,12 @@ class SeqcError(Exception):
 
 
 # Every run compiles through both CPU pipelines: the fast one (the default)
-# and the reference lowering. Their results must agree to the SPEC's
-# tolerance, so every integration case also proves fast == reference.
-PIPELINES = ([], ["--reference"])
+# and the reference lowering, and through the CUDA lowering with its kernels
+# emulated on the host (the GPU kernels' arithmetic, without a GPU). Their
+# results must agree to the SPEC's tolerance, so every integration case also
+# proves fast == reference == GPU kernels.
+PIPELINES = ([], ["--reference"], ["--target", "cuda-emulated"])
+PIPELINE_NAMES = ("fast", "reference", "cuda-emulated")
 
 
 def _run_once(mlir, inputs, func, extra, tmp, tag):
@@ -60,11 +63,32 @@ def _run_once(mlir, inputs, func, extra, tmp, tag):
     return proc, out, results
 
 
+def _compare(fast, other, name, tol):
+    if len(fast) != len(other):
+        raise AssertionError(f"the fast and {name} pipelines return different numbers "
+                             "of results")
+    for i, (f, r) in enumerate(zip(fast, other)):
+        if f.shape != r.shape or f.dtype != r.dtype:
+            raise AssertionError(f"result {i}: fast {f.shape} {f.dtype} vs {name} "
+                                 f"{r.shape} {r.dtype}")
+        if np.issubdtype(f.dtype, np.integer):
+            if not np.array_equal(f, r):
+                raise AssertionError(f"result {i}: fast and {name} pipelines differ")
+            continue
+        r64 = r.astype(np.float64)
+        err = float(np.max(np.abs(f - r64))) if r.size else 0.0
+        scale = max(1.0, float(np.max(np.abs(r64)))) if r.size else 1.0
+        if not err <= tol * scale and not (np.isnan(err) and np.array_equal(
+                np.isnan(f), np.isnan(r))):
+            raise AssertionError(f"result {i}: fast pipeline differs from the {name} one "
+                                 f"by {err:.3g} (limit {tol * scale:.3g})")
+
+
 def run_seqc(mlir, inputs, func=None, extra=(), expect_error=False, tol=1e-4):
     """Runs `mlir` through seqc-run with `inputs` (numpy arrays, in argument
-    order), on both CPU pipelines, and returns the fast pipeline's results as
-    numpy arrays after checking that the reference pipeline agrees. With
-    expect_error, both runs must fail with status 1, the same message and no
+    order), on every pipeline of PIPELINES, and returns the fast pipeline's
+    results as numpy arrays after checking that the others agree. With
+    expect_error, every run must fail with status 1, the same message and no
     output file; the message is returned."""
     with tempfile.TemporaryDirectory(prefix="seqc-test-") as tmp:
         for i, a in enumerate(inputs):
@@ -86,24 +110,9 @@ def run_seqc(mlir, inputs, func=None, extra=(), expect_error=False, tol=1e-4):
         for proc, _, _ in runs:
             if proc.returncode != 0:
                 raise SeqcError(proc.returncode, proc.stderr)
-        fast, ref = runs[0][2], runs[1][2]
-        if len(fast) != len(ref):
-            raise AssertionError("the pipelines return different numbers of results")
-        for i, (f, r) in enumerate(zip(fast, ref)):
-            if f.shape != r.shape or f.dtype != r.dtype:
-                raise AssertionError(f"result {i}: fast {f.shape} {f.dtype} vs reference "
-                                     f"{r.shape} {r.dtype}")
-            if np.issubdtype(f.dtype, np.integer):
-                if not np.array_equal(f, r):
-                    raise AssertionError(f"result {i}: fast and reference pipelines differ")
-                continue
-            r64 = r.astype(np.float64)
-            err = float(np.max(np.abs(f - r64))) if r.size else 0.0
-            scale = max(1.0, float(np.max(np.abs(r64)))) if r.size else 1.0
-            if not err <= tol * scale and not (np.isnan(err) and np.array_equal(
-                    np.isnan(f), np.isnan(r))):
-                raise AssertionError(f"result {i}: fast pipeline differs from the reference "
-                                     f"by {err:.3g} (limit {tol * scale:.3g})")
+        fast = runs[0][2]
+        for name, (_, _, other) in zip(PIPELINE_NAMES[1:], runs[1:]):
+            _compare(fast, other, name, tol)
         return fast
 
 

@@ -1,0 +1,105 @@
+//===- GpuKernel.cpp - GPU kernels in barrier-separated phases ------------===//
+
+#include "GpuKernel.h"
+#include "CpuKernel.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace seqc;
+
+void GpuBlock::phase(Value n, const std::function<void(Value)> &body,
+                     bool barrier) {
+  if (emulate) {
+    kb.forEach(kb.idx(0), n, kb.idx(1), body);
+    return;
+  }
+  kb.forEach(threadId, n, kb.idx(threads), body);
+  if (barrier)
+    gpu::BarrierOp::create(kb.builder());
+}
+
+void GpuBlock::phase2(Value rows, Value cols,
+                      const std::function<void(Value, Value)> &body,
+                      bool barrier) {
+  phase(
+      kb.mul(rows, cols),
+      [&](Value i) { body(kb.divs(i, cols), kb.rems(i, cols)); }, barrier);
+}
+
+void seqc::emitGpuKernel(ImplicitLocOpBuilder &b, const GpuTarget &target,
+                         StringRef name, Value blocks, ValueRange args,
+                         ArrayRef<SmallVector<int64_t>> shared,
+                         const GpuBlockBody &body) {
+  if (target.emulate) {
+    emitParallelKernel(b, ("gpu_" + name).str(), blocks, args,
+                       [&](KernelBuilder &kb, Value task, ValueRange in) {
+                         SmallVector<Value> buffers;
+                         for (const auto &shape : shared)
+                           buffers.push_back(kb.stackBuffer(shape));
+                         GpuBlock block(kb, task, Value(), target.blockThreads,
+                                        /*emulate=*/true);
+                         body(block, in, buffers);
+                       });
+    return;
+  }
+  Value one = arith::ConstantIndexOp::create(b, 1);
+  Value threads = arith::ConstantIndexOp::create(b, target.blockThreads);
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  SmallVector<Type> sharedTypes;
+  for (const auto &shape : shared)
+    sharedTypes.push_back(MemRefType::get(
+        shape, b.getF32Type(), MemRefLayoutAttrInterface(), workgroup));
+  // The kernel is named after what it computes (seqc_ssd_states, ...), in a
+  // module of the same name, so PTX, profiles and ptxas reports say which.
+  auto symbol = FlatSymbolRefAttr::get(b.getContext(), ("seqc_" + name).str());
+  auto launch = gpu::LaunchOp::create(
+      b, blocks, one, one, threads, one, one, /*dynamicSharedMemorySize=*/{},
+      /*asyncTokenType=*/{}, /*asyncDependencies=*/{}, sharedTypes,
+      /*privateAttributions=*/{}, /*clusterSizeX=*/{}, /*clusterSizeY=*/{},
+      /*clusterSizeZ=*/{}, symbol, symbol);
+  SmallVector<Value> buffers(launch.getWorkgroupAttributions());
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  KernelBuilder kb(b);
+  GpuBlock block(kb, launch.getBlockIds().x, launch.getThreadIds().x,
+                 target.blockThreads, /*emulate=*/false);
+  body(block, args, buffers);
+  gpu::TerminatorOp::create(b);
+}
+
+void seqc::emitItemKernel(
+    ImplicitLocOpBuilder &b, const GpuTarget &target, StringRef name,
+    KernelBuilder &kb, Value count, ValueRange args,
+    const std::function<void(KernelBuilder &, Value, ValueRange)> &body) {
+  int64_t threads = target.blockThreads;
+  Value blocks = kb.divs(kb.add(count, kb.idx(threads - 1)), kb.idx(threads));
+  SmallVector<Value> all(args);
+  all.push_back(count);
+  emitGpuKernel(b, target, name, blocks, all, {},
+                [&](GpuBlock &block, ValueRange in, ValueRange) {
+                  KernelBuilder &k = block.kb;
+                  Value n = in.back();
+                  block.phase(
+                      k.idx(threads),
+                      [&](Value i) {
+                        Value item =
+                            k.add(k.mul(block.blockId, k.idx(threads)), i);
+                        k.ifThen(k.cmp(arith::CmpIPredicate::slt, item, n),
+                                 [&] { body(k, item, in.drop_back()); });
+                      },
+                      /*barrier=*/false);
+                });
+}
+
+bool seqc::allFloat(Operation *op) {
+  auto isFloat = [](Type t) {
+    auto shaped = dyn_cast<ShapedType>(t);
+    return shaped && isa<FloatType>(shaped.getElementType());
+  };
+  return llvm::all_of(op->getOperandTypes(), isFloat) &&
+         llvm::all_of(op->getResultTypes(), isFloat);
+}

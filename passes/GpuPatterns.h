@@ -1,0 +1,22 @@
+//===- GpuPatterns.h - the GPU lowerings of seq ops -------------*- C++ -*-===//
+
+#ifndef SEQC_PASSES_GPUPATTERNS_H
+#define SEQC_PASSES_GPUPATTERNS_H
+
+#include "GpuKernel.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+namespace seqc {
+
+/// GPU kernels, one entry per op family. Their patterns have benefit 2 and
+/// decline where they do not apply, leaving the op to the reference lowering
+/// (which then runs on the host, over managed memory).
+void populateGpuScanPatterns(mlir::RewritePatternSet &patterns,
+                             const GpuTarget &target);
+void populateGpuSsdPatterns(mlir::RewritePatternSet &patterns,
+                            const GpuTarget &target);
+
+} // namespace seqc
+
+#endif // SEQC_PASSES_GPUPATTERNS_H

@@ -1,0 +1,257 @@
+//===- GpuScans.cpp - recurrences as GPU kernels --------------------------===//
+//
+// linear_scan: a chunked scan in three kernels, for parallelism beyond one
+// thread per channel (B x S is often a few thousand channels, far from
+// filling a GPU): every (batch, chunk of time, channel) reduces its chunk to
+// (product of a, local final state); one thread per (batch, channel) passes
+// states across chunks; every (batch, chunk, channel) then rescans its chunk
+// from the right incoming state and writes h. Adjacent threads take adjacent
+// channels, so every load and store is coalesced.
+//
+// selective_scan: one thread per (batch, channel) with the N states in
+// registers for the whole sequence; B_t and C_t are the same for every
+// channel of a group, so a warp reads each with one broadcast load.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CpuKernel.h"
+#include "GpuKernel.h"
+#include "GpuPatterns.h"
+#include "ScanLayout.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace seqc;
+
+namespace {
+
+struct GpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
+  GpuLinearScan(MLIRContext *ctx, const GpuTarget &target)
+      : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
+
+  /// Steps per chunk.
+  static constexpr int64_t Chunk = 64;
+
+  LogicalResult matchAndRewrite(seq::LinearScanOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!allFloat(op))
+      return failure();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    DimSizes dims = DimSizes::checkAndCollect(kb, op);
+    Value a = toBTS(b, op.getA()), bb = toBTS(b, op.getB());
+    Value Bsz = kb.dim(a, 0), T = kb.dim(a, 1), S = kb.dim(a, 2);
+    Value nChunks = kb.divs(kb.add(T, kb.idx(Chunk - 1)), kb.idx(Chunk));
+    auto f32 = b.getF32Type();
+    int64_t dyn = ShapedType::kDynamic;
+    Type hElt = cast<RankedTensorType>(op.getH().getType()).getElementType();
+    Type lElt = cast<RankedTensorType>(op.getLast().getType()).getElementType();
+    auto htype = RankedTensorType::get({dyn, dyn, dyn}, hElt);
+    auto ltype = RankedTensorType::get({dyn, dyn}, lElt);
+    auto ctype = RankedTensorType::get({dyn, dyn, dyn}, f32);
+    Value hBuf = allocBuffer(b, htype, {Bsz, T, S});
+    Value lBuf = allocBuffer(b, ltype, {Bsz, S});
+    // Per (batch, chunk, channel): the product of the chunk's a, then the
+    // state entering the chunk; and the chunk's local final state.
+    Value prodBuf = allocBuffer(b, ctype, {Bsz, nChunks, S});
+    Value endBuf = allocBuffer(b, ctype, {Bsz, nChunks, S});
+    Value A = readBuffer(b, a), Bv = readBuffer(b, bb);
+    Value init = op.getInit() ? readBuffer(b, toBS(b, op.getInit())) : Value();
+    bool reverse = op.getReverse();
+
+    // Step `j` in processing order is time index t.
+    auto timeOf = [&](KernelBuilder &k, Value nT, Value j) {
+      return reverse ? k.sub(k.sub(nT, k.idx(1)), j) : j;
+    };
+    // (bi, c, s) of a chunk item.
+    auto split = [&](KernelBuilder &k, Value item, Value nC, Value nS) {
+      Value s = k.rems(item, nS), rest = k.divs(item, nS);
+      return std::array<Value, 3>{k.divs(rest, nC), k.rems(rest, nC), s};
+    };
+    // Runs the steps of chunk c: h = a h + b from `h0`, `product` times a;
+    // `each(t, h)` after each step. Returns {h, product}.
+    auto scanChunk = [&](KernelBuilder &k, Value Am, Value Bm, Value bi,
+                         Value c, Value s, Value h0, bool withProduct,
+                         const std::function<void(Value, Value)> &each) {
+      Value nT = k.mdim(Am, 1);
+      Value j0 = k.mul(c, k.idx(Chunk));
+      Value j1 = k.mins(k.add(j0, k.idx(Chunk)), nT);
+      auto r = k.loop(j0, j1, {h0, k.f32(1.0)}, [&](Value j, ValueRange it) {
+        Value t = timeOf(k, nT, j);
+        Value av = k.mload(Am, {bi, t, s});
+        Value h = k.fadd(k.fmul(av, it[0]), k.mload(Bm, {bi, t, s}));
+        if (each)
+          each(t, h);
+        Value p = withProduct ? k.fmul(it[1], av) : it[1];
+        return SmallVector<Value>{h, p};
+      });
+      return r;
+    };
+
+    Value chunkItems = kb.mul(kb.mul(Bsz, nChunks), S);
+    emitItemKernel(b, target, "linear_scan_chunks", kb, chunkItems,
+                   {A, Bv, prodBuf, endBuf},
+                   [&](KernelBuilder &k, Value item, ValueRange in) {
+                     Value nC = k.mdim(in[2], 1), nS = k.mdim(in[2], 2);
+                     auto [bi, c, s] = split(k, item, nC, nS);
+                     auto r = scanChunk(k, in[0], in[1], bi, c, s, k.f32(0.0),
+                                        true, nullptr);
+                     k.mstore(r[1], in[2], {bi, c, s});
+                     k.mstore(r[0], in[3], {bi, c, s});
+                   });
+
+    SmallVector<Value> passArgs{prodBuf, endBuf, lBuf};
+    if (init)
+      passArgs.push_back(init);
+    emitItemKernel(
+        b, target, "linear_scan_pass", kb, kb.mul(Bsz, S), passArgs,
+        [&](KernelBuilder &k, Value item, ValueRange in) {
+          Value nC = k.mdim(in[0], 1), nS = k.mdim(in[0], 2);
+          Value bi = k.divs(item, nS), s = k.rems(item, nS);
+          Value h0 = init ? k.mload(in[3], {bi, s}) : k.f32(0.0);
+          auto r = k.loop(nC, {h0}, [&](Value c, ValueRange it) {
+            Value p = k.mload(in[0], {bi, c, s});
+            k.mstore(it[0], in[0], {bi, c, s}); // the state entering c
+            return SmallVector<Value>{
+                k.fadd(k.fmul(p, it[0]), k.mload(in[1], {bi, c, s}))};
+          });
+          k.mstore(r[0], in[2], {bi, s});
+        });
+
+    emitItemKernel(b, target, "linear_scan_apply", kb, chunkItems,
+                   {A, Bv, prodBuf, hBuf},
+                   [&](KernelBuilder &k, Value item, ValueRange in) {
+                     Value nC = k.mdim(in[2], 1), nS = k.mdim(in[2], 2);
+                     auto [bi, c, s] = split(k, item, nC, nS);
+                     Value h0 = k.mload(in[2], {bi, c, s});
+                     scanChunk(k, in[0], in[1], bi, c, s, h0, false,
+                               [&](Value t, Value h) {
+                                 k.mstore(h, in[3], {bi, t, s});
+                               });
+                   });
+
+    Value h = restoreScanShape(b, asTensor(b, hBuf, htype),
+                               cast<RankedTensorType>(op.getH().getType()),
+                               dims.of("h"));
+    Value l = restoreScanShape(b, asTensor(b, lBuf, ltype),
+                               cast<RankedTensorType>(op.getLast().getType()),
+                               dims.of("last"));
+    rewriter.replaceOp(op, {h, l});
+    return success();
+  }
+
+  GpuTarget target;
+};
+
+/// Mamba-1's selective scan, one thread per (batch, channel).
+struct GpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
+  GpuSelectiveScan(MLIRContext *ctx, const GpuTarget &target)
+      : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
+
+  /// The most states a thread keeps in registers.
+  static constexpr int64_t MaxStates = 64;
+
+  LogicalResult matchAndRewrite(seq::SelectiveScanOp op,
+                                PatternRewriter &rewriter) const override {
+    auto aType = cast<RankedTensorType>(op.getA().getType());
+    int64_t N = aType.getDimSize(1);
+    if (!allFloat(op) || ShapedType::isDynamic(N) || N > MaxStates)
+      return failure();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    DimSizes dims = DimSizes::checkAndCollect(kb, op);
+    Value Bsz = dims["B"], D = dims["D"];
+    bool zoh = op.getDiscretization() == seq::Discretization::zoh;
+    bool softplus = op.getDeltaSoftplus();
+
+    Value yBuf = allocBuffer(b, cast<RankedTensorType>(op.getY().getType()),
+                             dims.of("y"));
+    Value lastBuf = allocBuffer(
+        b, cast<RankedTensorType>(op.getLast().getType()), dims.of("last"));
+    SmallVector<Value> args{readBuffer(b, op.getU()),
+                            readBuffer(b, op.getDelta()),
+                            readBuffer(b, op.getA()),
+                            readBuffer(b, op.getB()),
+                            readBuffer(b, op.getC()),
+                            yBuf,
+                            lastBuf};
+    enum Opt { Skip, Gate, Bias, Init };
+    int optIndex[4] = {-1, -1, -1, -1};
+    auto addOpt = [&](Opt which, Value v) {
+      if (!v)
+        return;
+      optIndex[which] = args.size();
+      args.push_back(readBuffer(b, v));
+    };
+    addOpt(Skip, op.getSkip());
+    addOpt(Gate, op.getGate());
+    addOpt(Bias, op.getDeltaBias());
+    addOpt(Init, op.getInit());
+
+    emitItemKernel(
+        b, target, "selective_scan", kb, kb.mul(Bsz, D), args,
+        [&](KernelBuilder &k, Value item, ValueRange in) {
+          auto opt = [&](Opt which) {
+            return optIndex[which] < 0 ? Value() : in[optIndex[which]];
+          };
+          Value U = in[0], Dt = in[1], Am = in[2], Bm = in[3], Cm = in[4];
+          Value nD = k.mdim(U, 2), nT = k.mdim(U, 1), nG = k.mdim(Bm, 2);
+          Value bi = k.divs(item, nD), d = k.rems(item, nD);
+          Value g = k.divs(d, k.divs(nD, nG));
+          SmallVector<Value> a, h;
+          for (int64_t n = 0; n < N; ++n) {
+            a.push_back(k.mload(Am, {d, k.idx(n)}));
+            h.push_back(opt(Init) ? k.mload(opt(Init), {bi, d, k.idx(n)})
+                                  : k.f32(0.0));
+          }
+          Value bias = opt(Bias) ? k.mload(opt(Bias), {d}) : Value();
+          Value skip = opt(Skip) ? k.mload(opt(Skip), {d}) : Value();
+          auto last = k.loop(nT, h, [&](Value t, ValueRange state) {
+            Value dt = k.mload(Dt, {bi, t, d});
+            if (bias)
+              dt = k.fadd(dt, bias);
+            if (softplus)
+              dt = k.softplus(dt);
+            Value u = k.mload(U, {bi, t, d});
+            Value y = skip ? k.fmul(skip, u) : k.f32(0.0);
+            SmallVector<Value> next;
+            for (int64_t n = 0; n < N; ++n) {
+              Value dA = k.fmul(dt, a[n]);
+              Value bn = k.mload(Bm, {bi, t, g, k.idx(n)});
+              Value weight = dt;
+              if (zoh) {
+                // expm1(dt A) / A, and dt where A = 0.
+                Value isZero =
+                    k.fcmp(arith::CmpFPredicate::OEQ, a[n], k.f32(0.0));
+                weight = k.select(isZero, dt, k.fdiv(k.expm1(dA), a[n]));
+              }
+              Value hn = k.fadd(k.fmul(k.exp(dA), state[n]),
+                                k.fmul(k.fmul(weight, bn), u));
+              next.push_back(hn);
+              y = k.fadd(y, k.fmul(k.mload(Cm, {bi, t, g, k.idx(n)}), hn));
+            }
+            if (Value gate = opt(Gate))
+              y = k.fmul(y, k.silu(k.mload(gate, {bi, t, d})));
+            k.mstore(y, in[5], {bi, t, d});
+            return next;
+          });
+          for (int64_t n = 0; n < N; ++n)
+            k.mstore(last[n], in[6], {bi, d, k.idx(n)});
+        });
+    rewriter.replaceOp(
+        op,
+        {asTensor(b, yBuf, cast<RankedTensorType>(op.getY().getType())),
+         asTensor(b, lastBuf, cast<RankedTensorType>(op.getLast().getType()))});
+    return success();
+  }
+
+  GpuTarget target;
+};
+
+} // namespace
+
+void seqc::populateGpuScanPatterns(RewritePatternSet &patterns,
+                                   const GpuTarget &target) {
+  patterns.add<GpuLinearScan, GpuSelectiveScan>(patterns.getContext(), target);
+}

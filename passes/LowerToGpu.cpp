@@ -1,0 +1,49 @@
+//===- LowerToGpu.cpp - seq ops to GPU kernels ----------------------------===//
+
+#include "CpuPatterns.h"
+#include "GpuPatterns.h"
+#include "seqc/Passes.h"
+
+#include "Seq/SeqDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace seqc {
+#define GEN_PASS_DEF_SEQLOWERTOGPU
+#include "passes/Passes.h.inc"
+} // namespace seqc
+
+using namespace mlir;
+
+namespace {
+struct SeqLowerToGpu : seqc::impl::SeqLowerToGpuBase<SeqLowerToGpu> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (blockThreads < 32 || blockThreads > 1024 || blockThreads % 32 != 0) {
+      getOperation().emitError()
+          << "block-threads must be a multiple of 32 in [32, 1024], not "
+          << blockThreads;
+      return signalPassFailure();
+    }
+    seqc::GpuTarget target;
+    target.emulate = emulate;
+    target.blockThreads = blockThreads;
+    RewritePatternSet patterns(&getContext());
+    seqc::populateGpuScanPatterns(patterns, target);
+    seqc::populateGpuSsdPatterns(patterns, target);
+    // Whatever has no kernel takes the reference lowering.
+    if (failed(seqc::applyKernelLowerings(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+} // namespace

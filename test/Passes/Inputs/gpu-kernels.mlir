@@ -1,0 +1,7 @@
+func.func @main(%x: tensor<2x200x4x64xf32>, %dt: tensor<2x200x4xf32>, %A: tensor<4xf32>, %B: tensor<2x200x2x128xf32>, %C: tensor<2x200x2x128xf32>, %D: tensor<4xf32>, %z: tensor<2x200x4x64xf32>, %db: tensor<4xf32>, %h0: tensor<2x4x64x128xf32>,
+                %u: tensor<2x200x64xf32>, %delta: tensor<2x200x64xf32>, %As: tensor<64x16xf32>, %Bs: tensor<2x200x1x16xf32>, %Cs: tensor<2x200x1x16xf32>) -> (tensor<2x200x4x64xf32>, tensor<2x4x64x128xf32>, tensor<2x200x64xf32>, tensor<2x64x16xf32>, tensor<2x200x64xf32>, tensor<2x64xf32>) {
+  %y, %l = seq.ssd %x, %dt, %A, %B, %C skip(%D) gate(%z) dt_bias(%db) init(%h0) {dt_softplus = true} : (tensor<2x200x4x64xf32>, tensor<2x200x4xf32>, tensor<4xf32>, tensor<2x200x2x128xf32>, tensor<2x200x2x128xf32>, tensor<4xf32>, tensor<2x200x4x64xf32>, tensor<4xf32>, tensor<2x4x64x128xf32>) -> (tensor<2x200x4x64xf32>, tensor<2x4x64x128xf32>)
+  %ys, %ls = seq.selective_scan %u, %delta, %As, %Bs, %Cs {delta_softplus = true} : (tensor<2x200x64xf32>, tensor<2x200x64xf32>, tensor<64x16xf32>, tensor<2x200x1x16xf32>, tensor<2x200x1x16xf32>) -> (tensor<2x200x64xf32>, tensor<2x64x16xf32>)
+  %h, %hl = seq.linear_scan %u, %delta : (tensor<2x200x64xf32>, tensor<2x200x64xf32>) -> (tensor<2x200x64xf32>, tensor<2x64xf32>)
+  return %y, %l, %ys, %ls, %h, %hl : tensor<2x200x4x64xf32>, tensor<2x4x64x128xf32>, tensor<2x200x64xf32>, tensor<2x64x16xf32>, tensor<2x200x64xf32>, tensor<2x64xf32>
+}
