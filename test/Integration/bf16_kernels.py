@@ -1,0 +1,77 @@
+# bf16 operands with f32 states through the GPU kernels (emulated on the
+# host, so this runs everywhere): the graphs of bench/gpu.sh at small sizes,
+# against float64 numpy on the bf16-rounded inputs, within the SPEC's bf16
+# bound (relative RMS error <= 1e-2). The three pipelines must also agree.
+# RUN: %python %s
+import os
+import sys
+
+import numpy as np
+from refs import linear_scan, selective_scan, ssd
+from seqc_testing import Checker, rng, run_seqc
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+import gpu_graphs  # noqa: E402
+
+c = Checker()
+
+
+def bf16(a):
+    """Rounds f32 to the nearest bf16 (ties to even), as arith.truncf does."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def rel_rms(got, ref):
+    ref = np.asarray(ref, dtype=np.float64)
+    return float(np.sqrt(np.mean((got - ref) ** 2)) / max(np.sqrt(np.mean(ref ** 2)), 1e-30))
+
+
+def check(name, got, ref):
+    err = rel_rms(got, ref)
+    c.expect(f"{name}: relative RMS {err:.2e} <= 1e-2", err <= 1e-2)
+
+
+def case_linear_scan():
+    r = rng(11)
+    a = r.uniform(0.8, 1.0, (2, 300, 70)).astype(np.float32)
+    b = r.standard_normal((2, 300, 70)).astype(np.float32)
+    h, last = run_seqc(gpu_graphs.linear_scan(2, 300, 70), [a, b], tol=2e-2)
+    rh, rlast = linear_scan(bf16(a), bf16(b))
+    check("linear_scan h", h, rh)
+    check("linear_scan last", last, rlast)
+
+
+def case_selective_scan():
+    r = rng(12)
+    B, T, D, N = 2, 150, 32, 16
+    u = r.standard_normal((B, T, D)).astype(np.float32)
+    dl = r.uniform(-3, 0, (B, T, D)).astype(np.float32)
+    A = (-np.exp(r.uniform(-1, 1, (D, N)))).astype(np.float32)
+    Bm = r.standard_normal((B, T, 1, N)).astype(np.float32)
+    Cm = r.standard_normal((B, T, 1, N)).astype(np.float32)
+    y, last = run_seqc(gpu_graphs.selective_scan(B, T, D, N), [u, dl, A, Bm, Cm], tol=2e-2)
+    ry, rlast = selective_scan(bf16(u), bf16(dl), A, bf16(Bm), bf16(Cm), softplus_dt=True)
+    check("selective_scan y", y, ry)
+    check("selective_scan last", last, rlast)
+
+
+def case_ssd():
+    r = rng(13)
+    B, T, H, P, N = 1, 130, 2, 16, 32
+    x = r.standard_normal((B, T, H, P)).astype(np.float32)
+    dt = r.uniform(-3, 0.5, (B, T, H)).astype(np.float32)
+    A = (-np.exp(r.uniform(-1, 1, H))).astype(np.float32)
+    Bm = r.standard_normal((B, T, 1, N)).astype(np.float32)
+    Cm = r.standard_normal((B, T, 1, N)).astype(np.float32)
+    y, last = run_seqc(gpu_graphs.ssd(B, T, H, P, N), [x, dt, A, Bm, Cm], tol=2e-2)
+    ry, rlast = ssd(bf16(x), bf16(dt), A, bf16(Bm), bf16(Cm), softplus_dt=True)
+    check("ssd y", y, ry)
+    check("ssd last", last, rlast)
+
+
+c.run("linear_scan", case_linear_scan)
+c.run("selective_scan", case_selective_scan)
+c.run("ssd", case_ssd)
+c.finish()
