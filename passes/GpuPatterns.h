@@ -16,6 +16,10 @@ void populateGpuScanPatterns(mlir::RewritePatternSet &patterns,
                              const GpuTarget &target);
 void populateGpuSsdPatterns(mlir::RewritePatternSet &patterns,
                             const GpuTarget &target);
+void populateGpuLinearAttentionPatterns(mlir::RewritePatternSet &patterns,
+                                        const GpuTarget &target);
+void populateGpuAttentionPatterns(mlir::RewritePatternSet &patterns,
+                                  const GpuTarget &target);
 
 } // namespace seqc
 

@@ -41,6 +41,8 @@ struct SeqLowerToGpu : seqc::impl::SeqLowerToGpuBase<SeqLowerToGpu> {
     RewritePatternSet patterns(&getContext());
     seqc::populateGpuScanPatterns(patterns, target);
     seqc::populateGpuSsdPatterns(patterns, target);
+    seqc::populateGpuAttentionPatterns(patterns, target);
+    seqc::populateGpuLinearAttentionPatterns(patterns, target);
     // Whatever has no kernel takes the reference lowering.
     if (failed(seqc::applyKernelLowerings(getOperation(), std::move(patterns))))
       return signalPassFailure();

@@ -35,4 +35,10 @@ c.run("window + cache", lambda: case(1, 4, 20, 2, 1, 4, 6, window=3, scale=0.3, 
 c.run("more queries than keys", lambda: case(1, 10, 4, 1, 1, 3, 2, seed=5))
 c.run("decode T=1", lambda: case(3, 1, 17, 4, 2, 16, 8, seed=6))
 c.run("non-causal window", lambda: case(1, 8, 8, 1, 1, 4, 4, causal=False, window=2, seed=7))
+# Several tiles of queries, keys, head and V channels in the GPU kernel
+# (32 x 32 tiles, V tiles of 64), partial tiles at every edge.
+c.run("tiles", lambda: case(1, 100, 150, 4, 2, 40, 70, seed=8))
+c.run("tiles + window", lambda: case(1, 100, 100, 2, 2, 33, 65, window=37, seed=9))
+c.run("non-causal tiles", lambda: case(1, 70, 45, 2, 1, 33, 20, causal=False, seed=10))
+c.run("V = 130 (beyond the GPU accumulator)", lambda: case(1, 5, 5, 1, 1, 4, 130, seed=11))
 c.finish()

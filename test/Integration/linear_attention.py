@@ -90,6 +90,14 @@ c.run("non-causal normalized", lambda: case(2, 13, 2, 4, 3, feature="elu_plus_on
                                             normalize=True, seed=6))
 c.run("non-causal with init", lambda: case(1, 11, 2, 3, 5, causal=False, init=True, seed=7))
 c.run("T=1", lambda: case(3, 1, 2, 8, 8, decay_rank=4, init=True, seed=8))
+# Several 32-step chunks and 32-channel key / value tiles in the GPU kernels,
+# with partial tiles at every edge.
+c.run("chunks + tiles", lambda: case(1, 100, 2, 40, 70, decay_rank=3, init=True, seed=20))
+c.run("chunks GLA", lambda: case(1, 77, 2, 36, 33, decay_rank=4, init=True, seed=21))
+c.run("chunks decay H normalized", lambda: case(2, 70, 1, 33, 40, decay_rank=1,
+                                                feature="elu_plus_one", normalize=True, seed=22))
+c.run("chunks non-causal normalized", lambda: case(1, 90, 2, 35, 31, feature="elu_plus_one",
+                                                   causal=False, normalize=True, seed=23))
 c.run("pieces decay BTH", lambda: pieces(2, 27, 2, 4, 4, 3, 11))
 c.run("pieces GLA", lambda: pieces(1, 15, 2, 5, 3, 4, 14, feature="elu_plus_one"))
 c.run("pieces no decay", lambda: pieces(1, 12, 1, 4, 4, 0, 5))

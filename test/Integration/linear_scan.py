@@ -62,5 +62,6 @@ c.run("pieces", lambda: pieces((2, 29, 6), 13))
 c.run("pieces reverse", lambda: pieces((2, 29, 6), 10, reverse=True))
 c.run("pieces T=1 decode", lambda: pieces((1, 9, 4), 8))
 # 4096 steps with decays in (0, 1]: no drift beyond the SPEC tolerance.
+c.run("long reverse", lambda: case((2, 300, 5), reverse=True, seed=20))
 c.run("long", lambda: case((1, 4096, 3), seed=8))
 c.finish()

@@ -100,5 +100,7 @@ c.run("init only", lambda: case(1, 33, 9, 7, 1, use=("h0",), seed=7))
 c.run("skip only", lambda: case(1, 6, 8, 4, 2, use=("D",), seed=8))
 c.run("pieces", lambda: pieces(2, 31, 8, 4, 2, 17))
 c.run("pieces zoh decode", lambda: pieces(1, 12, 6, 3, 3, 11, zoh=True))
+c.run("64 states", lambda: case(1, 40, 8, 64, 2, use=("D", "z", "db", "h0"), softplus=True,
+                                seed=20))
 c.run("long", lambda: case(1, 1024, 4, 4, 1, use=("D",), softplus=True, seed=9))
 c.finish()

@@ -111,5 +111,9 @@ c.run("dynamic T", lambda: case(2, 17, 2, 4, 4, 1, use=("D", "h0"), dynamic_t=Tr
 c.run("quadratic form", quadratic_form_agrees)
 c.run("pieces", lambda: pieces(2, 29, 4, 4, 6, 2, 12))
 c.run("pieces decode", lambda: pieces(1, 10, 2, 4, 4, 1, 9))
+# Several chunks and P / N tiles in the GPU kernels (64-step chunks, 32-wide
+# tiles), partial at every edge.
+c.run("chunks + tiles", lambda: case(1, 150, 2, 40, 70, 2, use=("D", "z", "db", "h0"),
+                                     softplus_dt=True, seed=20))
 c.run("long", lambda: case(1, 4096, 2, 2, 4, 1, use=("D",), softplus_dt=True, seed=7))
 c.finish()
