@@ -103,3 +103,13 @@ bool seqc::allFloat(Operation *op) {
   return llvm::all_of(op->getOperandTypes(), isFloat) &&
          llvm::all_of(op->getResultTypes(), isFloat);
 }
+
+SmallVector<Value> seqc::delinearize(KernelBuilder &kb, Value item,
+                                     ArrayRef<Value> sizes) {
+  SmallVector<Value> idx(sizes.size());
+  for (size_t i = sizes.size(); i-- > 0;) {
+    idx[i] = kb.rems(item, sizes[i]);
+    item = kb.divs(item, sizes[i]);
+  }
+  return idx;
+}

@@ -84,6 +84,10 @@ void emitItemKernel(
     llvm::StringRef name, KernelBuilder &kb, Value count, ValueRange args,
     const std::function<void(KernelBuilder &, Value, ValueRange)> &body);
 
+/// The indices of `item` in the row-major index space of `sizes`.
+llvm::SmallVector<Value> delinearize(KernelBuilder &kb, Value item,
+                                     llvm::ArrayRef<Value> sizes);
+
 /// Whether every operand and result has a float element type (f32, f16 or
 /// bf16: GPU kernels widen loads to f32 and narrow stores).
 bool allFloat(mlir::Operation *op);

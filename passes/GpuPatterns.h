@@ -18,6 +18,11 @@ void populateGpuSsdPatterns(mlir::RewritePatternSet &patterns,
                             const GpuTarget &target);
 void populateGpuLinearAttentionPatterns(mlir::RewritePatternSet &patterns,
                                         const GpuTarget &target);
+void populateGpuMoEPatterns(mlir::RewritePatternSet &patterns,
+                            const GpuTarget &target);
+/// semiseparable_mask, associative_scan, random_features.
+void populateGpuRowPatterns(mlir::RewritePatternSet &patterns,
+                            const GpuTarget &target);
 void populateGpuAttentionPatterns(mlir::RewritePatternSet &patterns,
                                   const GpuTarget &target);
 

@@ -5,8 +5,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -35,18 +35,36 @@ Value KernelBuilder::i64(int64_t v) {
   return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
 }
 
-Value KernelBuilder::add(Value a, Value c) { return arith::AddIOp::create(b, a, c); }
-Value KernelBuilder::sub(Value a, Value c) { return arith::SubIOp::create(b, a, c); }
-Value KernelBuilder::mul(Value a, Value c) { return arith::MulIOp::create(b, a, c); }
-Value KernelBuilder::divs(Value a, Value c) { return arith::DivSIOp::create(b, a, c); }
-Value KernelBuilder::rems(Value a, Value c) { return arith::RemSIOp::create(b, a, c); }
-Value KernelBuilder::mins(Value a, Value c) { return arith::MinSIOp::create(b, a, c); }
+Value KernelBuilder::add(Value a, Value c) {
+  return arith::AddIOp::create(b, a, c);
+}
+Value KernelBuilder::sub(Value a, Value c) {
+  return arith::SubIOp::create(b, a, c);
+}
+Value KernelBuilder::mul(Value a, Value c) {
+  return arith::MulIOp::create(b, a, c);
+}
+Value KernelBuilder::divs(Value a, Value c) {
+  return arith::DivSIOp::create(b, a, c);
+}
+Value KernelBuilder::rems(Value a, Value c) {
+  return arith::RemSIOp::create(b, a, c);
+}
+Value KernelBuilder::mins(Value a, Value c) {
+  return arith::MinSIOp::create(b, a, c);
+}
 Value KernelBuilder::cmp(arith::CmpIPredicate p, Value a, Value c) {
   return arith::CmpIOp::create(b, p, a, c);
 }
-Value KernelBuilder::andi(Value a, Value c) { return arith::AndIOp::create(b, a, c); }
-Value KernelBuilder::ori(Value a, Value c) { return arith::OrIOp::create(b, a, c); }
-Value KernelBuilder::noti(Value a) { return arith::XOrIOp::create(b, a, i1(true)); }
+Value KernelBuilder::andi(Value a, Value c) {
+  return arith::AndIOp::create(b, a, c);
+}
+Value KernelBuilder::ori(Value a, Value c) {
+  return arith::OrIOp::create(b, a, c);
+}
+Value KernelBuilder::noti(Value a) {
+  return arith::XOrIOp::create(b, a, i1(true));
+}
 Value KernelBuilder::select(Value cond, Value a, Value c) {
   return arith::SelectOp::create(b, cond, a, c);
 }
@@ -57,12 +75,22 @@ Value KernelBuilder::i32ToIndex(Value v) {
   return arith::IndexCastOp::create(b, b.getIndexType(), v);
 }
 
-Value KernelBuilder::fadd(Value a, Value c) { return arith::AddFOp::create(b, a, c); }
-Value KernelBuilder::fsub(Value a, Value c) { return arith::SubFOp::create(b, a, c); }
-Value KernelBuilder::fmul(Value a, Value c) { return arith::MulFOp::create(b, a, c); }
-Value KernelBuilder::fdiv(Value a, Value c) { return arith::DivFOp::create(b, a, c); }
+Value KernelBuilder::fadd(Value a, Value c) {
+  return arith::AddFOp::create(b, a, c);
+}
+Value KernelBuilder::fsub(Value a, Value c) {
+  return arith::SubFOp::create(b, a, c);
+}
+Value KernelBuilder::fmul(Value a, Value c) {
+  return arith::MulFOp::create(b, a, c);
+}
+Value KernelBuilder::fdiv(Value a, Value c) {
+  return arith::DivFOp::create(b, a, c);
+}
 Value KernelBuilder::fneg(Value a) { return arith::NegFOp::create(b, a); }
-Value KernelBuilder::fmax(Value a, Value c) { return arith::MaxNumFOp::create(b, a, c); }
+Value KernelBuilder::fmax(Value a, Value c) {
+  return arith::MaxNumFOp::create(b, a, c);
+}
 Value KernelBuilder::fcmp(arith::CmpFPredicate p, Value a, Value c) {
   return arith::CmpFOp::create(b, p, a, c);
 }
@@ -100,8 +128,8 @@ Value KernelBuilder::polynomialExp(Value x) {
     return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
   };
   Value ni = arith::FPToSIOp::create(b, intType, n);
-  Value bits = arith::ShLIOp::create(b, arith::AddIOp::create(b, ni, intConst(127)),
-                                     intConst(23));
+  Value bits = arith::ShLIOp::create(
+      b, arith::AddIOp::create(b, ni, intConst(127)), intConst(23));
   Value scale = arith::BitcastOp::create(b, x.getType(), bits);
   // Below the clamp the result is 0 (exp(-inf) = 0 exactly, as masks need).
   Value under = fcmp(arith::CmpFPredicate::OLT, x, like(x, -87.3));
@@ -409,6 +437,19 @@ SmallVector<Value> KernelBuilder::ifElse(Value cond, TypeRange types,
       scf::YieldOp::create(b, r);
   }
   return SmallVector<Value>(ifOp.getResults());
+}
+
+Value KernelBuilder::sumOver(Value n, const std::function<Value(Value)> &term) {
+  return loop(n, {f32(0.0)}, [&](Value i, ValueRange c) {
+    return SmallVector<Value>{fadd(c[0], term(i))};
+  })[0];
+}
+
+Value KernelBuilder::maxOver(Value n, const std::function<Value(Value)> &term) {
+  Value init = f32(-std::numeric_limits<float>::infinity());
+  return loop(n, {init}, [&](Value i, ValueRange c) {
+    return SmallVector<Value>{fmax(c[0], term(i))};
+  })[0];
 }
 
 Value KernelBuilder::loadIf(Value cond, Value source, ValueRange ivs,

@@ -144,8 +144,7 @@ public:
   /// A tensor of `type` filled with zeros of its element type.
   Value zeros(mlir::RankedTensorType type, ValueRange sizes);
   /// Converts `tensor` (f32) elementwise to `type`'s element type.
-  Value castTensor(Value tensor, mlir::RankedTensorType type,
-                   ValueRange sizes);
+  Value castTensor(Value tensor, mlir::RankedTensorType type, ValueRange sizes);
 
   // Control flow.
   llvm::SmallVector<Value> loop(Value lb, Value ub, ValueRange inits,
@@ -154,6 +153,10 @@ public:
                                 const LoopBody &body) {
     return loop(idx(0), ub, inits, body);
   }
+  /// sum_{i < n} term(i), accumulated in f32 in order.
+  Value sumOver(Value n, const std::function<Value(Value)> &term);
+  /// max_{i < n} term(i) (maxnumf: NaN-ignoring), -inf when n = 0.
+  Value maxOver(Value n, const std::function<Value(Value)> &term);
   /// Nested loops from 0 to each of `ubs`.
   llvm::SmallVector<Value> nest(ValueRange ubs, ValueRange inits,
                                 const NestBody &body);

@@ -25,14 +25,6 @@ static RankedTensorType f32Tensor(MLIRContext *ctx, ArrayRef<int64_t> shape) {
   return RankedTensorType::get(shape, Float32Type::get(ctx));
 }
 
-/// sum_{i < n} f(i), accumulated in f32.
-static Value sumOver(KernelBuilder &kb, Value n,
-                     const std::function<Value(Value)> &term) {
-  return kb.loop(n, {kb.f32(0.0)}, [&](Value i, ValueRange c) {
-    return SmallVector<Value>{kb.fadd(c[0], term(i))};
-  })[0];
-}
-
 struct LowerLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -92,7 +84,8 @@ struct LowerLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
           Value old = kb.load(s[0], at);
           if (f)
             old = kb.fmul(f, old);
-          Value upd = kb.fadd(old, kb.fmul(kp, kb.load(op.getV(), {bi, t, h, vv})));
+          Value upd =
+              kb.fadd(old, kb.fmul(kp, kb.load(op.getV(), {bi, t, h, vv})));
           return SmallVector<Value>{kb.store(upd, s[0], at)};
         })[0];
         Value zOld = kb.load(c[1], {bi, h, kk});
@@ -107,13 +100,14 @@ struct LowerLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     auto emit = [&](Value bi, Value h, Value t, Value S, Value zz, Value out) {
       Value den;
       if (normalize)
-        den = kb.fadd(sumOver(kb, K, [&](Value kk) {
-                        return kb.fmul(qPrime(bi, t, h, kk),
-                                       kb.load(zz, {bi, h, kk}));
-                      }),
+        den = kb.fadd(kb.sumOver(K,
+                                 [&](Value kk) {
+                                   return kb.fmul(qPrime(bi, t, h, kk),
+                                                  kb.load(zz, {bi, h, kk}));
+                                 }),
                       eps);
       return kb.loop(V, {out}, [&](Value vv, ValueRange c) {
-        Value acc = sumOver(kb, K, [&](Value kk) {
+        Value acc = kb.sumOver(K, [&](Value kk) {
           return kb.fmul(qPrime(bi, t, h, kk), kb.load(S, {bi, h, kk, vv}));
         });
         if (den)
@@ -122,8 +116,8 @@ struct LowerLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
       })[0];
     };
 
-    SmallVector<Value> res = kb.nest(
-        {Bsz, H}, {o, state, z}, [&](ValueRange ivs, ValueRange it) {
+    SmallVector<Value> res =
+        kb.nest({Bsz, H}, {o, state, z}, [&](ValueRange ivs, ValueRange it) {
           Value bi = ivs[0], h = ivs[1];
           Value S = kb.nest({K, V}, {it[1]}, [&](ValueRange kv, ValueRange c) {
             SmallVector<Value> at{bi, h, kv[0], kv[1]};
@@ -131,8 +125,8 @@ struct LowerLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
             return SmallVector<Value>{kb.store(s0, c[0], at)};
           })[0];
           if (op.getCausal()) {
-            SmallVector<Value> r = kb.loop(
-                T, {it[0], S, it[2]}, [&](Value t, ValueRange c) {
+            SmallVector<Value> r =
+                kb.loop(T, {it[0], S, it[2]}, [&](Value t, ValueRange c) {
                   auto [S2, z2] = accumulate(bi, h, t, c[1], c[2]);
                   return SmallVector<Value>{emit(bi, h, t, S2, z2, c[0]), S2,
                                             z2};
@@ -145,8 +139,7 @@ struct LowerLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
                 return SmallVector<Value>{S2, z2};
               });
           Value out = kb.loop(T, {it[0]}, [&](Value t, ValueRange c) {
-            return SmallVector<Value>{
-                emit(bi, h, t, total[0], total[1], c[0])};
+            return SmallVector<Value>{emit(bi, h, t, total[0], total[1], c[0])};
           })[0];
           return SmallVector<Value>{out, total[0], total[1]};
         });
@@ -177,13 +170,14 @@ struct LowerRandomFeatures : OpRewritePattern<seq::RandomFeaturesOp> {
         idx.push_back(kk);
         return kb.load(op.getX(), idx);
       };
-      Value half = kb.fmul(sumOver(kb, K, [&](Value kk) {
-                             Value x = xAt(kk);
-                             return kb.fmul(x, x);
-                           }),
+      Value half = kb.fmul(kb.sumOver(K,
+                                      [&](Value kk) {
+                                        Value x = xAt(kk);
+                                        return kb.fmul(x, x);
+                                      }),
                            kb.f32(0.5));
       return kb.loop(M, {it[0]}, [&](Value m, ValueRange c) {
-        Value dot = sumOver(kb, K, [&](Value kk) {
+        Value dot = kb.sumOver(K, [&](Value kk) {
           return kb.fmul(xAt(kk), kb.load(op.getOmega(), {kk, m}));
         });
         auto at = [&](Value col) {
@@ -226,14 +220,15 @@ struct LowerAttention : OpRewritePattern<seq::AttentionOp> {
 
     SmallVector<Value> oSizes = dims.of("o");
     int64_t dyn = ShapedType::kDynamic;
-    Value acc = kb.zeros(f32Tensor(op.getContext(), {dyn, dyn, dyn, dyn}),
-                         oSizes);
+    Value acc =
+        kb.zeros(f32Tensor(op.getContext(), {dyn, dyn, dyn, dyn}), oSizes);
     Value negInf = kb.f32(-std::numeric_limits<float>::infinity());
 
     // Per query row: running max m, normalizer l, unnormalized output.
     SmallVector<Value> rows = kb.nest(
-        {Bsz, T, H}, {acc, kb.zeros(f32Tensor(op.getContext(), {dyn, dyn, dyn}),
-                                    {Bsz, T, H})},
+        {Bsz, T, H},
+        {acc,
+         kb.zeros(f32Tensor(op.getContext(), {dyn, dyn, dyn}), {Bsz, T, H})},
         [&](ValueRange ivs, ValueRange it) {
           Value bi = ivs[0], i = ivs[1], h = ivs[2];
           Value hk = kb.divs(h, rep);
@@ -244,29 +239,33 @@ struct LowerAttention : OpRewritePattern<seq::AttentionOp> {
                 if (causal)
                   visible = kb.cmp(CmpIPredicate::sle, j, pos);
                 if (window > 0)
-                  visible = kb.andi(visible,
-                                    kb.cmp(CmpIPredicate::slt, kb.sub(pos, j),
-                                           kb.idx(window)));
+                  visible =
+                      kb.andi(visible, kb.cmp(CmpIPredicate::slt,
+                                              kb.sub(pos, j), kb.idx(window)));
                 return kb.ifElse(
                     visible, {c[0].getType(), c[1].getType(), c[2].getType()},
                     [&] {
-                      Value s = kb.fmul(sumOver(kb, K, [&](Value kk) {
-                                          return kb.fmul(
-                                              kb.load(op.getQ(), {bi, i, h, kk}),
-                                              kb.load(op.getK(), {bi, j, hk, kk}));
-                                        }),
-                                        scale);
+                      Value s = kb.fmul(
+                          kb.sumOver(K,
+                                     [&](Value kk) {
+                                       return kb.fmul(
+                                           kb.load(op.getQ(), {bi, i, h, kk}),
+                                           kb.load(op.getK(), {bi, j, hk, kk}));
+                                     }),
+                          scale);
                       Value m = kb.fmax(c[0], s);
                       Value corr = kb.exp(kb.fsub(c[0], m));
                       Value p = kb.exp(kb.fsub(s, m));
                       Value l = kb.fadd(kb.fmul(c[1], corr), p);
-                      Value out = kb.loop(V, {c[2]}, [&](Value vv, ValueRange o) {
-                        SmallVector<Value> at{bi, i, h, vv};
-                        Value upd = kb.fadd(
-                            kb.fmul(kb.load(o[0], at), corr),
-                            kb.fmul(p, kb.load(op.getV(), {bi, j, hk, vv})));
-                        return SmallVector<Value>{kb.store(upd, o[0], at)};
-                      })[0];
+                      Value out =
+                          kb.loop(V, {c[2]}, [&](Value vv, ValueRange o) {
+                            SmallVector<Value> at{bi, i, h, vv};
+                            Value upd =
+                                kb.fadd(kb.fmul(kb.load(o[0], at), corr),
+                                        kb.fmul(p, kb.load(op.getV(),
+                                                           {bi, j, hk, vv})));
+                            return SmallVector<Value>{kb.store(upd, o[0], at)};
+                          })[0];
                       return SmallVector<Value>{m, l, out};
                     },
                     [&] { return SmallVector<Value>(c.begin(), c.end()); });

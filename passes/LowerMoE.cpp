@@ -30,21 +30,6 @@ static RankedTensorType tensorOf(Type elt, int64_t rank) {
                                elt);
 }
 
-static Value sumOver(KernelBuilder &kb, Value n,
-                     const std::function<Value(Value)> &term) {
-  return kb.loop(n, {kb.f32(0.0)}, [&](Value i, ValueRange c) {
-    return SmallVector<Value>{kb.fadd(c[0], term(i))};
-  })[0];
-}
-
-static Value maxOver(KernelBuilder &kb, Value n,
-                     const std::function<Value(Value)> &term) {
-  Value init = kb.f32(-std::numeric_limits<float>::infinity());
-  return kb.loop(n, {init}, [&](Value i, ValueRange c) {
-    return SmallVector<Value>{kb.fmax(c[0], term(i))};
-  })[0];
-}
-
 struct LowerRoute : OpRewritePattern<seq::RouteOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -62,9 +47,9 @@ struct LowerRoute : OpRewritePattern<seq::RouteOp> {
     auto hAt = [&](Value t, Value e) {
       Value h = kb.load(op.getLogits(), {t, e});
       if (op.getNoiseEps())
-        h = kb.fadd(h, kb.fmul(kb.load(op.getNoiseEps(), {t, e}),
-                               kb.softplus(kb.load(op.getNoiseLogits(),
-                                                   {t, e}))));
+        h = kb.fadd(h,
+                    kb.fmul(kb.load(op.getNoiseEps(), {t, e}),
+                            kb.softplus(kb.load(op.getNoiseLogits(), {t, e}))));
       return h;
     };
     auto selAt = [&](Value t, Value e) {
@@ -83,18 +68,17 @@ struct LowerRoute : OpRewritePattern<seq::RouteOp> {
     };
 
     SmallVector<Value> res = kb.loop(
-        T, {weights, indices, firstCount, probSum}, [&](Value t,
-                                                        ValueRange c) {
+        T, {weights, indices, firstCount, probSum}, [&](Value t, ValueRange c) {
           // k rounds of "best expert not chosen yet".
           Value idx = kb.loop(K, {c[1]}, [&](Value j, ValueRange cj) {
             SmallVector<Value> best = kb.loop(
                 E, {kb.idx(-1), kb.f32(0.0)}, [&](Value e, ValueRange ce) {
-                  Value taken = kb.loop(j, {kb.i1(false)}, [&](Value jj,
-                                                               ValueRange tk) {
-                    Value same = kb.cmp(CmpIPredicate::eq,
-                                        expertAt(cj[0], t, jj), e);
-                    return SmallVector<Value>{kb.ori(tk[0], same)};
-                  })[0];
+                  Value taken =
+                      kb.loop(j, {kb.i1(false)}, [&](Value jj, ValueRange tk) {
+                        Value same = kb.cmp(CmpIPredicate::eq,
+                                            expertAt(cj[0], t, jj), e);
+                        return SmallVector<Value>{kb.ori(tk[0], same)};
+                      })[0];
                   Value s = selAt(t, e);
                   Value better =
                       kb.ori(kb.cmp(CmpIPredicate::slt, ce[0], kb.idx(0)),
@@ -112,15 +96,13 @@ struct LowerRoute : OpRewritePattern<seq::RouteOp> {
           auto hChosen = [&](Value j) { return hAt(t, expertAt(idx, t, j)); };
           Value mx, den;
           if (score == seq::Score::softmax_topk) {
-            mx = maxOver(kb, K, hChosen);
-            den = sumOver(kb, K, [&](Value j) {
-              return kb.exp(kb.fsub(hChosen(j), mx));
-            });
+            mx = kb.maxOver(K, hChosen);
+            den = kb.sumOver(
+                K, [&](Value j) { return kb.exp(kb.fsub(hChosen(j), mx)); });
           } else if (score == seq::Score::softmax) {
-            mx = maxOver(kb, E, [&](Value e) { return hAt(t, e); });
-            den = sumOver(kb, E, [&](Value e) {
-              return kb.exp(kb.fsub(hAt(t, e), mx));
-            });
+            mx = kb.maxOver(E, [&](Value e) { return hAt(t, e); });
+            den = kb.sumOver(
+                E, [&](Value e) { return kb.exp(kb.fsub(hAt(t, e), mx)); });
           }
           auto gate = [&](Value j) {
             Value h = hChosen(j);
@@ -128,13 +110,14 @@ struct LowerRoute : OpRewritePattern<seq::RouteOp> {
               return kb.sigmoid(h);
             return kb.fdiv(kb.exp(kb.fsub(h, mx)), den);
           };
-          Value norm = op.getNormalize() ? sumOver(kb, K, gate) : Value();
+          Value norm = op.getNormalize() ? kb.sumOver(K, gate) : Value();
           Value scale = kb.f32(op.getRoutedScale().convertToDouble());
           Value w = kb.loop(K, {c[0]}, [&](Value j, ValueRange cw) {
             Value g = gate(j);
             if (norm)
               g = kb.fdiv(g, norm);
-            return SmallVector<Value>{kb.store(kb.fmul(g, scale), cw[0], {t, j})};
+            return SmallVector<Value>{
+                kb.store(kb.fmul(g, scale), cw[0], {t, j})};
           })[0];
 
           // Load-balancing statistics: first choices and the mean softmax of
@@ -142,10 +125,10 @@ struct LowerRoute : OpRewritePattern<seq::RouteOp> {
           Value firstE = expertAt(idx, t, kb.idx(0));
           Value fc = kb.store(kb.fadd(kb.load(c[2], {firstE}), kb.f32(1.0)),
                               c[2], {firstE});
-          Value pmx = maxOver(kb, E, [&](Value e) {
+          Value pmx = kb.maxOver(E, [&](Value e) {
             return kb.load(op.getLogits(), {t, e});
           });
-          Value pden = sumOver(kb, E, [&](Value e) {
+          Value pden = kb.sumOver(E, [&](Value e) {
             return kb.exp(kb.fsub(kb.load(op.getLogits(), {t, e}), pmx));
           });
           Value ps = kb.loop(E, {c[3]}, [&](Value e, ValueRange cp) {
@@ -159,7 +142,7 @@ struct LowerRoute : OpRewritePattern<seq::RouteOp> {
 
     // aux = coef * E * sum_i f_i P_i (0 for an empty batch).
     Value tF = kb.indexToF32(T);
-    Value dot = sumOver(kb, E, [&](Value e) {
+    Value dot = kb.sumOver(E, [&](Value e) {
       return kb.fmul(kb.load(res[2], {e}), kb.load(res[3], {e}));
     });
     Value hasTokens = kb.cmp(CmpIPredicate::sgt, T, kb.idx(0));
@@ -190,12 +173,12 @@ struct LowerMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
     };
 
     emitExpertIndexChecks(kb, op.getIndices(), T, K, E);
-    Value cap = expertCapacity(kb, op.getCapacityFactor().convertToDouble(),
-                               T, K, E);
+    Value cap =
+        expertCapacity(kb, op.getCapacityFactor().convertToDouble(), T, K, E);
 
     Activation act = op.getActivation();
-    Value counts = kb.zeros(cast<RankedTensorType>(op.getLoad().getType()),
-                            {E});
+    Value counts =
+        kb.zeros(cast<RankedTensorType>(op.getLoad().getType()), {E});
     Value yacc = kb.zeros(tensorOf(kb.f32Type(), 2), {T, D});
     Value hidden = kb.empty(tensorOf(kb.f32Type(), 1), {F});
 
@@ -209,25 +192,25 @@ struct LowerMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
           return kb.ifElse(
               accept, {c[0].getType(), c[1].getType(), c[2].getType()},
               [&] {
-                Value cnt = kb.store(
-                    arith::AddIOp::create(b, used, kb.i64(1)), c[0], {e});
+                Value cnt = kb.store(arith::AddIOp::create(b, used, kb.i64(1)),
+                                     c[0], {e});
                 Value hid = kb.loop(F, {c[2]}, [&](Value f, ValueRange ch) {
                   auto proj = [&](Value wTensor) {
-                    return sumOver(kb, D, [&](Value d) {
+                    return kb.sumOver(D, [&](Value d) {
                       return kb.fmul(kb.load(op.getX(), {t, d}),
                                      kb.load(wTensor, {e, d, f}));
                     });
                   };
                   Value up = proj(op.getWUp());
-                  Value h = op.getWGate()
-                                ? kb.fmul(kb.activation(act, proj(op.getWGate())),
-                                          up)
-                                : kb.activation(act, up);
+                  Value h =
+                      op.getWGate()
+                          ? kb.fmul(kb.activation(act, proj(op.getWGate())), up)
+                          : kb.activation(act, up);
                   return SmallVector<Value>{kb.store(h, ch[0], {f})};
                 })[0];
                 Value wt = kb.load(op.getWeights(), {t, j});
                 Value y = kb.loop(D, {c[1]}, [&](Value d, ValueRange cy) {
-                  Value down = sumOver(kb, F, [&](Value f) {
+                  Value down = kb.sumOver(F, [&](Value f) {
                     return kb.fmul(kb.load(hid, {f}),
                                    kb.load(op.getWDown(), {e, f, d}));
                   });
@@ -259,18 +242,18 @@ void seqc::emitExpertIndexChecks(KernelBuilder &kb, Value indices, Value T,
     return kb.i32ToIndex(kb.load(indices, {t, j}));
   };
   // Every index is checked before any is used; the first bad one is named.
-  SmallVector<Value> bad = kb.nest(
-      {T, K}, {kb.i1(false), kb.idx(0), kb.idx(0), kb.idx(0)},
-      [&](ValueRange ivs, ValueRange c) {
-        Value e = expertAt(ivs[0], ivs[1]);
-        Value outside = kb.ori(kb.cmp(CmpIPredicate::slt, e, kb.idx(0)),
-                               kb.cmp(CmpIPredicate::sge, e, E));
-        Value firstBad = kb.andi(outside, kb.noti(c[0]));
-        return SmallVector<Value>{kb.ori(c[0], outside),
-                                  kb.select(firstBad, ivs[0], c[1]),
-                                  kb.select(firstBad, ivs[1], c[2]),
-                                  kb.select(firstBad, e, c[3])};
-      });
+  SmallVector<Value> bad =
+      kb.nest({T, K}, {kb.i1(false), kb.idx(0), kb.idx(0), kb.idx(0)},
+              [&](ValueRange ivs, ValueRange c) {
+                Value e = expertAt(ivs[0], ivs[1]);
+                Value outside = kb.ori(kb.cmp(CmpIPredicate::slt, e, kb.idx(0)),
+                                       kb.cmp(CmpIPredicate::sge, e, E));
+                Value firstBad = kb.andi(outside, kb.noti(c[0]));
+                return SmallVector<Value>{kb.ori(c[0], outside),
+                                          kb.select(firstBad, ivs[0], c[1]),
+                                          kb.select(firstBad, ivs[1], c[2]),
+                                          kb.select(firstBad, e, c[3])};
+              });
   kb.check(kb.noti(bad[0]),
            "expert index {2} at indices[{0}, {1}] is outside [0, {3})",
            {bad[1], bad[2], bad[3], E});

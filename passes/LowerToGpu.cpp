@@ -42,6 +42,8 @@ struct SeqLowerToGpu : seqc::impl::SeqLowerToGpuBase<SeqLowerToGpu> {
     seqc::populateGpuScanPatterns(patterns, target);
     seqc::populateGpuSsdPatterns(patterns, target);
     seqc::populateGpuAttentionPatterns(patterns, target);
+    seqc::populateGpuMoEPatterns(patterns, target);
+    seqc::populateGpuRowPatterns(patterns, target);
     seqc::populateGpuLinearAttentionPatterns(patterns, target);
     // Whatever has no kernel takes the reference lowering.
     if (failed(seqc::applyKernelLowerings(getOperation(), std::move(patterns))))

@@ -1,7 +1,7 @@
 //===- Pipelines.cpp - seqc's named pass pipelines ------------------------===//
 
-#include "seqc/Passes.h"
 #include "seqc/InitSeqc.h"
+#include "seqc/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -9,13 +9,13 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
-#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 #include <cstdlib>
 #include <functional>
-#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
@@ -103,6 +103,8 @@ void seqc::buildCudaPipeline(OpPassManager &pm,
   // iterations of a tile to threads.
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createParallelLoopTilingPass({opts.blockThreads}));
+  // Constant tile bounds (affine.min of constants) for the thread mapping.
+  pm.addPass(createCanonicalizerPass());
   pm.addPass(createGpuMapParallelLoopsPass());
   pm.addPass(createConvertParallelLoopToGpuPass());
   pm.addPass(createGpuKernelOutliningPass());
@@ -191,8 +193,7 @@ struct CudaPipelineCLOptions
       llvm::cl::init(false)};
 };
 
-struct CpuPipelineCLOptions
-    : public PassPipelineOptions<CpuPipelineCLOptions> {
+struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
   Option<bool> reference{*this, "reference",
                          llvm::cl::desc("Use the reference lowering"),
                          llvm::cl::init(false)};

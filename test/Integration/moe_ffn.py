@@ -68,6 +68,10 @@ c.run("gated silu", lambda: case(13, 6, 10, 5, 2, gated=True, seed=1))
 c.run("gelu", lambda: case(9, 4, 7, 3, 1, act="gelu", seed=2))
 c.run("relu gated", lambda: case(11, 5, 6, 6, 3, gated=True, act="relu", seed=3))
 c.run("capacity 1.25", lambda: case(24, 4, 8, 4, 2, cf=1.25, seed=4))
+# Several 32-row tiles of expert-sorted choices (tiles spanning experts) and
+# 32-wide D / F tiles in the GPU kernels, with drops.
+c.run("tiles", lambda: case(100, 70, 50, 6, 2, gated=True, cf=1.0, seed=20))
+c.run("tiles ungated", lambda: case(67, 33, 65, 3, 3, act="gelu", seed=21))
 c.run("overflow", overflow)
 c.run("index too large", lambda: bad_index(3))
 c.run("negative index", lambda: bad_index(-1))

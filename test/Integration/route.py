@@ -47,6 +47,8 @@ c.run("sigmoid normalize scale", lambda: case(11, 8, 4, score="sigmoid", bias=Tr
 c.run("noisy", lambda: case(9, 5, 2, noise=True, seed=3))
 c.run("noisy + bias", lambda: case(7, 7, 1, noise=True, bias=True, score="softmax", seed=4))
 c.run("k = E", lambda: case(5, 4, 4, seed=5))
+# More tokens than one GPU block's threads (256).
+c.run("many tokens", lambda: case(600, 16, 4, noise=True, bias=True, seed=6))
 
 
 def ties():

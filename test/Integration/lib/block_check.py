@@ -1,6 +1,7 @@
 """Runs one example block of examples/ through seqc-run with weights from a
 .safetensors file and checks it against the numpy implementation in
-blocks_ref.py, on the fast CPU pipeline and the reference lowering; then
+blocks_ref.py, on the fast CPU pipeline, the reference lowering and the
+CUDA kernels emulated on the host; then
 decodes it with @step in pieces (a prompt chunk, single tokens, another
 chunk; weights from .npz this time) and checks that the outputs and final
 states equal the whole-sequence run.
@@ -96,7 +97,8 @@ def main():
             wfile = os.path.join(tmp, f"{func}.safetensors")
             wgen.write_safetensors(wfile, W)
             expect = reference(kind, u, W, func)
-            for pipeline, extra in (("fast", []), ("reference", ["--reference"])):
+            for pipeline, extra in (("fast", []), ("reference", ["--reference"]),
+                                    ("cuda-emulated", ["--target", "cuda-emulated"])):
                 got = seqc_run(path, func, wfile, [u], tmp, f"{func}-{pipeline}", extra)
                 c.expect(f"@{func} {pipeline}: {len(expect)} results", len(got) == len(expect),
                          f"(got {len(got)})")
