@@ -249,9 +249,93 @@ struct GpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
   GpuTarget target;
 };
 
+/// The depthwise causal convolution: a thread per output (batch, step,
+/// channel), adjacent threads on adjacent channels; the W-1 inputs before
+/// t = 0 come from `init`. A second kernel writes the last W-1 inputs.
+struct GpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
+  GpuCausalConv1d(MLIRContext *ctx, const GpuTarget &target)
+      : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
+
+  LogicalResult matchAndRewrite(seq::CausalConv1dOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!allFloat(op))
+      return failure();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    DimSizes dims = DimSizes::checkAndCollect(kb, op);
+    Value Bsz = dims["B"], T = dims["T"], D = dims["D"], W = dims["W"];
+    auto yType = cast<RankedTensorType>(op.getY().getType());
+    auto lastType = cast<RankedTensorType>(op.getLast().getType());
+    Value yBuf = allocBuffer(b, yType, dims.of("y"));
+    Value lastBuf = allocBuffer(b, lastType, dims.of("last"));
+    SmallVector<Value> args{readBuffer(b, op.getX()), readBuffer(b, op.getW()),
+                            yBuf, lastBuf};
+    int biasAt = -1, initAt = -1;
+    if (op.getBias()) {
+      biasAt = args.size();
+      args.push_back(readBuffer(b, op.getBias()));
+    }
+    if (op.getInit()) {
+      initAt = args.size();
+      args.push_back(readBuffer(b, op.getInit()));
+    }
+    seq::Activation act = op.getActivation();
+
+    // Element q of concat(init, x[bi, :, d]).
+    auto padded = [&](KernelBuilder &k, ValueRange in, Value bi, Value q,
+                      Value d) {
+      Value history = k.sub(k.mdim(in[1], 1), k.idx(1));
+      Value inX = k.cmp(arith::CmpIPredicate::sge, q, history);
+      return k.ifElse(
+          inX, {k.f32Type()},
+          [&] {
+            return SmallVector<Value>{
+                k.mload(in[0], {bi, k.sub(q, history), d})};
+          },
+          [&] {
+            return SmallVector<Value>{
+                initAt >= 0 ? k.mload(in[initAt], {bi, d, q}) : k.f32(0.0)};
+          })[0];
+    };
+    emitItemKernel(b, target, "causal_conv1d", kb, kb.mul(kb.mul(Bsz, T), D),
+                   args, [&](KernelBuilder &k, Value item, ValueRange in) {
+                     Value nT = k.mdim(in[0], 1), nD = k.mdim(in[0], 2);
+                     Value d = k.rems(item, nD), rest = k.divs(item, nD);
+                     Value t = k.rems(rest, nT), bi = k.divs(rest, nT);
+                     // The bias first, then the taps in order (the definition's
+                     // sum).
+                     Value acc0 =
+                         biasAt >= 0 ? k.mload(in[biasAt], {d}) : k.f32(0.0);
+                     auto acc = k.loop(
+                         k.mdim(in[1], 1), {acc0}, [&](Value j, ValueRange c) {
+                           Value x = padded(k, in, bi, k.add(t, j), d);
+                           return SmallVector<Value>{
+                               k.fadd(c[0], k.fmul(k.mload(in[1], {d, j}), x))};
+                         });
+                     k.mstore(k.activation(act, acc[0]), in[2], {bi, t, d});
+                   });
+    emitItemKernel(
+        b, target, "causal_conv1d_state", kb,
+        kb.mul(kb.mul(Bsz, D), kb.sub(W, kb.idx(1))), args,
+        [&](KernelBuilder &k, Value item, ValueRange in) {
+          Value nT = k.mdim(in[0], 1), nD = k.mdim(in[0], 2);
+          Value nH = k.mdim(in[3], 2);
+          Value j = k.rems(item, nH), rest = k.divs(item, nH);
+          Value d = k.rems(rest, nD), bi = k.divs(rest, nD);
+          k.mstore(padded(k, in, bi, k.add(nT, j), d), in[3], {bi, d, j});
+        });
+    rewriter.replaceOp(
+        op, {asTensor(b, yBuf, yType), asTensor(b, lastBuf, lastType)});
+    return success();
+  }
+
+  GpuTarget target;
+};
+
 } // namespace
 
 void seqc::populateGpuScanPatterns(RewritePatternSet &patterns,
                                    const GpuTarget &target) {
-  patterns.add<GpuLinearScan, GpuSelectiveScan>(patterns.getContext(), target);
+  patterns.add<GpuLinearScan, GpuSelectiveScan, GpuCausalConv1d>(
+      patterns.getContext(), target);
 }
