@@ -1,36 +1,57 @@
 """Graphs of bench/gpu.sh: one seq op on bf16 operands with f32 states.
 
-seqc-run's .npy inputs are f32, so a graph takes f32 arguments, narrows the
-bf16 ones inside (arith.truncf on tensors becomes a kernel of its own) and
-widens bf16 results back. `ins` / `outs` are lists of (shape, is_bf16).
+`ins` / `outs` are lists of (shape, is_bf16). Three forms (`form`):
+  "f32"      everything f32 (the device tests' f32 graphs);
+  "narrowed" f32 arguments narrowed to bf16 inside and bf16 results widened
+             back (for seqc-run, whose .npy files have no bf16);
+  "bf16"     bf16 arguments and results as they are (seqc-aot-run makes bf16
+             inputs itself): the op alone, for timing.
 """
+
+FORM = "narrowed"  # the default form; set by callers
 
 
 def tensor(shape, elt="f32"):
     return "tensor<" + "x".join(str(d) for d in shape) + "x" + elt + ">"
 
 
-def graph(op, ins, outs, attrs=""):
-    args = ", ".join(f"%a{i}: {tensor(s)}" for i, (s, _) in enumerate(ins))
+def graph(op, ins, outs, attrs="", keywords=None, form=None):
+    """`keywords` maps an operand position to its optional group's keyword
+    (decay, init, ...): those operands are printed as `kw(%v)`."""
+    form = form or FORM
+    keywords = keywords or {}
+    if form == "f32":
+        ins = [(s, False) for s, _ in ins]
+        outs = [(s, False) for s, _ in outs]
+    direct = form == "bf16"
+    elt = lambda bf16: "bf16" if bf16 and direct else "f32"
+    args = ", ".join(f"%a{i}: {tensor(s, elt(bf))}" for i, (s, bf) in enumerate(ins))
     body, operands = [], []
     for i, (s, bf16) in enumerate(ins):
-        if bf16:
+        if bf16 and direct:
+            operands.append((f"%a{i}", tensor(s, "bf16")))
+        elif bf16:
             body.append(f"  %b{i} = arith.truncf %a{i} : {tensor(s)} to {tensor(s, 'bf16')}")
             operands.append((f"%b{i}", tensor(s, "bf16")))
         else:
             operands.append((f"%a{i}", tensor(s)))
     out_types = [tensor(s, "bf16" if bf16 else "f32") for s, bf16 in outs]
     attr = f" {{{attrs}}}" if attrs else ""
-    body.append(f"  %r:{len(outs)} = seq.{op} {', '.join(v for v, _ in operands)}{attr} : "
+    plain = ", ".join(v for i, (v, _) in enumerate(operands) if i not in keywords)
+    groups = "".join(f" {keywords[i]}({v})" for i, (v, _) in enumerate(operands)
+                     if i in keywords)
+    body.append(f"  %r:{len(outs)} = seq.{op} {plain}{groups}{attr} : "
                 f"({', '.join(t for _, t in operands)}) -> ({', '.join(out_types)})")
     results = []
     for i, (s, bf16) in enumerate(outs):
-        if bf16:
+        if bf16 and direct:
+            results.append(f"%r#{i}")
+        elif bf16:
             body.append(f"  %f{i} = arith.extf %r#{i} : {tensor(s, 'bf16')} to {tensor(s)}")
             results.append(f"%f{i}")
         else:
             results.append(f"%r#{i}")
-    types = ", ".join(tensor(s) for s, _ in outs)
+    types = ", ".join(tensor(s, elt(bf)) for s, bf in outs)
     return (f"func.func @main({args}) -> ({types}) {{\n" + "\n".join(body) +
             f"\n  return {', '.join(results)} : {types}\n}}\n")
 
@@ -52,3 +73,52 @@ def ssd(B, T, H, P, N):
                  [((B, T, H, P), True), ((B, T, H), True), ((H,), False),
                   ((B, T, 1, N), True), ((B, T, 1, N), True)],
                  [((B, T, H, P), True), ((B, H, P, N), False)], "dt_softplus = true")
+
+
+def attention(B, T, H, K, V, causal=True):
+    return graph("attention",
+                 [((B, T, H, K), True), ((B, T, H, K), True), ((B, T, H, V), True)],
+                 [((B, T, H, V), True)], f"causal = {str(causal).lower()}")
+
+
+def linear_attention(B, T, H, K, V):
+    """Gated (data-dependent scalar decay per step and head, as Mamba-2 /
+    simple GLA)."""
+    return graph("linear_attention",
+                 [((B, T, H, K), True), ((B, T, H, K), True), ((B, T, H, V), True),
+                  ((B, T, H), True)],
+                 [((B, T, H, V), True), ((B, H, K, V), False)], keywords={3: "decay"})
+
+
+def moe_ffn(T, D, F, E, k, form=None):
+    """SwiGLU experts; the expert indices are an i32 argument."""
+    form = form or FORM
+    nb = form != "f32"             # bf16 operands?
+    direct = form == "bf16"
+    def ty(shape, bf=True):
+        return tensor(shape, "bf16" if (bf and nb and direct) else "f32")
+    def op_ty(shape, bf=True):
+        return tensor(shape, "bf16" if (bf and nb) else "f32")
+    names = [("x", (T, D)), ("w", (T, k)), ("up", (E, D, F)), ("down", (E, F, D)),
+             ("gate", (E, D, F))]
+    args = ", ".join([f"%{n}: {ty(s)}" for n, s in names[:2]] +
+                     [f"%idx: {tensor((T, k), 'i32')}"] +
+                     [f"%{n}: {ty(s)}" for n, s in names[2:]])
+    lines, v = [], {}
+    for n, s in names:
+        if nb and not direct:
+            lines.append(f"  %{n}b = arith.truncf %{n} : {tensor(s)} to {tensor(s, 'bf16')}")
+            v[n] = f"%{n}b"
+        else:
+            v[n] = f"%{n}"
+    lines.append(f"  %y, %load = seq.moe_ffn {v['x']}, {v['w']}, %idx, {v['up']}, {v['down']} "
+                 f"gate_proj({v['gate']}) : ({op_ty((T, D))}, {op_ty((T, k))}, "
+                 f"{tensor((T, k), 'i32')}, {op_ty((E, D, F))}, {op_ty((E, F, D))}, "
+                 f"{op_ty((E, D, F))}) -> ({op_ty((T, D))}, {tensor((E,), 'i64')})")
+    y = "%y"
+    if nb and not direct:
+        lines.append(f"  %yf = arith.extf %y : {tensor((T, D), 'bf16')} to {tensor((T, D))}")
+        y = "%yf"
+    return (f"func.func @main({args}) -> ({ty((T, D))}, {tensor((E,), 'i64')}) {{\n" +
+            "\n".join(lines) +
+            f"\n  return {y}, %load : {ty((T, D))}, {tensor((E,), 'i64')}\n}}\n")

@@ -29,7 +29,7 @@ install(TARGETS seqc EXPORT SeqcTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS seqc_runtime EXPORT SeqcTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS seqc-opt seqc-run seqc-compile
+install(TARGETS seqc-opt seqc-run seqc-compile seqc-aot-run
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # Installed tools find libMLIR/libLLVM where the build found them.
 set_target_properties(seqc-opt seqc-run seqc-compile PROPERTIES

@@ -32,7 +32,8 @@ static std::string cIdentifier(const std::string &name) {
 /// inputs, no C keyword and no local of the wrapper share a name whatever
 /// the argument names (`seq.name`) are.
 static std::string paramName(const std::string &name, size_t i) {
-  return "in" + std::to_string(i) + (name.empty() ? "" : "_" + cIdentifier(name));
+  return "in" + std::to_string(i) +
+         (name.empty() ? "" : "_" + cIdentifier(name));
 }
 
 /// For every function, `int <prefix><name>(const seqc_view *, size_t,
@@ -48,6 +49,12 @@ static void addEntryPoints(llvm::Module &m, const std::string &prefix,
       "seqc_rt_invoke_c",
       llvm::FunctionType::get(i32, {ptr, ptr, ptr, ptr, i64, ptr, i64}, false));
   std::string text = serializeSignatures(sigs);
+  // The signatures, once, exported as `<prefix>signatures` (a C string):
+  // generic hosts (seqc-aot-run) learn the functions' types from it.
+  auto *textInit = llvm::ConstantDataArray::getString(ctx, text);
+  auto *textGlobal = new llvm::GlobalVariable(
+      m, textInit->getType(), /*isConstant=*/true,
+      llvm::GlobalValue::ExternalLinkage, textInit, prefix + "signatures");
   // Only the C entry points are exported: the functions themselves (named
   // as in the MLIR, `main` say) and their packed wrappers stay internal.
   for (llvm::Function &f : m.functions())
@@ -59,15 +66,13 @@ static void addEntryPoints(llvm::Module &m, const std::string &prefix,
       continue;
     auto *fn = llvm::Function::Create(
         llvm::FunctionType::get(i32, {ptr, i64, ptr, i64}, false),
-        llvm::GlobalValue::ExternalLinkage, prefix + cIdentifier(sig.name),
-        m);
+        llvm::GlobalValue::ExternalLinkage, prefix + cIdentifier(sig.name), m);
     llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
-    llvm::Value *sigText = b.CreateGlobalString(text, "seqc_signature");
+    llvm::Value *sigText = textGlobal;
     llvm::Value *name = b.CreateGlobalString(sig.name, "seqc_name");
     auto args = fn->arg_begin();
-    llvm::Value *status =
-        b.CreateCall(invoke, {packed, sigText, name, &args[0], &args[1],
-                              &args[2], &args[3]});
+    llvm::Value *status = b.CreateCall(invoke, {packed, sigText, name, &args[0],
+                                                &args[1], &args[2], &args[3]});
     b.CreateRet(status);
   }
 }
@@ -128,7 +133,8 @@ static std::string header(const std::string &source, const std::string &prefix,
     h << ") -> (";
     for (size_t i = 0; i < sig.outputs.size(); ++i)
       h << (i ? ", " : "") << sig.outputs[i].typeString();
-    h << ")\n * Checks the inputs, runs, and stores a new tensor per result in\n"
+    h << ")\n * Checks the inputs, runs, and stores a new tensor per result "
+         "in\n"
          " * outputs (free each with seqc_tensor_destroy). */\n";
     h << "#define " << upper << "_NUM_INPUTS " << sig.inputs.size() << "\n";
     h << "#define " << upper << "_NUM_OUTPUTS " << sig.outputs.size() << "\n";
@@ -143,7 +149,8 @@ static std::string header(const std::string &source, const std::string &prefix,
         isStatic &= d >= 0;
     if (!isStatic)
       continue;
-    h << "/* The same with one typed pointer per input (contiguous data of the\n"
+    h << "/* The same with one typed pointer per input (contiguous data of "
+         "the\n"
          " * shapes above) and one result pointer per output. */\n";
     h << "static inline seqc_status " << fn << "_typed(";
     for (size_t i = 0; i < sig.inputs.size(); ++i)
@@ -162,15 +169,15 @@ static std::string header(const std::string &source, const std::string &prefix,
       h << "};\n";
     }
     h << "  seqc_view inputs[" << std::max<size_t>(1, sig.inputs.size())
-      << "];\n  seqc_tensor *outputs[" << std::max<size_t>(1, sig.outputs.size())
+      << "];\n  seqc_tensor *outputs["
+      << std::max<size_t>(1, sig.outputs.size())
       << "];\n  seqc_status status;\n";
     for (size_t i = 0; i < sig.inputs.size(); ++i)
       h << "  inputs[" << i << "].dtype = " << cDType(sig.inputs[i].dtype)
         << "; inputs[" << i << "].data = (void *)"
         << paramName(sig.inputs[i].name, i) << "; inputs[" << i
         << "].rank = " << sig.inputs[i].shape.size() << "; inputs[" << i
-        << "].shape = shape" << i << "; inputs[" << i
-        << "].strides = 0;\n";
+        << "].shape = shape" << i << "; inputs[" << i << "].strides = 0;\n";
     h << "  status = " << fn << "(inputs, " << sig.inputs.size()
       << ", outputs, " << sig.outputs.size() << ");\n";
     h << "  if (status != SEQC_OK)\n    return status;\n";
@@ -211,8 +218,9 @@ Status seqc::compileAheadOfTime(std::string_view source,
                                 const AotOptions &options) {
   if (options.output.empty())
     return Status::error("no output file");
-  if (options.compile.target != Target::CPU)
-    return Status::error("ahead-of-time compilation targets the CPU");
+  if (options.compile.target == Target::CUDAEmulated)
+    return Status::error("ahead-of-time compilation targets the CPU or CUDA, "
+                         "not the emulated GPU");
   // The prefix starts every C name of the header and the object.
   if (!options.prefix.empty() &&
       (std::isdigit(static_cast<unsigned char>(options.prefix[0])) ||
@@ -221,14 +229,19 @@ Status seqc::compileAheadOfTime(std::string_view source,
                          "' is not a C identifier (letters, digits and _, "
                          "not starting with a digit)");
   Expected<std::unique_ptr<llvm::TargetMachine>> tm =
-      hostTargetMachine(options.compile.optLevel);
+      hostTargetMachine(options.compile.optLevel, options.cpu);
   if (!tm)
     return tm.status();
+  CompileOptions compile = options.compile;
+  // No device to ask at compile time: the chip is named or Hopper's.
+  if (compile.target == Target::CUDA && compile.cudaChip.empty())
+    compile.cudaChip = "sm_90a";
   Expected<CompiledObject> object = compileToObject(
-      source, bufferName, options.compile, **tm,
+      source, bufferName, compile, **tm,
       [&](llvm::Module &m, const std::vector<FunctionSignature> &sigs) {
         addEntryPoints(m, options.prefix, sigs);
-      });
+      },
+      /*gatherCudaStructors=*/false);
   if (!object)
     return object.status();
   // Two MLIR names that map to one C name (@"a.b" and @a_b) would leave one
@@ -252,18 +265,19 @@ Status seqc::compileAheadOfTime(std::string_view source,
     if (Status s = writeFileAtomically(objPath, object->object); !s)
       return s;
     std::string runtimeDir = options.runtimeLibraryDir;
-    Status linked = run({"c++", "-shared", "-o", options.output, objPath,
-                         runtimeDir + "/libseqc_runtime.a", "-lm", "-lpthread",
-                         "-ldl"});
+    Status linked =
+        run({"c++", "-shared", "-o", options.output, objPath,
+             runtimeDir + "/libseqc_runtime.a", "-lm", "-lpthread", "-ldl"});
     std::remove(objPath.c_str());
     if (!linked)
       return linked;
-  } else if (Status s = writeFileAtomically(options.output, object->object); !s) {
+  } else if (Status s = writeFileAtomically(options.output, object->object);
+             !s) {
     return s;
   }
   if (!options.header.empty())
     return writeFileAtomically(options.header,
-                     header(bufferName, options.prefix, object->functions,
-                            object->unsupported));
+                               header(bufferName, options.prefix,
+                                      object->functions, object->unsupported));
   return Status::ok();
 }

@@ -16,13 +16,15 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/IR/Constants.h"
-#include "llvm/IR/IRBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -49,16 +51,33 @@ static void initializeLLVM() {
 }
 
 Expected<std::unique_ptr<llvm::TargetMachine>>
-seqc::hostTargetMachine(int optLevel) {
+seqc::hostTargetMachine(int optLevel, const std::string &cpu) {
   initializeLLVM();
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder)
     return Status::error("cannot target the host CPU: " +
                          llvm::toString(builder.takeError()));
+  if (!cpu.empty()) {
+    // Code for machines other than this one (an AOT library carried to a
+    // GPU machine): that CPU's features only.
+    std::string why;
+    const llvm::Target *target =
+        llvm::TargetRegistry::lookupTarget(builder->getTargetTriple(), why);
+    std::unique_ptr<llvm::MCSubtargetInfo> info(
+        target
+            ? target->createMCSubtargetInfo(builder->getTargetTriple(), "", "")
+            : nullptr);
+    if (!info || !info->isCPUStringValid(cpu))
+      return Status::error("unknown CPU '" + cpu + "' for " +
+                           builder->getTargetTriple().str());
+    builder->setCPU(cpu);
+    builder->getFeatures() = llvm::SubtargetFeatures();
+  }
   builder->setCodeGenOptLevel(optLevel <= 0   ? llvm::CodeGenOptLevel::None
                               : optLevel == 1 ? llvm::CodeGenOptLevel::Less
-                              : optLevel == 2 ? llvm::CodeGenOptLevel::Default
-                                              : llvm::CodeGenOptLevel::Aggressive);
+                              : optLevel == 2
+                                  ? llvm::CodeGenOptLevel::Default
+                                  : llvm::CodeGenOptLevel::Aggressive);
   // One object serves the JIT, the cache and shared libraries.
   builder->setRelocationModel(llvm::Reloc::PIC_);
   auto tm = builder->createTargetMachine();
@@ -166,8 +185,9 @@ static void gatherStructors(llvm::Module &m, llvm::StringRef array,
       }
     gv->eraseFromParent();
   }
-  std::stable_sort(calls.begin(), calls.end(),
-                   [](const auto &a, const auto &b) { return a.first < b.first; });
+  std::stable_sort(
+      calls.begin(), calls.end(),
+      [](const auto &a, const auto &b) { return a.first < b.first; });
   if (reversed)
     std::reverse(calls.begin(), calls.end());
   auto *fn = llvm::Function::Create(
@@ -179,11 +199,10 @@ static void gatherStructors(llvm::Module &m, llvm::StringRef array,
   irb.CreateRetVoid();
 }
 
-Expected<CompiledObject> seqc::compileToObject(std::string_view source,
-                                               const std::string &bufferName,
-                                               const CompileOptions &options,
-                                               llvm::TargetMachine &tm,
-                                               const ModuleHook &hook) {
+Expected<CompiledObject>
+seqc::compileToObject(std::string_view source, const std::string &bufferName,
+                      const CompileOptions &options, llvm::TargetMachine &tm,
+                      const ModuleHook &hook, bool gatherCudaStructors) {
   if (options.optLevel < 0 || options.optLevel > 3)
     return Status::error("optLevel must be 0 to 3");
 
@@ -236,9 +255,10 @@ Expected<CompiledObject> seqc::compileToObject(std::string_view source,
     if (!fn.isPublic() || fn.isDeclaration())
       continue;
     Expected<FunctionSignature> sig = describe(fn);
-    if (sig)
+    if (sig) {
+      sig->cuda = options.target == Target::CUDA;
       result.functions.push_back(*sig);
-    else
+    } else
       result.unsupported.push_back({fn.getSymName().str(), sig.message()});
   }
 
@@ -267,10 +287,11 @@ Expected<CompiledObject> seqc::compileToObject(std::string_view source,
     return fail("cannot translate " + bufferName + " to LLVM IR");
   llvmModule->setDataLayout(tm.createDataLayout());
   llvmModule->setTargetTriple(tm.getTargetTriple());
-  if (options.target == Target::CUDA) {
+  if (options.target == Target::CUDA && gatherCudaStructors) {
     // Kernel modules are loaded and unloaded by constructors; the engine
     // calls them explicitly (objects linked into the JIT have no
-    // .init_array run), after the device is ready.
+    // .init_array run), after the device is ready. Ahead-of-time objects
+    // keep them as constructors (run when the program or library loads).
     gatherStructors(*llvmModule, "llvm.global_ctors", cudaInitSymbol(), false);
     gatherStructors(*llvmModule, "llvm.global_dtors", cudaFiniSymbol(), true);
   }
@@ -289,7 +310,8 @@ Expected<CompiledObject> seqc::compileToObject(std::string_view source,
   }
   if (!missing.empty())
     return Status::error("the compiled code calls functions seqc does not "
-                         "provide: " + missing);
+                         "provide: " +
+                         missing);
 
   auto optimize =
       mlir::makeOptimizingTransformer(options.optLevel, /*sizeLevel=*/0, &tm);

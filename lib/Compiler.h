@@ -40,8 +40,10 @@ struct CompiledObject {
 };
 
 /// The host CPU's target machine (features detected now), position-
-/// independent code, at `optLevel`.
-Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(int optLevel);
+/// independent code, at `optLevel`. `cpu` names another x86-64 CPU (or
+/// level: x86-64-v2, x86-64-v3, ...) whose features to use instead.
+Expected<std::unique_ptr<llvm::TargetMachine>>
+hostTargetMachine(int optLevel, const std::string &cpu = "");
 
 /// Edits the LLVM module before it is optimized (ahead-of-time entry
 /// points), given the signatures of the public functions.
@@ -49,12 +51,15 @@ using ModuleHook = std::function<void(llvm::Module &,
                                       const std::vector<FunctionSignature> &)>;
 
 /// Compiles `source` to an object for `tm`. `hook`, when given, edits the
-/// LLVM module before optimization.
+/// LLVM module before optimization. CUDA code loads its kernel modules in
+/// constructors; with `gatherCudaStructors` (the JIT's objects) they become
+/// the functions cudaInitSymbol() / cudaFiniSymbol() instead.
 Expected<CompiledObject> compileToObject(std::string_view source,
                                          const std::string &bufferName,
                                          const CompileOptions &options,
                                          llvm::TargetMachine &tm,
-                                         const ModuleHook &hook = nullptr);
+                                         const ModuleHook &hook = nullptr,
+                                         bool gatherCudaStructors = true);
 
 /// The functions of CUDA objects that load their kernel modules (call after
 /// linking) and unload them (call before unlinking).

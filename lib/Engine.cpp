@@ -15,8 +15,8 @@
 
 #include "CudaDriver.h"
 #include "PerfMap.h"
-#include "seqc/seqc_runtime.h"
 #include "Runtime.h"
+#include "seqc/seqc_runtime.h"
 
 #include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
@@ -41,8 +41,31 @@ const std::vector<RuntimeSymbol> &seqc::runtimeSymbols() {
       {"memrefCopy", reinterpret_cast<void *>(&memrefCopy)},
       {"seqc_rt_parallel_for", reinterpret_cast<void *>(&seqc_rt_parallel_for)},
       {"seqc_rt_invoke_c", reinterpret_cast<void *>(&seqc_rt_invoke_c)},
-      {"seqc_rt_profile_enter", reinterpret_cast<void *>(&seqc_rt_profile_enter)},
+      {"seqc_rt_profile_enter",
+       reinterpret_cast<void *>(&seqc_rt_profile_enter)},
       {"seqc_rt_profile_exit", reinterpret_cast<void *>(&seqc_rt_profile_exit)},
+      // The CUDA entry points of MLIR's GPU lowering (CudaRuntime.cpp).
+      {"mgpuModuleLoad", reinterpret_cast<void *>(&mgpuModuleLoad)},
+      {"mgpuModuleLoadJIT", reinterpret_cast<void *>(&mgpuModuleLoadJIT)},
+      {"mgpuModuleUnload", reinterpret_cast<void *>(&mgpuModuleUnload)},
+      {"mgpuModuleGetFunction",
+       reinterpret_cast<void *>(&mgpuModuleGetFunction)},
+      {"mgpuLaunchKernel", reinterpret_cast<void *>(&mgpuLaunchKernel)},
+      {"mgpuStreamCreate", reinterpret_cast<void *>(&mgpuStreamCreate)},
+      {"mgpuStreamDestroy", reinterpret_cast<void *>(&mgpuStreamDestroy)},
+      {"mgpuStreamSynchronize",
+       reinterpret_cast<void *>(&mgpuStreamSynchronize)},
+      {"mgpuStreamWaitEvent", reinterpret_cast<void *>(&mgpuStreamWaitEvent)},
+      {"mgpuEventCreate", reinterpret_cast<void *>(&mgpuEventCreate)},
+      {"mgpuEventDestroy", reinterpret_cast<void *>(&mgpuEventDestroy)},
+      {"mgpuEventSynchronize", reinterpret_cast<void *>(&mgpuEventSynchronize)},
+      {"mgpuEventRecord", reinterpret_cast<void *>(&mgpuEventRecord)},
+      {"mgpuMemAlloc", reinterpret_cast<void *>(&mgpuMemAlloc)},
+      {"mgpuMemFree", reinterpret_cast<void *>(&mgpuMemFree)},
+      {"mgpuMemcpy", reinterpret_cast<void *>(&mgpuMemcpy)},
+      {"mgpuMemset32", reinterpret_cast<void *>(&mgpuMemset32)},
+      {"mgpuMemset16", reinterpret_cast<void *>(&mgpuMemset16)},
+      {"mgpuSetDefaultDevice", reinterpret_cast<void *>(&mgpuSetDefaultDevice)},
   };
   return symbols;
 }
@@ -56,9 +79,7 @@ struct CompiledModule::Impl {
   std::vector<FunctionSignature> functions;
   std::vector<UnsupportedFunction> unsupported;
   std::map<std::string, PackedFn> entries;
-  /// Code for the CUDA target: calls use managed memory; `unloadKernels`
-  /// releases the kernel modules before the code goes.
-  bool cuda = false;
+  /// CUDA code: releases the kernel modules before the code goes.
   void (*unloadKernels)() = nullptr;
 
   ~Impl() {
@@ -88,8 +109,8 @@ std::vector<std::string> CompiledModule::functionNames() const {
 Expected<Function> CompiledModule::function(std::string_view name) const {
   for (const UnsupportedFunction &f : impl->unsupported)
     if (f.name == name)
-      return Status::error("function @" + f.name + " cannot be called: " +
-                           f.reason);
+      return Status::error("function @" + f.name +
+                           " cannot be called: " + f.reason);
   for (const FunctionSignature &f : impl->functions) {
     if (f.name != name)
       continue;
@@ -118,13 +139,13 @@ const FunctionSignature &Function::signature() const { return *impl->sig; }
 Expected<std::vector<Tensor>>
 Function::call(const std::vector<TensorView> &args) const {
   return invokePacked(impl->packed, *impl->sig, args, impl->memoryLimit,
-                      nullptr, impl->module->cuda);
+                      nullptr, impl->sig->cuda);
 }
 
 Expected<std::vector<Tensor>>
 Function::call(const std::vector<TensorView> &args, CallStats &stats) const {
-  return invokePacked(impl->packed, *impl->sig, args, impl->memoryLimit,
-                      &stats, impl->module->cuda);
+  return invokePacked(impl->packed, *impl->sig, args, impl->memoryLimit, &stats,
+                      impl->sig->cuda);
 }
 
 PackedFn Function::packedEntry() const { return impl->packed; }
@@ -185,7 +206,6 @@ loadObject(const std::string &object, std::vector<FunctionSignature> functions,
   // CUDA code loads its kernel modules now (the device is ready: the engine
   // checked before compiling).
   if (auto init = (*jit)->lookup(cudaInitSymbol())) {
-    impl->cuda = true;
     std::string stale = rt::cudaTakeLoadError();
     (void)stale;
     init->toPtr<void (*)()>()();
@@ -227,9 +247,7 @@ Engine::compile(std::string_view source, const CompileOptions &options,
   if (options.target == Target::CUDA) {
     std::string why = rt::cudaReady();
     if (!why.empty())
-      return Status::error(why.rfind("no CUDA device", 0) == 0
-                               ? why
-                               : "no CUDA device (" + why + ")");
+      return Status::error(why);
     if (resolved.cudaChip.empty())
       resolved.cudaChip = rt::cudaDeviceChip();
   }

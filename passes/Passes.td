@@ -79,6 +79,17 @@ def SeqLowerToGpu : Pass<"seq-lower-to-gpu", "::mlir::ModuleOp"> {
   ];
 }
 
+def SeqExpandBf16 : Pass<"seq-expand-bf16"> {
+  let summary = "Host bf16 conversions as integer arithmetic";
+  let description = [{
+    Rewrites `arith.truncf` to bf16 (round to nearest even, NaN kept) and
+    `arith.extf` from bf16 as bit operations on i32. LLVM would otherwise
+    call compiler-rt's `__truncsfbf2`, which neither the C library nor GCC 12's
+    libgcc provide: ahead-of-time libraries with bf16 failed to load.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def SeqGpuRegisterBudget : Pass<"seq-gpu-register-budget", "::mlir::ModuleOp"> {
   let summary = "Give every GPU kernel an explicit register budget";
   let description = [{

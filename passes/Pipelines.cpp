@@ -6,6 +6,7 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
@@ -34,6 +35,7 @@ void seqc::buildLowerToLLVMPipeline(OpPassManager &pm, bool gpuHost) {
   expand.opMnemonics = {"rsqrt"};
   pm.addPass(math::createMathExpandOpsPass(expand));
   pm.addPass(createSeqMathToLibm());
+  pm.addPass(createSeqExpandBf16());
   pm.addPass(createConvertVectorToLLVMPass());
   FinalizeMemRefToLLVMConversionPassOptions memrefOpts;
   // Allocations go through seqc's runtime, which tracks them per call.
@@ -105,7 +107,7 @@ void seqc::buildCudaPipeline(OpPassManager &pm,
   pm.addPass(createParallelLoopTilingPass({opts.blockThreads}));
   // Constant tile bounds (affine.min of constants) for the thread mapping.
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(createGpuMapParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addPass(createConvertParallelLoopToGpuPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createSeqGpuRegisterBudget());

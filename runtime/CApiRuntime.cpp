@@ -159,7 +159,8 @@ extern "C" seqc_status seqc_rt_invoke_c(void (*packed)(void **),
       continue;
     return capi::call(
         [&](const std::vector<TensorView> &views) {
-          return invokePacked(packed, sig, views, physicalMemoryBytes());
+          return invokePacked(packed, sig, views, physicalMemoryBytes(),
+                              nullptr, sig.cuda);
         },
         sig.outputs.size(), inputs, numInputs, outputs, numOutputs);
   }

@@ -5,13 +5,34 @@
 
 #include <cstdlib>
 #include <dlfcn.h>
+#include <map>
 #include <mutex>
+#include <unordered_map>
 
 using namespace seqc::rt;
 
 namespace {
 std::mutex loadErrorMutex;
 std::string loadError;
+
+/// Freed managed blocks by size, reused by later allocations of the same
+/// size: a fresh managed page faults on its first touch by a kernel, so a
+/// model called again and again would otherwise pay that on every call.
+struct ManagedCache {
+  std::mutex mutex;
+  std::multimap<size_t, void *> free;
+  size_t bytes = 0;
+  static constexpr size_t Limit = size_t(16) << 30;
+};
+ManagedCache &managedCache() {
+  static ManagedCache *cache = new ManagedCache; // outlives static dtors
+  return *cache;
+}
+std::mutex sizesMutex;
+std::unordered_map<void *, size_t> &managedSizes() {
+  static auto *sizes = new std::unordered_map<void *, size_t>;
+  return *sizes;
+}
 } // namespace
 
 const CudaApi &seqc::rt::cudaApi() {
@@ -24,8 +45,8 @@ const CudaApi &seqc::rt::cudaApi() {
     api.handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!api.handle) {
       const char *why = dlerror();
-      api.failure = std::string("cannot open ") + name + ": " +
-                    (why ? why : "unknown error");
+      api.failure = std::string("no CUDA device (cannot open ") + name + ": " +
+                    (why ? why : "unknown error") + ")";
       return;
     }
     bool all = true;
@@ -59,11 +80,13 @@ const CudaApi &seqc::rt::cudaApi() {
     get(api.cuMemAlloc, "cuMemAlloc_v2");
     get(api.cuMemAllocManaged, "cuMemAllocManaged");
     get(api.cuMemFree, "cuMemFree_v2");
+    get(api.cuPointerGetAttribute, "cuPointerGetAttribute");
     get(api.cuMemcpyAsync, "cuMemcpyAsync");
     get(api.cuMemsetD32Async, "cuMemsetD32Async");
     get(api.cuMemsetD16Async, "cuMemsetD16Async");
     if (!all) {
-      api.failure = std::string(name) + " lacks CUDA driver entry points";
+      api.failure = std::string("no CUDA device (") + name +
+                    " lacks CUDA driver entry points)";
       return;
     }
     if (CUresult r = api.cuInit(0)) {
@@ -122,18 +145,67 @@ void *seqc::rt::cudaManagedAlloc(size_t bytes, std::string &error) {
   if (!error.empty())
     return nullptr;
   const CudaApi &api = cudaApi();
+  if (bytes == 0)
+    bytes = 1;
+  {
+    ManagedCache &cache = managedCache();
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto it = cache.free.find(bytes);
+    if (it != cache.free.end()) {
+      void *p = it->second;
+      cache.free.erase(it);
+      cache.bytes -= bytes;
+      return p;
+    }
+  }
   CUdeviceptr ptr = 0;
   // CU_MEM_ATTACH_GLOBAL: any stream and the host may touch it.
-  if (CUresult r = api.cuMemAllocManaged(&ptr, bytes ? bytes : 1, 1)) {
+  if (CUresult r = api.cuMemAllocManaged(&ptr, bytes, 1)) {
     error = "out of memory: allocating " + std::to_string(bytes) +
             " bytes of CUDA managed memory failed: " + api.errorString(r);
     return nullptr;
   }
+  std::lock_guard<std::mutex> lock(sizesMutex);
+  managedSizes()[reinterpret_cast<void *>(ptr)] = bytes;
   return reinterpret_cast<void *>(ptr);
 }
 
+bool seqc::rt::cudaIsManaged(const void *ptr) {
+  const CudaApi &api = cudaApi();
+  if (!ptr || !api.context)
+    return false;
+  unsigned managed = 0;
+  // CU_POINTER_ATTRIBUTE_IS_MANAGED; host memory the driver does not know
+  // answers an error.
+  return api.cuPointerGetAttribute(&managed, 8,
+                                   reinterpret_cast<CUdeviceptr>(ptr)) == 0 &&
+         managed != 0;
+}
+
 void seqc::rt::cudaManagedFree(void *ptr) {
-  if (ptr && cudaReady().empty())
+  if (!ptr)
+    return;
+  size_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(sizesMutex);
+    auto it = managedSizes().find(ptr);
+    if (it != managedSizes().end())
+      bytes = it->second;
+  }
+  ManagedCache &cache = managedCache();
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    if (bytes && cache.bytes + bytes <= ManagedCache::Limit) {
+      cache.free.emplace(bytes, ptr);
+      cache.bytes += bytes;
+      return;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(sizesMutex);
+    managedSizes().erase(ptr);
+  }
+  if (cudaReady().empty())
     cudaApi().cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));
 }
 

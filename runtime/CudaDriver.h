@@ -34,6 +34,9 @@ std::string cudaDeviceChip();
 /// `bytes` of managed memory (null and `error` set on failure).
 void *cudaManagedAlloc(size_t bytes, std::string &error);
 void cudaManagedFree(void *ptr);
+/// Whether `ptr` points into CUDA managed memory (which kernels can read
+/// without a copy).
+bool cudaIsManaged(const void *ptr);
 
 /// Waits for all work on the device; false (and `error`) when a kernel
 /// failed.

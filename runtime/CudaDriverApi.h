@@ -64,6 +64,7 @@ struct CudaApi {
   CUresult (*cuMemAlloc)(CUdeviceptr *, size_t) = nullptr;
   CUresult (*cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned) = nullptr;
   CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
+  CUresult (*cuPointerGetAttribute)(void *, int, CUdeviceptr) = nullptr;
   CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t,
                             CUstream) = nullptr;
   CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t,

@@ -51,6 +51,8 @@ seqc::serializeSignatures(const std::vector<FunctionSignature> &sigs) {
   };
   for (const FunctionSignature &s : sigs) {
     os << "function " << s.name << '\n';
+    if (s.cuda)
+      os << "cuda\n";
     for (const TensorSpec &t : s.inputs)
       tensor("input", t);
     for (const TensorSpec &t : s.outputs)
@@ -87,6 +89,10 @@ seqc::parseSignatures(const std::string &text) {
       if (!(ls >> s.name))
         return bad("missing function name");
       sigs.push_back(std::move(s));
+      continue;
+    }
+    if (kind == "cuda" && !sigs.empty()) {
+      sigs.back().cuda = true;
       continue;
     }
     if (kind == "region" && !sigs.empty()) {
@@ -157,7 +163,8 @@ static void stridedCopy(char *dst, const char *src, size_t elt,
   }
 }
 
-static std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape) {
+static std::vector<int64_t>
+contiguousStrides(const std::vector<int64_t> &shape) {
   std::vector<int64_t> strides(shape.size(), 1);
   for (size_t i = shape.size(); i-- > 1;)
     strides[i - 1] = strides[i] * shape[i];
@@ -182,10 +189,9 @@ seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
   if (!fn)
     return Status::error("@" + sig.name + " has no compiled code");
   if (args.size() != sig.inputs.size())
-    return Status::error("@" + sig.name + " takes " +
-                         std::to_string(sig.inputs.size()) +
-                         " arguments but was given " +
-                         std::to_string(args.size()));
+    return Status::error(
+        "@" + sig.name + " takes " + std::to_string(sig.inputs.size()) +
+        " arguments but was given " + std::to_string(args.size()));
 
   // Descriptors of the arguments, then room for the results.
   std::vector<int64_t> words;
@@ -230,9 +236,11 @@ seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
                            " strides for rank " +
                            std::to_string(a.shape.size()));
     const void *data = a.data;
-    if (cudaMemory) {
+    if (cudaMemory &&
+        !(isContiguous(a.shape, strides) && rt::cudaIsManaged(a.data))) {
       // Kernels read the inputs from managed memory (the caller's may be
-      // pageable host memory a GPU cannot reach), copied in C order.
+      // pageable host memory a GPU cannot reach), copied in C order; a
+      // contiguous input already in managed memory is used in place.
       size_t bytes = static_cast<size_t>(*n) * dtypeSize(a.dtype);
       std::string error;
       void *copy = rt::cudaManagedAlloc(bytes, error);
@@ -307,18 +315,21 @@ seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
     // another result) is copied.
     size_t blockSize = scope.sizeOf(allocated);
     const char *begin = aligned + offset * static_cast<int64_t>(elt);
-    if (!cudaMemory && isContiguous(shape, strides) && blockSize &&
+    if (isContiguous(shape, strides) && blockSize &&
         std::find(adopted.begin(), adopted.end(), allocated) == adopted.end() &&
         begin >= static_cast<const char *>(allocated) &&
         begin + *numel * elt <=
             static_cast<const char *>(allocated) + blockSize) {
       adopted.push_back(allocated);
       scope.release(allocated);
-      std::shared_ptr<void> owner(allocated, [blockSize](void *p) {
-        rt::releaseBlock(p, blockSize);
+      std::shared_ptr<void> owner(allocated, [blockSize, cudaMemory](void *p) {
+        if (cudaMemory)
+          rt::cudaManagedFree(p); // managed memory stays the result's
+        else
+          rt::releaseBlock(p, blockSize);
       });
-      results.push_back(Tensor::adopt(out.dtype, shape,
-                                      const_cast<char *>(begin), owner));
+      results.push_back(
+          Tensor::adopt(out.dtype, shape, const_cast<char *>(begin), owner));
       continue;
     }
     Expected<Tensor> t = Tensor::zeros(out.dtype, shape);

@@ -25,6 +25,9 @@ struct AotOptions {
   std::string header;
   /// For shared libraries: the directory holding libseqc_runtime.a.
   std::string runtimeLibraryDir;
+  /// The x86-64 CPU (or level: x86-64-v3, ...) the code may use the
+  /// features of; empty: this machine's.
+  std::string cpu;
 };
 
 /// Compiles `source` (named `bufferName` in messages) as `options` says.

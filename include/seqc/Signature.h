@@ -35,6 +35,9 @@ struct FunctionSignature {
   /// Names of the timed regions of a profiled build (one per call the
   /// function makes, CompileOptions::profile), in region id order.
   std::vector<std::string> profileRegions;
+  /// Compiled for the CUDA target: calls stage their inputs in managed
+  /// memory and synchronize the device (invokePacked's `cudaMemory`).
+  bool cuda = false;
 };
 
 /// What one call measured: time per profile region (accumulated over the
@@ -70,9 +73,10 @@ std::string packedSymbol(const std::string &name);
 /// results. Buffers the call allocated for one result alone become the
 /// result tensors without a copy.
 /// With `stats`, also measures the call (profile regions, allocations).
-/// `cudaMemory` (code compiled for the CUDA target): inputs are copied into
-/// managed memory, the call's buffers are managed memory, the device is
-/// synchronized after the call and results are copied out.
+/// `cudaMemory` (code compiled for the CUDA target): inputs not already in
+/// managed memory are copied there, the call's buffers are managed memory,
+/// the device is synchronized after the call, and results stay in managed
+/// memory (their tensors free it).
 Expected<std::vector<Tensor>> invokePacked(PackedFn fn,
                                            const FunctionSignature &sig,
                                            const std::vector<TensorView> &args,

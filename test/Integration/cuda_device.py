@@ -1,9 +1,10 @@
-# seqc-run --target cuda on a GPU: every op with a GPU kernel (and a graph
-# mixing kernels with host fallbacks and linalg ops) against the float64
-# numpy references, at the SPEC's f32 tolerance, at sizes that fill the
-# device's blocks (T not a multiple of the chunk, G > 1, every optional
-# operand). Skipped without a GPU; tests/Integration/*.py check the same
-# kernels' arithmetic everywhere through --target cuda-emulated.
+# seqc-run --target cuda on a GPU: the scan / SSD kernels against the
+# float64 numpy references at sizes that fill the device (T not a multiple
+# of the chunk, G > 1, every optional operand), then every example model
+# block (Mamba-1, Mamba-2, GLA, Performer, MoE, the hybrid stack: the graph's
+# matmuls and norms as GPU kernels too) against its numpy implementation.
+# Skipped without a GPU; test/Integration/*.py check the same kernels'
+# arithmetic everywhere through --target cuda-emulated.
 # REQUIRES: cuda-device
 # RUN: %python %s
 import os
@@ -109,7 +110,30 @@ def case_ssd():
     c.close("ssd last", last, rlast)
 
 
+def case_blocks():
+    import block_check
+    import weights as wgen
+    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+    with tempfile.TemporaryDirectory(prefix="seqc-cuda-blocks-") as tmp:
+        for kind in ("mamba1", "mamba2", "gla", "performer", "moe", "hybrid"):
+            path = os.path.join(examples, block_check.FILES.get(kind, f"{kind}_block.mlir"))
+            u = wgen.make_input(block_check.D, 300, seed=3)
+            W = wgen.make_weights(kind, block_check.D, seed=1)
+            wfile = os.path.join(tmp, f"{kind}.safetensors")
+            wgen.write_safetensors(wfile, W)
+            expect = block_check.reference(kind, u, W)
+            got = block_check.seqc_run(path, "main", wfile, [u], tmp, kind,
+                                       ["--target", TARGET])
+            c.expect(f"{kind}: {len(expect)} results", len(got) == len(expect))
+            for i, (g, e) in enumerate(zip(got, expect)):
+                if np.issubdtype(g.dtype, np.integer):
+                    c.equal(f"{kind} result {i}", g, e)
+                else:
+                    c.close(f"{kind} result {i}", g, e, 2e-4)
+
+
 c.run("linear_scan", case_linear_scan)
 c.run("selective_scan", case_selective_scan)
 c.run("ssd", case_ssd)
+c.run("model blocks", case_blocks)
 c.finish()

@@ -1,16 +1,20 @@
 //===- seqc-compile.cpp - ahead-of-time compilation to objects ------------===//
 //
 //   seqc-compile FILE.mlir -o OUT.o|OUT.so [--header OUT.h] [--prefix P]
-//                [--reference] [-O N]
+//                [--reference] [-O N] [--target cpu|cuda] [--chip SM]
+//                [--cpu NAME]
 //
 // Writes an object file (or a shared library) with one C entry point per
-// public function, `<prefix><name>`, and a header declaring them. Linking
-// needs only libseqc_runtime (no JIT, no MLIR or LLVM at run time).
+// public function, `<prefix><name>`, the signatures as the C string
+// `<prefix>signatures`, and a header declaring them. Linking needs only
+// libseqc_runtime (no JIT, no MLIR or LLVM at run time). With --target cuda
+// the kernels are embedded as a cubin for --chip (default sm_90a), loaded
+// when the program or library loads; the driver is opened at run time.
 //
 //===----------------------------------------------------------------------===//
 
-#include "seqc/Aot.h"
 #include "FileIO.h"
+#include "seqc/Aot.h"
 
 #include <climits>
 #include <cstdio>
@@ -50,7 +54,15 @@ int main(int argc, char **argv) {
     };
     if (a == "-h" || a == "--help") {
       std::puts("usage: seqc-compile FILE.mlir -o OUT.o|OUT.so [--header "
-                "OUT.h] [--prefix P] [--reference] [-O N]");
+                "OUT.h] [--prefix P] [--reference] [-O N]\n"
+                "                    [--target cpu|cuda] [--chip SM] "
+                "[--cpu NAME]\n"
+                "  --target cuda  GPU kernels as an embedded cubin (needs "
+                "the CUDA toolkit's ptxas)\n"
+                "  --chip SM      the GPU architecture (default sm_90a)\n"
+                "  --cpu NAME     the x86-64 CPU or level (x86-64-v3, ...) "
+                "the host code may use\n"
+                "                 (default: this machine's)");
       return 0;
     } else if (a == "-o") {
       opts.output = value();
@@ -60,6 +72,21 @@ int main(int argc, char **argv) {
       opts.prefix = value();
     } else if (a == "--reference") {
       opts.compile.reference = true;
+    } else if (a == "--target") {
+      std::string t = value();
+      if (t == "cpu")
+        opts.compile.target = Target::CPU;
+      else if (t == "cuda")
+        opts.compile.target = Target::CUDA;
+      else
+        fail("unknown target '" + t + "' (expected cpu or cuda)");
+    } else if (a == "--chip") {
+      opts.compile.cudaChip = value();
+      if (opts.compile.cudaChip.rfind("sm_", 0) != 0)
+        fail("--chip needs an architecture such as sm_80 or sm_90a, not '" +
+             opts.compile.cudaChip + "'");
+    } else if (a == "--cpu") {
+      opts.cpu = value();
     } else if (a == "-O") {
       std::string v = value();
       if (v.size() != 1 || v[0] < '0' || v[0] > '3')
