@@ -1,0 +1,129 @@
+//===- CudaTest.cpp - the CUDA target without a GPU -----------------------===//
+//
+// What the JIT does for --target cuda up to the device: the object it links
+// loads its kernels through __seqc_cuda_init (no .init_array the JIT would
+// never run) and calls nothing the runtime does not provide; without a
+// device, compiling for CUDA fails with "no CUDA device"; the emulated
+// target runs the GPU kernels on the host and agrees with the CPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Compiler.h"
+#include "seqc/Engine.h"
+
+#include "llvm/Object/ObjectFile.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <set>
+#include <sys/stat.h>
+
+using namespace seqc;
+
+namespace {
+
+const char *kScan = R"mlir(
+func.func @main(%a: tensor<2x300x5xf32>, %b: tensor<2x300x5xf32>)
+    -> (tensor<2x300x5xf32>, tensor<2x5xf32>) {
+  %h, %l = seq.linear_scan %a, %b
+      : (tensor<2x300x5xf32>, tensor<2x300x5xf32>)
+      -> (tensor<2x300x5xf32>, tensor<2x5xf32>)
+  return %h, %l : tensor<2x300x5xf32>, tensor<2x5xf32>
+}
+)mlir";
+
+bool haveToolkit() {
+  const char *home = std::getenv("CUDA_HOME");
+  std::string ptxas =
+      std::string(home && *home ? home : "/usr/local/cuda") + "/bin/ptxas";
+  struct stat st;
+  return stat(ptxas.c_str(), &st) == 0;
+}
+
+TEST(Cuda, JitObjectLoadsKernelsExplicitly) {
+  if (!haveToolkit())
+    GTEST_SKIP() << "no CUDA toolkit (ptxas)";
+  auto tm = hostTargetMachine(2);
+  ASSERT_TRUE(tm) << tm.message();
+  CompileOptions opts;
+  opts.target = Target::CUDA;
+  opts.cudaChip = "sm_80";
+  auto obj = compileToObject(kScan, "scan.mlir", opts, **tm);
+  ASSERT_TRUE(obj) << obj.message();
+  ASSERT_EQ(obj->functions.size(), 1u);
+  EXPECT_TRUE(obj->functions[0].cuda);
+
+  auto file = llvm::object::ObjectFile::createObjectFile(
+      llvm::MemoryBufferRef(obj->object, "scan.o"));
+  ASSERT_TRUE(static_cast<bool>(file));
+  std::set<std::string> defined, undefined;
+  for (const llvm::object::SymbolRef &sym : (*file)->symbols()) {
+    auto name = sym.getName();
+    auto flags = sym.getFlags();
+    if (!name || !flags)
+      continue;
+    if (*flags & llvm::object::SymbolRef::SF_Undefined)
+      undefined.insert(name->str());
+    else
+      defined.insert(name->str());
+  }
+  EXPECT_TRUE(defined.count(cudaInitSymbol()));
+  EXPECT_TRUE(defined.count(cudaFiniSymbol()));
+  EXPECT_TRUE(undefined.count("mgpuLaunchKernel"));
+  EXPECT_TRUE(undefined.count("mgpuModuleLoad"));
+  // Every call resolves in the JIT: seqc's runtime or the C library.
+  for (const std::string &name : undefined)
+    if (name.rfind("mgpu", 0) == 0 || name.rfind("seqc_", 0) == 0 ||
+        name.rfind("_mlir", 0) == 0)
+      EXPECT_TRUE(isRuntimeSymbol(name)) << name;
+  for (const llvm::object::SectionRef &sec : (*file)->sections()) {
+    auto name = sec.getName();
+    ASSERT_TRUE(static_cast<bool>(name));
+    EXPECT_NE(name->str(), ".init_array");
+    EXPECT_NE(name->str(), ".ctors");
+  }
+}
+
+TEST(Cuda, NoDeviceIsAnError) {
+  if (cudaDeviceAvailable())
+    GTEST_SKIP() << "a CUDA device is present";
+  Engine engine;
+  CompileOptions opts;
+  opts.target = Target::CUDA;
+  opts.useCache = false;
+  auto m = engine.compile(kScan, opts);
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.message().rfind("no CUDA device", 0), 0u) << m.message();
+}
+
+TEST(Cuda, EmulatedKernelsAgreeWithTheCpu) {
+  Engine engine;
+  CompileOptions cpu, emulated;
+  cpu.useCache = emulated.useCache = false;
+  emulated.target = Target::CUDAEmulated;
+  auto a = randomTensor(DType::F32, {2, 300, 5}, 1);
+  auto b = randomTensor(DType::F32, {2, 300, 5}, 2);
+  ASSERT_TRUE(a && b);
+  std::vector<std::vector<Tensor>> results;
+  for (const CompileOptions &o : {cpu, emulated}) {
+    auto m = engine.compile(kScan, o);
+    ASSERT_TRUE(m) << m.message();
+    auto fn = (*m)->function("main");
+    ASSERT_TRUE(fn) << fn.message();
+    auto r = fn->call({a->view(), b->view()});
+    ASSERT_TRUE(r) << r.message();
+    EXPECT_FALSE(fn->signature().cuda);
+    results.push_back(r.take());
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    const float *x = results[0][i].dataAs<float>();
+    const float *y = results[1][i].dataAs<float>();
+    for (int64_t j = 0; j < results[0][i].numel(); ++j)
+      ASSERT_NEAR(x[j], y[j], 1e-4 * std::max(1.0f, std::fabs(x[j]))) << j;
+  }
+}
+
+} // namespace
