@@ -52,13 +52,16 @@ static Expected<CompileOptions> toOptions(const seqc_compile_options *o) {
   CompileOptions opts;
   if (!o)
     return opts;
-  if (o->target != SEQC_TARGET_CPU && o->target != SEQC_TARGET_CUDA)
+  if (o->target != SEQC_TARGET_CPU && o->target != SEQC_TARGET_CUDA &&
+      o->target != SEQC_TARGET_CUDA_EMULATED)
     return Status::error("unknown target " + std::to_string(o->target));
   if (o->opt_level < 0 || o->opt_level > 3)
     return Status::error("opt_level must be 0 to 3");
   if (o->num_threads < 0)
     return Status::error("num_threads must be >= 0");
-  opts.target = o->target == SEQC_TARGET_CUDA ? Target::CUDA : Target::CPU;
+  opts.target = o->target == SEQC_TARGET_CUDA            ? Target::CUDA
+                : o->target == SEQC_TARGET_CUDA_EMULATED ? Target::CUDAEmulated
+                                                         : Target::CPU;
   opts.reference = o->reference != 0;
   opts.optLevel = o->opt_level;
   opts.memoryLimit = o->memory_limit;

@@ -28,7 +28,12 @@ typedef struct seqc_engine seqc_engine;
 typedef struct seqc_module seqc_module;
 typedef struct seqc_function seqc_function;
 
-typedef enum seqc_target { SEQC_TARGET_CPU = 0, SEQC_TARGET_CUDA = 1 } seqc_target;
+/* SEQC_TARGET_CUDA_EMULATED: the CUDA kernels run on the host (tests). */
+typedef enum seqc_target {
+  SEQC_TARGET_CPU = 0,
+  SEQC_TARGET_CUDA = 1,
+  SEQC_TARGET_CUDA_EMULATED = 2
+} seqc_target;
 
 typedef enum seqc_cache_status {
   SEQC_CACHE_COMPILED = 0,   /* compiled now */
