@@ -1,9 +1,12 @@
-//===- FuzzCall.cpp - the JIT call path with hostile arguments -------------===//
+//===- FuzzCall.cpp - the JIT call path with hostile arguments
+//-------------===//
 //
 // A module of seq ops with dynamic shapes is compiled once; each input picks
 // a function and describes its arguments (element type, rank, sizes, data
 // bytes), so the signature checks, the run-time shape checks of the kernels,
-// the expert-index checks and the memory limit all see mutated calls. Every
+// the expert-index checks and the memory limit all see mutated calls. The
+// module is also compiled for the emulated CUDA target (the GPU kernels run
+// on the host), and the first byte's top bit picks which one runs. Every
 // call must return a result or an error; none may crash.
 //
 //===----------------------------------------------------------------------===//
@@ -100,21 +103,26 @@ struct Reader {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static std::shared_ptr<CompiledModule> module = [] {
+  auto compile = [](Target target) {
     Engine engine;
     CompileOptions opts;
     opts.useCache = false;
+    opts.target = target;
     // Calls that would hold more than this fail with an error.
     opts.memoryLimit = size_t(64) << 20;
     auto m = engine.compile(kModule, opts, "fuzz-call.mlir");
     if (!m)
       std::abort();
     return *m;
-  }();
-  static const std::vector<std::string> names = module->functionNames();
+  };
+  static std::shared_ptr<CompiledModule> cpu = compile(Target::CPU);
+  static std::shared_ptr<CompiledModule> gpu = compile(Target::CUDAEmulated);
+  static const std::vector<std::string> names = cpu->functionNames();
 
   Reader in{data, size};
-  Expected<Function> fn = module->function(names[in.byte() % names.size()]);
+  uint8_t pick = in.byte();
+  const std::shared_ptr<CompiledModule> &module = pick & 0x80 ? gpu : cpu;
+  Expected<Function> fn = module->function(names[(pick & 0x7f) % names.size()]);
   if (!fn)
     std::abort();
   const FunctionSignature &sig = fn->signature();
