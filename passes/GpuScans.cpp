@@ -8,8 +8,8 @@
 // from the right incoming state and writes h. Adjacent threads take adjacent
 // channels, so every load and store is coalesced.
 //
-// selective_scan: one thread per (batch, channel) with the N states in
-// registers for the whole sequence; B_t and C_t are the same for every
+// selective_scan: chunked the same way, a thread per (batch, chunk, channel)
+// with the chunk's N states in registers; B_t and C_t are the same for every
 // channel of a group, so a warp reads each with one broadcast load.
 //
 //===----------------------------------------------------------------------===//
@@ -144,13 +144,21 @@ struct GpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
   GpuTarget target;
 };
 
-/// Mamba-1's selective scan, one thread per (batch, channel).
+/// Mamba-1's selective scan, chunked like linear_scan for parallelism (B x D
+/// channels alone fill a fraction of a GPU): per (batch, 64-step chunk,
+/// channel) a thread runs the chunk from a zero state with the N states in
+/// registers and keeps the end states and the chunk's sum of dt (the decay
+/// of state n over the chunk is exp(A[d, n] * sum dt)); a thread per
+/// (batch, state, channel) passes states across chunks; the first kernel's
+/// threads then rerun their chunks from the incoming states and write y.
+/// Scratch is laid out [B, chunks, N, D] so adjacent threads (channels)
+/// touch adjacent addresses.
 struct GpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
   GpuSelectiveScan(MLIRContext *ctx, const GpuTarget &target)
       : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
 
-  /// The most states a thread keeps in registers.
-  static constexpr int64_t MaxStates = 64;
+  /// The most states a thread keeps in registers; steps per chunk.
+  static constexpr int64_t MaxStates = 64, Chunk = 64;
 
   LogicalResult matchAndRewrite(seq::SelectiveScanOp op,
                                 PatternRewriter &rewriter) const override {
@@ -161,23 +169,32 @@ struct GpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
-    Value Bsz = dims["B"], D = dims["D"];
+    Value Bsz = dims["B"], D = dims["D"], T = dims["T"];
     bool zoh = op.getDiscretization() == seq::Discretization::zoh;
     bool softplus = op.getDeltaSoftplus();
+    Value nChunks = kb.divs(kb.add(T, kb.idx(Chunk - 1)), kb.idx(Chunk));
+    auto f32 = b.getF32Type();
+    int64_t dyn = ShapedType::kDynamic;
 
     Value yBuf = allocBuffer(b, cast<RankedTensorType>(op.getY().getType()),
                              dims.of("y"));
     Value lastBuf = allocBuffer(
         b, cast<RankedTensorType>(op.getLast().getType()), dims.of("last"));
+    Value states =
+        allocBuffer(b, RankedTensorType::get({dyn, dyn, dyn, dyn}, f32),
+                    {Bsz, nChunks, kb.idx(N), D});
+    Value dtSums = allocBuffer(b, RankedTensorType::get({dyn, dyn, dyn}, f32),
+                               {Bsz, nChunks, D});
     SmallVector<Value> args{readBuffer(b, op.getU()),
                             readBuffer(b, op.getDelta()),
                             readBuffer(b, op.getA()),
                             readBuffer(b, op.getB()),
                             readBuffer(b, op.getC()),
                             yBuf,
-                            lastBuf};
-    enum Opt { Skip, Gate, Bias, Init };
-    int optIndex[4] = {-1, -1, -1, -1};
+                            states,
+                            dtSums};
+    enum Opt { Skip, Gate, Bias };
+    int optIndex[3] = {-1, -1, -1};
     auto addOpt = [&](Opt which, Value v) {
       if (!v)
         return;
@@ -187,58 +204,107 @@ struct GpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
     addOpt(Skip, op.getSkip());
     addOpt(Gate, op.getGate());
     addOpt(Bias, op.getDeltaBias());
-    addOpt(Init, op.getInit());
 
-    emitItemKernel(
-        b, target, "selective_scan", kb, kb.mul(Bsz, D), args,
-        [&](KernelBuilder &k, Value item, ValueRange in) {
-          auto opt = [&](Opt which) {
-            return optIndex[which] < 0 ? Value() : in[optIndex[which]];
-          };
-          Value U = in[0], Dt = in[1], Am = in[2], Bm = in[3], Cm = in[4];
-          Value nD = k.mdim(U, 2), nT = k.mdim(U, 1), nG = k.mdim(Bm, 2);
-          Value bi = k.divs(item, nD), d = k.rems(item, nD);
-          Value g = k.divs(d, k.divs(nD, nG));
-          SmallVector<Value> a, h;
-          for (int64_t n = 0; n < N; ++n) {
-            a.push_back(k.mload(Am, {d, k.idx(n)}));
-            h.push_back(opt(Init) ? k.mload(opt(Init), {bi, d, k.idx(n)})
-                                  : k.f32(0.0));
+    // Runs the steps of chunk c of channel (bi, d) from `h0`; with `emitY`
+    // writes y. Returns the end states and the chunk's sum of dt.
+    auto runChunk = [&](KernelBuilder &k, ValueRange in, Value bi, Value c,
+                        Value d, ArrayRef<Value> h0, bool emitY) {
+      auto opt = [&](Opt which) {
+        return optIndex[which] < 0 ? Value() : in[optIndex[which]];
+      };
+      Value U = in[0], Dt = in[1], Am = in[2], Bm = in[3], Cm = in[4];
+      Value nD = k.mdim(U, 2), nT = k.mdim(U, 1), nG = k.mdim(Bm, 2);
+      Value g = k.divs(d, k.divs(nD, nG));
+      SmallVector<Value> a;
+      for (int64_t n = 0; n < N; ++n)
+        a.push_back(k.mload(Am, {d, k.idx(n)}));
+      Value bias = opt(Bias) ? k.mload(opt(Bias), {d}) : Value();
+      Value skip = opt(Skip) ? k.mload(opt(Skip), {d}) : Value();
+      Value t0 = k.mul(c, k.idx(Chunk));
+      Value t1 = k.mins(k.add(t0, k.idx(Chunk)), nT);
+      SmallVector<Value> inits(h0.begin(), h0.end());
+      inits.push_back(k.f32(0.0));
+      return k.loop(t0, t1, inits, [&](Value t, ValueRange state) {
+        Value dt = k.mload(Dt, {bi, t, d});
+        if (bias)
+          dt = k.fadd(dt, bias);
+        if (softplus)
+          dt = k.softplus(dt);
+        Value u = k.mload(U, {bi, t, d});
+        Value y = skip ? k.fmul(skip, u) : k.f32(0.0);
+        SmallVector<Value> next;
+        for (int64_t n = 0; n < N; ++n) {
+          Value dA = k.fmul(dt, a[n]);
+          Value bn = k.mload(Bm, {bi, t, g, k.idx(n)});
+          Value weight = dt;
+          if (zoh) {
+            // expm1(dt A) / A, and dt where A = 0.
+            Value isZero = k.fcmp(arith::CmpFPredicate::OEQ, a[n], k.f32(0.0));
+            weight = k.select(isZero, dt, k.fdiv(k.expm1(dA), a[n]));
           }
-          Value bias = opt(Bias) ? k.mload(opt(Bias), {d}) : Value();
-          Value skip = opt(Skip) ? k.mload(opt(Skip), {d}) : Value();
-          auto last = k.loop(nT, h, [&](Value t, ValueRange state) {
-            Value dt = k.mload(Dt, {bi, t, d});
-            if (bias)
-              dt = k.fadd(dt, bias);
-            if (softplus)
-              dt = k.softplus(dt);
-            Value u = k.mload(U, {bi, t, d});
-            Value y = skip ? k.fmul(skip, u) : k.f32(0.0);
-            SmallVector<Value> next;
-            for (int64_t n = 0; n < N; ++n) {
-              Value dA = k.fmul(dt, a[n]);
-              Value bn = k.mload(Bm, {bi, t, g, k.idx(n)});
-              Value weight = dt;
-              if (zoh) {
-                // expm1(dt A) / A, and dt where A = 0.
-                Value isZero =
-                    k.fcmp(arith::CmpFPredicate::OEQ, a[n], k.f32(0.0));
-                weight = k.select(isZero, dt, k.fdiv(k.expm1(dA), a[n]));
-              }
-              Value hn = k.fadd(k.fmul(k.exp(dA), state[n]),
-                                k.fmul(k.fmul(weight, bn), u));
-              next.push_back(hn);
-              y = k.fadd(y, k.fmul(k.mload(Cm, {bi, t, g, k.idx(n)}), hn));
-            }
-            if (Value gate = opt(Gate))
-              y = k.fmul(y, k.silu(k.mload(gate, {bi, t, d})));
-            k.mstore(y, in[5], {bi, t, d});
-            return next;
+          Value hn = k.fadd(k.fmul(k.exp(dA), state[n]),
+                            k.fmul(k.fmul(weight, bn), u));
+          next.push_back(hn);
+          if (emitY)
+            y = k.fadd(y, k.fmul(k.mload(Cm, {bi, t, g, k.idx(n)}), hn));
+        }
+        if (emitY) {
+          if (Value gate = opt(Gate))
+            y = k.fmul(y, k.silu(k.mload(gate, {bi, t, d})));
+          k.mstore(y, in[5], {bi, t, d});
+        }
+        next.push_back(k.fadd(state[N], dt));
+        return next;
+      });
+    };
+    auto chunkItem = [](KernelBuilder &k, Value item, Value nC, Value nD) {
+      Value d = k.rems(item, nD), rest = k.divs(item, nD);
+      return std::array<Value, 3>{k.divs(rest, nC), k.rems(rest, nC), d};
+    };
+    Value chunkItems = kb.mul(kb.mul(Bsz, nChunks), D);
+    emitItemKernel(b, target, "selective_scan_chunks", kb, chunkItems, args,
+                   [&](KernelBuilder &k, Value item, ValueRange in) {
+                     Value nC = k.mdim(in[6], 1), nD = k.mdim(in[6], 3);
+                     auto [bi, c, d] = chunkItem(k, item, nC, nD);
+                     SmallVector<Value> zero(N, k.f32(0.0));
+                     auto r = runChunk(k, in, bi, c, d, zero, /*emitY=*/false);
+                     for (int64_t n = 0; n < N; ++n)
+                       k.mstore(r[n], in[6], {bi, c, k.idx(n), d});
+                     k.mstore(r[N], in[7], {bi, c, d});
+                   });
+
+    SmallVector<Value> passArgs{states, dtSums, readBuffer(b, op.getA()),
+                                lastBuf};
+    Value init = op.getInit() ? readBuffer(b, op.getInit()) : Value();
+    if (init)
+      passArgs.push_back(init);
+    emitItemKernel(
+        b, target, "selective_scan_pass", kb, kb.mul(kb.mul(Bsz, D), kb.idx(N)),
+        passArgs, [&](KernelBuilder &k, Value item, ValueRange in) {
+          Value st = in[0];
+          Value nC = k.mdim(st, 1), nN = k.mdim(st, 2), nD = k.mdim(st, 3);
+          Value d = k.rems(item, nD), rest = k.divs(item, nD);
+          Value n = k.rems(rest, nN), bi = k.divs(rest, nN);
+          Value a = k.mload(in[2], {d, n});
+          Value h0 = init ? k.mload(in[4], {bi, d, n}) : k.f32(0.0);
+          auto r = k.loop(nC, {h0}, [&](Value c, ValueRange it) {
+            Value local = k.mload(st, {bi, c, n, d});
+            k.mstore(it[0], st, {bi, c, n, d}); // the state entering c
+            Value decay = k.exp(k.fmul(a, k.mload(in[1], {bi, c, d})));
+            return SmallVector<Value>{k.fadd(k.fmul(decay, it[0]), local)};
           });
-          for (int64_t n = 0; n < N; ++n)
-            k.mstore(last[n], in[6], {bi, d, k.idx(n)});
+          k.mstore(r[0], in[3], {bi, d, n});
         });
+
+    emitItemKernel(b, target, "selective_scan_outputs", kb, chunkItems, args,
+                   [&](KernelBuilder &k, Value item, ValueRange in) {
+                     Value nC = k.mdim(in[6], 1), nD = k.mdim(in[6], 3);
+                     auto [bi, c, d] = chunkItem(k, item, nC, nD);
+                     SmallVector<Value> h0;
+                     for (int64_t n = 0; n < N; ++n)
+                       h0.push_back(k.mload(in[6], {bi, c, k.idx(n), d}));
+                     runChunk(k, in, bi, c, d, h0, /*emitY=*/true);
+                   });
     rewriter.replaceOp(
         op,
         {asTensor(b, yBuf, cast<RankedTensorType>(op.getY().getType())),
