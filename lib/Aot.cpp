@@ -18,16 +18,6 @@
 
 using namespace seqc;
 
-/// `name` as a C identifier.
-static std::string cIdentifier(const std::string &name) {
-  std::string s;
-  for (char c : name)
-    s.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
-    s = "_" + s;
-  return s;
-}
-
 /// The typed wrapper's parameter for input `i`: numbered, so that no two
 /// inputs, no C keyword and no local of the wrapper share a name whatever
 /// the argument names (`seq.name`) are.

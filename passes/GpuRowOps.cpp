@@ -116,7 +116,6 @@ struct GpuAssociativeScan : OpRewritePattern<seq::AssociativeScanOp> {
       args.push_back(outs.back());
     }
     Block &combiner = op.getCombiner().front();
-    auto yield = cast<seq::YieldOp>(combiner.getTerminator());
 
     emitItemKernel(
         b, target, "associative_scan", kb, product(kb, outer), args,
@@ -154,17 +153,9 @@ struct GpuAssociativeScan : OpRewritePattern<seq::AssociativeScanOp> {
             SmallVector<Value> prefix = k.ifElse(
                 first, types, [&] { return next; },
                 [&] {
-                  IRMapping map;
-                  for (size_t i = 0; i < n; ++i) {
-                    map.map(combiner.getArgument(i), c[i]);
-                    map.map(combiner.getArgument(n + i), next[i]);
-                  }
-                  for (Operation &inner : combiner.without_terminator())
-                    kbld.clone(inner, map);
-                  SmallVector<Value> r;
-                  for (Value v : yield.getValues())
-                    r.push_back(map.lookupOrDefault(v));
-                  return r;
+                  SmallVector<Value> args(c.begin(), c.end());
+                  args.append(next);
+                  return k.inlineBlock(combiner, args);
                 });
             for (size_t i = 0; i < n; ++i)
               memref::StoreOp::create(kbld, prefix[i], in[n + i], idx);

@@ -2,6 +2,8 @@
 
 #include "KernelBuilder.h"
 
+#include "mlir/IR/IRMapping.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -463,6 +465,18 @@ Value KernelBuilder::loadIf(Value cond, Value source, ValueRange ivs,
                                            : load(source, ivCopy)};
       },
       [&] { return SmallVector<Value>{fallback}; })[0];
+}
+
+SmallVector<Value> KernelBuilder::inlineBlock(Block &body, ValueRange args) {
+  IRMapping map;
+  for (auto [arg, value] : llvm::zip(body.getArguments(), args))
+    map.map(arg, value);
+  for (Operation &inner : body.without_terminator())
+    b.clone(inner, map);
+  SmallVector<Value> results;
+  for (Value v : body.getTerminator()->getOperands())
+    results.push_back(map.lookupOrDefault(v));
+  return results;
 }
 
 void KernelBuilder::check(Value ok, StringRef message, ValueRange args) {

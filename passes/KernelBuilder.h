@@ -168,6 +168,11 @@ public:
   /// is a tensor or a memref.
   Value loadIf(Value cond, Value source, ValueRange ivs, Value fallback);
 
+  /// Inlines `body` (a block ending in a terminator whose operands are the
+  /// results, e.g. associative_scan's combiner) with its arguments bound to
+  /// `args`; returns the values its terminator yields.
+  llvm::SmallVector<Value> inlineBlock(mlir::Block &body, ValueRange args);
+
   /// Emits a run-time check.
   void check(Value ok, llvm::StringRef message, ValueRange args = {});
 

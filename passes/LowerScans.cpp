@@ -41,16 +41,16 @@ struct LowerLinearScan : OpRewritePattern<seq::LinearScanOp> {
     SmallVector<Value> outer = state;
     Value hOut = kb.empty(hType, full);
     Value lastOut = kb.empty(lastType, state);
-    SmallVector<Value> res = kb.nest(
-        outer, {hOut, lastOut}, [&](ValueRange ivs, ValueRange it) {
+    SmallVector<Value> res =
+        kb.nest(outer, {hOut, lastOut}, [&](ValueRange ivs, ValueRange it) {
           Value h0 = op.getInit() ? kb.load(op.getInit(), ivs) : kb.f32(0.0);
           auto at = [&](Value t) {
             SmallVector<Value> idx{ivs[0], t};
             idx.append(ivs.begin() + 1, ivs.end());
             return idx;
           };
-          SmallVector<Value> scan = kb.loop(
-              T, {h0, it[0]}, [&](Value step, ValueRange c) {
+          SmallVector<Value> scan =
+              kb.loop(T, {h0, it[0]}, [&](Value step, ValueRange c) {
                 Value t = stepIndex(kb, step, T, reverse);
                 SmallVector<Value> idx = at(t);
                 Value h = kb.fadd(kb.fmul(kb.load(op.getA(), idx), c[0]),
@@ -89,53 +89,46 @@ struct LowerAssociativeScan : OpRewritePattern<seq::AssociativeScanOp> {
       outs.push_back(kb.empty(cast<RankedTensorType>(r.getType()), sizes));
 
     Block &combiner = op.getCombiner().front();
-    auto yield = cast<seq::YieldOp>(combiner.getTerminator());
     SmallVector<Type> eltTypes;
     for (Value in : op.getInputs())
       eltTypes.push_back(cast<RankedTensorType>(in.getType()).getElementType());
 
-    SmallVector<Value> res = kb.nest(outer, outs, [&](ValueRange ivs,
-                                                      ValueRange it) {
-      auto at = [&](Value t) {
-        SmallVector<Value> idx(ivs.begin(), ivs.end());
-        idx.insert(idx.begin() + scanDim, t);
-        return idx;
-      };
-      // Carry the running prefix (n scalars, undefined before step 0) and the
-      // n output tensors.
-      SmallVector<Value> inits;
-      for (Type t : eltTypes)
-        inits.push_back(arith::ConstantOp::create(b, b.getZeroAttr(t)));
-      inits.append(it.begin(), it.end());
-      SmallVector<Value> scan = kb.loop(len, inits, [&](Value step,
-                                                        ValueRange c) {
-        SmallVector<Value> idx = at(stepIndex(kb, step, len, op.getReverse()));
-        SmallVector<Value> next;
-        for (Value in : op.getInputs())
-          next.push_back(tensor::ExtractOp::create(b, in, idx));
-        Value first = kb.cmp(CmpIPredicate::eq, step, kb.idx(0));
-        SmallVector<Value> prefix = kb.ifElse(
-            first, eltTypes, [&] { return next; },
-            [&] {
-              IRMapping map;
-              for (size_t i = 0; i < n; ++i) {
-                map.map(combiner.getArgument(i), c[i]);
-                map.map(combiner.getArgument(n + i), next[i]);
-              }
-              for (Operation &inner : combiner.without_terminator())
-                b.clone(inner, map);
-              SmallVector<Value> r;
-              for (Value v : yield.getValues())
-                r.push_back(map.lookupOrDefault(v));
-              return r;
-            });
-        SmallVector<Value> out(prefix);
-        for (size_t i = 0; i < n; ++i)
-          out.push_back(tensor::InsertOp::create(b, prefix[i], c[n + i], idx));
-        return out;
-      });
-      return SmallVector<Value>(scan.begin() + n, scan.end());
-    });
+    SmallVector<Value> res =
+        kb.nest(outer, outs, [&](ValueRange ivs, ValueRange it) {
+          auto at = [&](Value t) {
+            SmallVector<Value> idx(ivs.begin(), ivs.end());
+            idx.insert(idx.begin() + scanDim, t);
+            return idx;
+          };
+          // Carry the running prefix (n scalars, undefined before step 0) and
+          // the n output tensors.
+          SmallVector<Value> inits;
+          for (Type t : eltTypes)
+            inits.push_back(arith::ConstantOp::create(b, b.getZeroAttr(t)));
+          inits.append(it.begin(), it.end());
+          SmallVector<Value> scan =
+              kb.loop(len, inits, [&](Value step, ValueRange c) {
+                SmallVector<Value> idx =
+                    at(stepIndex(kb, step, len, op.getReverse()));
+                SmallVector<Value> next;
+                for (Value in : op.getInputs())
+                  next.push_back(tensor::ExtractOp::create(b, in, idx));
+                Value first = kb.cmp(CmpIPredicate::eq, step, kb.idx(0));
+                SmallVector<Value> prefix = kb.ifElse(
+                    first, eltTypes, [&] { return next; },
+                    [&] {
+                      SmallVector<Value> args(c.begin(), c.begin() + n);
+                      args.append(next);
+                      return kb.inlineBlock(combiner, args);
+                    });
+                SmallVector<Value> out(prefix);
+                for (size_t i = 0; i < n; ++i)
+                  out.push_back(
+                      tensor::InsertOp::create(b, prefix[i], c[n + i], idx));
+                return out;
+              });
+          return SmallVector<Value>(scan.begin() + n, scan.end());
+        });
     rewriter.replaceOp(op, res);
     return success();
   }

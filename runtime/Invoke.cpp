@@ -7,6 +7,7 @@
 #include "CudaDriver.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <sstream>
 #include <unistd.h>
@@ -18,6 +19,15 @@ std::string TensorSpec::typeString() const {
   for (int64_t d : shape)
     s += (d < 0 ? std::string("?") : std::to_string(d)) + "x";
   return s + dtypeName(dtype) + ">";
+}
+
+std::string seqc::cIdentifier(const std::string &name) {
+  std::string s;
+  for (char c : name)
+    s.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
+    s = "_" + s;
+  return s;
 }
 
 std::string seqc::packedSymbol(const std::string &name) {

@@ -64,6 +64,10 @@ parseSignatures(const std::string &text);
 /// results' descriptors.
 using PackedFn = void (*)(void **);
 
+/// `name` as a C identifier (other characters become `_`, a leading digit
+/// gets one more): the C names of seqc-compile's entry points.
+std::string cIdentifier(const std::string &name);
+
 /// The symbol of the packed entry point of function `name`.
 std::string packedSymbol(const std::string &name);
 

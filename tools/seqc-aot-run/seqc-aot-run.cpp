@@ -45,16 +45,6 @@ const char *kUsage =
     "                    [--random-inputs [--seed N]] [--output-dir DIR] "
     "[--bench N]\n";
 
-/// The C name seqc-compile gives function `name`.
-std::string cIdentifier(const std::string &name) {
-  std::string s;
-  for (char c : name)
-    s.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
-    s = "_" + s;
-  return s;
-}
-
 bool parseCount(const std::string &s, uint64_t &out) {
   if (s.empty() || s.size() > 18 || !std::all_of(s.begin(), s.end(), ::isdigit))
     return false;
