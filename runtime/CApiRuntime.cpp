@@ -9,6 +9,8 @@
 #include "Runtime.h"
 
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
 
 using namespace seqc;
 
@@ -30,7 +32,8 @@ seqc_tensor *seqc::capi::wrap(Tensor t) {
 /// it is known to be valid.
 static int rawDType(const seqc_dtype &dtype) {
   int raw = 0;
-  std::memcpy(&raw, &dtype, sizeof(raw) < sizeof(dtype) ? sizeof(raw) : sizeof(dtype));
+  std::memcpy(&raw, &dtype,
+              sizeof(raw) < sizeof(dtype) ? sizeof(raw) : sizeof(dtype));
   return raw;
 }
 
@@ -111,11 +114,11 @@ extern "C" int64_t seqc_get_num_threads(void) {
   return seqc_rt_get_num_threads();
 }
 
-seqc_status seqc::capi::call(
-    const std::function<Expected<std::vector<Tensor>>(
-        const std::vector<TensorView> &)> &fn,
-    size_t expectedOutputs, const seqc_view *inputs, size_t numInputs,
-    seqc_tensor **outputs, size_t numOutputs) {
+seqc_status seqc::capi::call(const std::function<Expected<std::vector<Tensor>>(
+                                 const std::vector<TensorView> &)> &fn,
+                             size_t expectedOutputs, const seqc_view *inputs,
+                             size_t numInputs, seqc_tensor **outputs,
+                             size_t numOutputs) {
   if (numInputs && !inputs)
     return fail(SEQC_ERROR_INVALID_ARGUMENT, "inputs is NULL");
   if (numOutputs && !outputs)
@@ -143,17 +146,30 @@ seqc_status seqc::capi::call(
 }
 
 extern "C" seqc_status seqc_rt_invoke_c(void (*packed)(void **),
-                                        const char *signature,
-                                        const char *name,
+                                        const char *signature, const char *name,
                                         const seqc_view *inputs,
-                                        size_t numInputs,
-                                        seqc_tensor **outputs,
+                                        size_t numInputs, seqc_tensor **outputs,
                                         size_t numOutputs) {
   if (!packed || !signature || !name)
     return capi::fail(SEQC_ERROR_INVALID_ARGUMENT, "missing entry point");
-  Expected<std::vector<FunctionSignature>> sigs = parseSignatures(signature);
-  if (!sigs)
-    return capi::fail(SEQC_ERROR_INVALID_ARGUMENT, sigs.message());
+  // The text is a constant of the calling object: parse it once per address
+  // (not on every call), and keep it as long as the process.
+  static std::mutex mutex;
+  static auto *parsed =
+      new std::unordered_map<const char *, std::vector<FunctionSignature>>;
+  const std::vector<FunctionSignature> *sigs = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = parsed->find(signature);
+    if (it == parsed->end()) {
+      Expected<std::vector<FunctionSignature>> fresh =
+          parseSignatures(signature);
+      if (!fresh)
+        return capi::fail(SEQC_ERROR_INVALID_ARGUMENT, fresh.message());
+      it = parsed->emplace(signature, fresh.take()).first;
+    }
+    sigs = &it->second;
+  }
   for (const FunctionSignature &sig : *sigs) {
     if (sig.name != name)
       continue;
