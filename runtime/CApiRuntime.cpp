@@ -152,23 +152,31 @@ extern "C" seqc_status seqc_rt_invoke_c(void (*packed)(void **),
                                         size_t numOutputs) {
   if (!packed || !signature || !name)
     return capi::fail(SEQC_ERROR_INVALID_ARGUMENT, "missing entry point");
-  // The text is a constant of the calling object: parse it once per address
-  // (not on every call), and keep it as long as the process.
+  // The text is a constant of the calling object: parse it once, not on
+  // every call. Entries are keyed by address and checked by content (a
+  // library unloaded and another loaded at the same address must not reuse
+  // the old parse).
+  struct Parsed {
+    std::string text;
+    std::vector<FunctionSignature> sigs;
+  };
   static std::mutex mutex;
-  static auto *parsed =
-      new std::unordered_map<const char *, std::vector<FunctionSignature>>;
+  static auto *parsed = new std::unordered_map<const char *, Parsed>;
   const std::vector<FunctionSignature> *sigs = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = parsed->find(signature);
-    if (it == parsed->end()) {
+    if (it == parsed->end() || it->second.text != signature) {
       Expected<std::vector<FunctionSignature>> fresh =
           parseSignatures(signature);
       if (!fresh)
         return capi::fail(SEQC_ERROR_INVALID_ARGUMENT, fresh.message());
-      it = parsed->emplace(signature, fresh.take()).first;
+      Parsed &entry = (*parsed)[signature];
+      entry.text = signature;
+      entry.sigs = fresh.take();
+      it = parsed->find(signature);
     }
-    sigs = &it->second;
+    sigs = &it->second.sigs;
   }
   for (const FunctionSignature &sig : *sigs) {
     if (sig.name != name)
