@@ -29,6 +29,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 #include <mutex>
 
 using namespace seqc;
@@ -275,6 +276,11 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     cuda.emulate = options.target == Target::CUDAEmulated;
     if (!options.cudaChip.empty())
       cuda.chip = options.cudaChip;
+    // Without the toolkit's ptxas, embed PTX: the driver compiles it when
+    // the module loads.
+    std::string ptxas = cudaToolkitPath(cuda) + "/bin/ptxas";
+    if (!cuda.emulate && access(ptxas.c_str(), X_OK) != 0)
+      cuda.format = "isa";
     buildCudaPipeline(pm, cuda);
   }
   if (mlir::failed(pm.run(*module)))

@@ -63,8 +63,9 @@ void *mgpuModuleLoad(void *data, size_t /*size*/) {
   return module;
 }
 
-/// PTX (format=isa) is compiled by the driver for the device at hand.
-void *mgpuModuleLoadJIT(void *data, int /*optLevel*/, size_t /*size*/) {
+/// PTX (format=isa, null-terminated) is compiled by the driver for the
+/// device at hand.
+void *mgpuModuleLoadJIT(void *data, int /*optLevel*/) {
   return mgpuModuleLoad(data, 0);
 }
 

@@ -49,7 +49,7 @@ void seqc_rt_profile_exit(int64_t region);
  * runtime wrappers' interface), over the dlopen'd driver (CudaRuntime.cpp).
  * Failures inside a call end the call with an error. */
 void *mgpuModuleLoad(void *data, size_t size);
-void *mgpuModuleLoadJIT(void *data, int optLevel, size_t size);
+void *mgpuModuleLoadJIT(void *data, int optLevel);
 void mgpuModuleUnload(void *module);
 void *mgpuModuleGetFunction(void *module, const char *name);
 void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
