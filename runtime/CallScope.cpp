@@ -1,10 +1,11 @@
 //===- CallScope.cpp - errors and tracked allocations of a call -----------===//
 
 #include "CallScope.h"
-#include "CudaDriver.h"
 #include "BlockCache.h"
+#include "CudaDriver.h"
 #include "Runtime.h"
 
+#include <algorithm>
 #include <chrono>
 #include <csetjmp>
 #include <cstdio>
@@ -148,8 +149,8 @@ static void formatInto(std::string &out, const char *fmt, int64_t nargs,
   // Not from inside a parallel loop's task, even on the owner thread: the
   // jump would leave the loop's job open on an unwound stack and the pool
   // held. The lowerings emit every check in host code, outside the loops.
-  if (state && state->canJump &&
-      state->owner == std::this_thread::get_id() && !insideParallelTask())
+  if (state && state->canJump && state->owner == std::this_thread::get_id() &&
+      !insideParallelTask())
     std::longjmp(state->jump, 1);
   // A worker thread, a task, or no running call: nothing can be unwound
   // safely.
@@ -172,9 +173,8 @@ void seqc::rt::failCall(const std::string &message) {
   unwind(state);
 }
 
-extern "C" void seqc_rt_check_failed(const char *fmt, int64_t nargs,
-                                     int64_t a0, int64_t a1, int64_t a2,
-                                     int64_t a3) {
+extern "C" void seqc_rt_check_failed(const char *fmt, int64_t nargs, int64_t a0,
+                                     int64_t a1, int64_t a2, int64_t a3) {
   CallState *state = current;
   int64_t args[4] = {a0, a1, a2, a3};
   if (!state) {
@@ -187,49 +187,63 @@ extern "C" void seqc_rt_check_failed(const char *fmt, int64_t nargs,
   unwind(state);
 }
 
+/// Reserves `size` bytes of `state`'s memory limit (false, with the error
+/// recorded, when the call would exceed it). The check and the accounting
+/// are one step: two threads of a call cannot both pass the limit with the
+/// room for one buffer.
+static bool reserve(CallState *state, size_t size) {
+  std::lock_guard<std::mutex> lock(state->mutex);
+  if (state->limit &&
+      (size > state->limit || state->bytes > state->limit - size)) {
+    if (state->error.empty())
+      state->error = "out of memory: a buffer of " + std::to_string(size) +
+                     " bytes exceeds the memory limit of " +
+                     std::to_string(state->limit) + " bytes (" +
+                     std::to_string(state->bytes) + " in use)";
+    return false;
+  }
+  if (!state->error.empty())
+    return false;
+  state->bytes += size;
+  state->allocated += size;
+  state->peak = std::max(state->peak, state->bytes);
+  return true;
+}
+
 /// A tracked allocation of `size` bytes aligned to `alignment`.
 static void *trackedAlloc(size_t alignment, size_t size) {
   CallState *state = current;
   if (size == 0)
     size = 1;
-  if (state && state->limit) {
-    std::lock_guard<std::mutex> lock(state->mutex);
-    if (size > state->limit || state->bytes > state->limit - size) {
-      state->error = "out of memory: a buffer of " + std::to_string(size) +
-                     " bytes exceeds the memory limit of " +
-                     std::to_string(state->limit) + " bytes (" +
-                     std::to_string(state->bytes) + " in use)";
-    }
-  }
-  if (state && !state->error.empty())
-    unwind(state);
+  if (state && !reserve(state, size))
+    unwind(state); // the lock is released: unwinding skips destructors
   void *ptr = nullptr;
-  if (state && state->cudaMemory) {
-    // Managed memory is aligned to at least 256 bytes.
-    ptr = cudaManagedAlloc(size, state->error);
-    if (!ptr)
-      unwind(state);
-  } else {
+  std::string why;
+  if (state && state->cudaMemory) // managed memory: 256-byte aligned
+    ptr = cudaManagedAlloc(size, why);
+  else
     ptr = acquireBlock(size, alignment);
-  }
-  if (!ptr) {
-    if (!state) {
+  if (!state) {
+    if (!ptr) {
       std::fprintf(stderr, "error: out of memory allocating %zu bytes\n", size);
       std::abort();
     }
-    state->error =
-        "out of memory: allocating " + std::to_string(size) + " bytes failed";
-    unwind(state);
+    return ptr;
   }
-  if (state) {
+  {
     std::lock_guard<std::mutex> lock(state->mutex);
-    state->live.emplace(ptr, size);
-    state->bytes += size;
-    state->allocated += size;
-    if (state->bytes > state->peak)
-      state->peak = state->bytes;
+    if (ptr) {
+      state->live.emplace(ptr, size);
+      return ptr;
+    }
+    state->bytes -= size;
+    state->allocated -= size;
+    if (state->error.empty())
+      state->error = !why.empty() ? why
+                                  : "out of memory: allocating " +
+                                        std::to_string(size) + " bytes failed";
   }
-  return ptr;
+  unwind(state);
 }
 
 extern "C" void *_mlir_memref_to_llvm_alloc(size_t size) {
