@@ -2,9 +2,11 @@
 
 #include "BlockCache.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 
 namespace {
 
@@ -19,6 +21,10 @@ struct Cache {
   std::mutex mutex;
   std::multimap<size_t, void *> blocks; // size -> block
   size_t bytes = 0;
+  /// The real size of every cacheable block handed out: a block reused for
+  /// a smaller request goes back under its own size, not the request's
+  /// (cached sizes would otherwise drift down).
+  std::unordered_map<void *, size_t> capacity;
 };
 
 Cache &cache() {
@@ -39,6 +45,7 @@ void *seqc::rt::acquireBlock(size_t size, size_t alignment) {
     if (it != c.blocks.end() && it->first <= 2 * size) {
       void *p = it->second;
       c.bytes -= it->first;
+      c.capacity[p] = it->first;
       c.blocks.erase(it);
       return p;
     }
@@ -47,6 +54,11 @@ void *seqc::rt::acquireBlock(size_t size, size_t alignment) {
   size_t rounded = (size + alignment - 1) / alignment * alignment;
   if (posix_memalign(&ptr, alignment, rounded ? rounded : alignment) != 0)
     return nullptr;
+  if (size >= kMinCached && alignment <= 64) {
+    Cache &c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.capacity[ptr] = rounded;
+  }
   return ptr;
 }
 
@@ -56,6 +68,11 @@ void seqc::rt::releaseBlock(void *ptr, size_t size) {
   if (size >= kMinCached) {
     Cache &c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
+    auto known = c.capacity.find(ptr);
+    if (known != c.capacity.end()) {
+      size = std::max(size, known->second);
+      c.capacity.erase(known);
+    }
     if (c.bytes + size <= kMaxCachedBytes) {
       c.blocks.emplace(size, ptr);
       c.bytes += size;
