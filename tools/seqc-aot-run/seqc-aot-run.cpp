@@ -37,7 +37,12 @@ namespace {
 
 [[noreturn]] void fail(const std::string &message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
-  std::exit(1);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  // Not std::exit: the library's static objects (its own copy of the
+  // runtime) may be mid-use, and the caller's strings would be reported as
+  // leaks by sanitizer builds.
+  std::_Exit(1);
 }
 
 const char *kUsage =
