@@ -20,6 +20,10 @@ void populateGpuLinearAttentionPatterns(mlir::RewritePatternSet &patterns,
                                         const GpuTarget &target);
 void populateGpuMoEPatterns(mlir::RewritePatternSet &patterns,
                             const GpuTarget &target);
+/// The graph's linalg ops (named ones generalized): a thread per element of
+/// the outputs, reductions looped by it.
+void populateGpuLinalgPatterns(mlir::RewritePatternSet &patterns,
+                               const GpuTarget &target);
 /// semiseparable_mask, associative_scan, random_features.
 void populateGpuRowPatterns(mlir::RewritePatternSet &patterns,
                             const GpuTarget &target);

@@ -44,6 +44,7 @@ struct SeqLowerToGpu : seqc::impl::SeqLowerToGpuBase<SeqLowerToGpu> {
     seqc::populateGpuAttentionPatterns(patterns, target);
     seqc::populateGpuMoEPatterns(patterns, target);
     seqc::populateGpuRowPatterns(patterns, target);
+    seqc::populateGpuLinalgPatterns(patterns, target);
     seqc::populateGpuLinearAttentionPatterns(patterns, target);
     // Whatever has no kernel takes the reference lowering.
     if (failed(seqc::applyKernelLowerings(getOperation(), std::move(patterns))))

@@ -1,0 +1,184 @@
+//===- GpuLinalg.cpp - the graph's linalg ops as GPU kernels --------------===//
+//
+// Projections, norms and elementwise glue (every linalg op, named ones
+// generalized first) become one kernel each: a thread per element of the
+// outputs' parallel index space, adjacent threads on adjacent elements of the
+// innermost dimension (coalesced), the reduction dimensions looped in order
+// by that thread, the op's body inlined. Operands are read through their
+// indexing maps in their own element types, exactly as linalg defines the
+// op. (A matmul this way is a thread per output with a K loop: correct,
+// coalesced on B, far from the tensor cores.)
+//
+//===----------------------------------------------------------------------===//
+
+#include "CpuKernel.h"
+#include "GpuPatterns.h"
+
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+using namespace mlir;
+using namespace seqc;
+
+namespace {
+
+struct GpuGeneric : OpRewritePattern<linalg::GenericOp> {
+  GpuGeneric(MLIRContext *ctx, const GpuTarget &target)
+      : OpRewritePattern(ctx, /*benefit=*/1), target(target) {}
+
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.hasPureTensorSemantics() || op.getNumResults() == 0)
+      return failure();
+    SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+    // Outputs must be indexed by parallel dimensions only (linalg's rule for
+    // reductions); their maps must be projected permutations to give each
+    // thread its own elements.
+    for (OpOperand &init : op.getDpsInitsMutable())
+      if (!op.getMatchingIndexingMap(&init).isProjectedPermutation())
+        return failure();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    SmallVector<Range> ranges = cast<linalg::LinalgOp>(op.getOperation())
+                                    .createLoopRanges(rewriter, op.getLoc());
+    SmallVector<Value> sizes;
+    for (Range &r : ranges)
+      sizes.push_back(getValueOrCreateConstantIndexOp(b, op.getLoc(), r.size));
+    SmallVector<int64_t> parallel, reduction;
+    for (auto [i, it] : llvm::enumerate(iters))
+      (it == utils::IteratorType::parallel ? parallel : reduction).push_back(i);
+    Value count = kb.idx(1);
+    for (int64_t d : parallel)
+      count = kb.mul(count, sizes[d]);
+
+    SmallVector<Value> args;
+    for (Value in : op.getDpsInputs())
+      args.push_back(isa<RankedTensorType>(in.getType()) ? readBuffer(b, in)
+                                                         : in);
+    SmallVector<Value> results;
+    for (auto [init, res] : llvm::zip(op.getDpsInits(), op.getResults())) {
+      auto type = cast<RankedTensorType>(res.getType());
+      SmallVector<Value> dims;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        dims.push_back(kb.dim(init, d));
+      args.push_back(readBuffer(b, init));
+      results.push_back(allocBuffer(b, type, dims));
+    }
+    size_t numIn = op.getNumDpsInputs(), numOut = op.getNumDpsInits();
+    args.append(results);
+    // Values the body uses from above: constants are recreated in the
+    // kernel, anything else travels as an argument (after the sizes).
+    llvm::SetVector<Value> above;
+    getUsedValuesDefinedAbove(op.getRegion(), above);
+    SmallVector<Value> captured;
+    SmallVector<Operation *> constants;
+    for (Value v : above) {
+      Operation *def = v.getDefiningOp();
+      if (def && def->hasTrait<OpTrait::ConstantLike>())
+        constants.push_back(def);
+      else
+        captured.push_back(v);
+    }
+    args.append(sizes);
+    args.append(captured);
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    Block &body = op.getRegion().front();
+
+    emitItemKernel(
+        b, target, "linalg", kb, count, args,
+        [&](KernelBuilder &k, Value item, ValueRange in) {
+          ImplicitLocOpBuilder &kbld = k.builder();
+          ValueRange loopSizes =
+              in.drop_back(captured.size()).take_back(sizes.size());
+          IRMapping outside;
+          for (auto [v, arg] :
+               llvm::zip(captured, in.take_back(captured.size())))
+            outside.map(v, arg);
+          for (Operation *c : constants)
+            kbld.clone(*c, outside);
+          SmallVector<Value> parallelSizes;
+          for (int64_t d : parallel)
+            parallelSizes.push_back(loopSizes[d]);
+          SmallVector<Value> pIdx = delinearize(k, item, parallelSizes);
+          SmallVector<Value> loopIdx(sizes.size());
+          for (auto [d, v] : llvm::zip(parallel, pIdx))
+            loopIdx[d] = v;
+          auto access = [&](unsigned operand) {
+            auto idx = affine::expandAffineMap(kbld, kbld.getLoc(),
+                                               maps[operand], loopIdx);
+            return *idx;
+          };
+          auto element = [&](unsigned operand, Value source) -> Value {
+            if (!isa<MemRefType>(source.getType()))
+              return source; // a scalar operand
+            return memref::LoadOp::create(kbld, source, access(operand));
+          };
+          // Outputs start from their inits (read once, at the first
+          // reduction step's indices: outputs use parallel dims only).
+          SmallVector<Value> acc;
+          for (size_t o = 0; o < numOut; ++o) {
+            for (int64_t d : reduction)
+              loopIdx[d] = k.idx(0);
+            acc.push_back(element(numIn + o, in[numIn + o]));
+          }
+          SmallVector<Value> reductionSizes;
+          for (int64_t d : reduction)
+            reductionSizes.push_back(loopSizes[d]);
+          auto step = [&](ValueRange current) {
+            SmallVector<Value> blockArgs;
+            for (size_t i = 0; i < numIn; ++i)
+              blockArgs.push_back(element(i, in[i]));
+            blockArgs.append(current.begin(), current.end());
+            IRMapping map = outside;
+            for (auto [arg, v] : llvm::zip(body.getArguments(), blockArgs))
+              map.map(arg, v);
+            for (Operation &inner : body.without_terminator()) {
+              if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+                map.map(index.getResult(), loopIdx[index.getDim()]);
+                continue;
+              }
+              kbld.clone(inner, map);
+            }
+            SmallVector<Value> next;
+            for (Value v : body.getTerminator()->getOperands())
+              next.push_back(map.lookupOrDefault(v));
+            return next;
+          };
+          SmallVector<Value> out =
+              reduction.empty()
+                  ? step(acc)
+                  : k.nest(reductionSizes, acc,
+                           [&](ValueRange rIdx, ValueRange current) {
+                             for (auto [d, v] : llvm::zip(reduction, rIdx))
+                               loopIdx[d] = v;
+                             return step(current);
+                           });
+          for (int64_t d : reduction)
+            loopIdx[d] = k.idx(0);
+          for (size_t o = 0; o < numOut; ++o)
+            memref::StoreOp::create(kbld, out[o], in[numIn + numOut + o],
+                                    access(numIn + o));
+        });
+
+    SmallVector<Value> tensors;
+    for (auto [buf, res] : llvm::zip(results, op.getResults()))
+      tensors.push_back(
+          asTensor(b, buf, cast<RankedTensorType>(res.getType())));
+    rewriter.replaceOp(op, tensors);
+    return success();
+  }
+
+  GpuTarget target;
+};
+
+} // namespace
+
+void seqc::populateGpuLinalgPatterns(RewritePatternSet &patterns,
+                                     const GpuTarget &target) {
+  linalg::populateLinalgNamedOpsGeneralizationPatterns(patterns);
+  patterns.add<GpuGeneric>(patterns.getContext(), target);
+}
