@@ -6,8 +6,9 @@
 // innermost dimension (coalesced), the reduction dimensions looped in order
 // by that thread, the op's body inlined. Operands are read through their
 // indexing maps in their own element types, exactly as linalg defines the
-// op. (A matmul this way is a thread per output with a K loop: correct,
-// coalesced on B, far from the tensor cores.)
+// op. Row-major float matmuls and batch matmuls get a tiled kernel instead
+// (64 x 64 output tiles, 16-deep A and B tiles in shared memory; f32 FMAs,
+// not yet tensor cores).
 //
 //===----------------------------------------------------------------------===//
 
@@ -175,10 +176,124 @@ struct GpuGeneric : OpRewritePattern<linalg::GenericOp> {
   GpuTarget target;
 };
 
+/// linalg.matmul / batch_matmul (row-major, float): a block per 64 x 64
+/// output tile; 16-deep tiles of A and B staged in shared memory, the tile's
+/// f32 accumulator in shared memory from the init's values.
+template <typename OpTy> struct GpuMatmul : OpRewritePattern<OpTy> {
+  GpuMatmul(MLIRContext *ctx, const GpuTarget &target)
+      : OpRewritePattern<OpTy>(ctx, /*benefit=*/2), target(target) {}
+
+  static constexpr int64_t TM = 64, TN = 64, TK = 16;
+
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    constexpr bool batched = std::is_same_v<OpTy, linalg::BatchMatmulOp>;
+    if (!op.hasPureTensorSemantics() || op->getNumResults() != 1)
+      return failure();
+    SmallVector<AffineMap> defaults(
+        OpTy::getDefaultIndexingMaps(op->getContext()));
+    if (op.getIndexingMapsArray() != defaults)
+      return failure();
+    Value A = op.getDpsInputs()[0], B = op.getDpsInputs()[1];
+    Value init = op.getDpsInits()[0];
+    auto isFloat = [](Value v) {
+      return isa<FloatType>(cast<ShapedType>(v.getType()).getElementType());
+    };
+    if (!isFloat(A) || !isFloat(B) || !isFloat(init))
+      return failure();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    SmallVector<Value> dims;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      dims.push_back(kb.dim(init, d));
+    int64_t r = batched ? 1 : 0; // the rank offset of M, N
+    Value M = dims[r], N = dims[r + 1];
+    Value batch = batched ? dims[0] : kb.idx(1);
+    // Dynamic sizes that disagree were caught before the op by
+    // generate-runtime-verification.
+    Value out = allocBuffer(b, type, dims);
+    Value tilesM = kb.divs(kb.add(M, kb.idx(TM - 1)), kb.idx(TM));
+    Value tilesN = kb.divs(kb.add(N, kb.idx(TN - 1)), kb.idx(TN));
+    emitGpuKernel(
+        b, target, "matmul", kb.mul(kb.mul(batch, tilesM), tilesN),
+        {readBuffer(b, A), readBuffer(b, B), readBuffer(b, init), out},
+        {{TM * TK}, {TK * TN}, {TM * TN}},
+        [&](GpuBlock &blk, ValueRange in, ValueRange sh) {
+          KernelBuilder &k = blk.kb;
+          Value a = in[0], bm = in[1], c = in[2], o = in[3];
+          Value nM = k.mdim(o, r), nN = k.mdim(o, r + 1), nK = k.mdim(a, r + 1);
+          Value nTN = k.divs(k.add(nN, k.idx(TN - 1)), k.idx(TN));
+          Value nTM = k.divs(k.add(nM, k.idx(TM - 1)), k.idx(TM));
+          Value tn = k.rems(blk.blockId, nTN), rest = k.divs(blk.blockId, nTN);
+          Value tm = k.rems(rest, nTM), bi = k.divs(rest, nTM);
+          Value m0 = k.mul(tm, k.idx(TM)), n0 = k.mul(tn, k.idx(TN));
+          auto lt = [&](Value x, Value y) {
+            return k.cmp(arith::CmpIPredicate::slt, x, y);
+          };
+          auto idx = [&](Value row, Value col) {
+            SmallVector<Value> i;
+            if (batched)
+              i.push_back(bi);
+            i.append({row, col});
+            return i;
+          };
+          auto at = [&](Value row, int64_t ld, Value col) {
+            return k.add(k.mul(row, k.idx(ld)), col);
+          };
+          blk.phase2(k.idx(TM), k.idx(TN), [&](Value i, Value j) {
+            Value m = k.add(m0, i), n = k.add(n0, j);
+            k.mstore(k.loadIf(k.andi(lt(m, nM), lt(n, nN)), c, idx(m, n),
+                              k.f32(0.0)),
+                     sh[2], {at(i, TN, j)});
+          });
+          k.forEach(k.idx(0), nK, k.idx(TK), [&](Value k0) {
+            blk.phase2(k.idx(TM), k.idx(TK), [&](Value i, Value kk) {
+              Value m = k.add(m0, i), kc = k.add(k0, kk);
+              k.mstore(k.loadIf(k.andi(lt(m, nM), lt(kc, nK)), a, idx(m, kc),
+                                k.f32(0.0)),
+                       sh[0], {at(i, TK, kk)});
+            });
+            blk.phase2(k.idx(TK), k.idx(TN), [&](Value kk, Value j) {
+              Value n = k.add(n0, j), kc = k.add(k0, kk);
+              k.mstore(k.loadIf(k.andi(lt(kc, nK), lt(n, nN)), bm, idx(kc, n),
+                                k.f32(0.0)),
+                       sh[1], {at(kk, TN, j)});
+            });
+            blk.phase2(k.idx(TM), k.idx(TN), [&](Value i, Value j) {
+              auto dot =
+                  k.loop(k.idx(TK), {k.mload(sh[2], {at(i, TN, j)})},
+                         [&](Value kk, ValueRange it) {
+                           return SmallVector<Value>{k.fadd(
+                               it[0], k.fmul(k.mload(sh[0], {at(i, TK, kk)}),
+                                             k.mload(sh[1], {at(kk, TN, j)})))};
+                         });
+              k.mstore(dot[0], sh[2], {at(i, TN, j)});
+            });
+          });
+          blk.phase2(
+              k.idx(TM), k.idx(TN),
+              [&](Value i, Value j) {
+                Value m = k.add(m0, i), n = k.add(n0, j);
+                k.ifThen(k.andi(lt(m, nM), lt(n, nN)), [&] {
+                  k.mstore(k.mload(sh[2], {at(i, TN, j)}), o, idx(m, n));
+                });
+              },
+              /*barrier=*/false);
+        });
+    rewriter.replaceOp(op, asTensor(b, out, type));
+    return success();
+  }
+
+  GpuTarget target;
+};
+
 } // namespace
 
 void seqc::populateGpuLinalgPatterns(RewritePatternSet &patterns,
                                      const GpuTarget &target) {
   linalg::populateLinalgNamedOpsGeneralizationPatterns(patterns);
   patterns.add<GpuGeneric>(patterns.getContext(), target);
+  patterns.add<GpuMatmul<linalg::MatmulOp>, GpuMatmul<linalg::BatchMatmulOp>>(
+      patterns.getContext(), target);
 }
