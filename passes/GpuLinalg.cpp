@@ -39,9 +39,19 @@ struct GpuGeneric : OpRewritePattern<linalg::GenericOp> {
     // Outputs must be indexed by parallel dimensions only (linalg's rule for
     // reductions); their maps must be projected permutations to give each
     // thread its own elements.
-    for (OpOperand &init : op.getDpsInitsMutable())
-      if (!op.getMatchingIndexingMap(&init).isProjectedPermutation())
+    size_t numParallel = llvm::count(iters, utils::IteratorType::parallel);
+    for (OpOperand &init : op.getDpsInitsMutable()) {
+      AffineMap map = op.getMatchingIndexingMap(&init);
+      // Each thread owns the output elements of its parallel indices: every
+      // parallel dimension must index each output (else threads would share
+      // an element).
+      if (!map.isProjectedPermutation() || map.getNumResults() != numParallel)
         return failure();
+      for (AffineExpr e : map.getResults())
+        if (iters[cast<AffineDimExpr>(e).getPosition()] !=
+            utils::IteratorType::parallel)
+          return failure();
+    }
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     SmallVector<Range> ranges = cast<linalg::LinalgOp>(op.getOperation())
