@@ -26,6 +26,7 @@ ctest --test-dir "$DIR" --output-on-failure -j "$(nproc)"
 # build, since TSan cannot be combined with ASan.
 clang++-22 -std=c++17 -O1 -g -fsanitize=thread -Iruntime -Iinclude \
   runtime/ThreadPool.cpp runtime/CallScope.cpp runtime/BlockCache.cpp \
-  unittests/ThreadPoolTest.cpp -lgtest -lgtest_main -pthread \
+  runtime/CudaDriver.cpp \
+  unittests/ThreadPoolTest.cpp -lgtest -lgtest_main -pthread -ldl \
   -o "$DIR/seqc-threadpool-tsan"
 TSAN_OPTIONS=halt_on_error=1 "$DIR/seqc-threadpool-tsan"
