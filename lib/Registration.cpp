@@ -9,12 +9,47 @@
 
 #include "Seq/SeqDialect.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 
+namespace {
+/// gpu.launch_func reads and writes the memrefs it passes (seqc's launches
+/// are synchronous: the kernel is done when the op is). Upstream declares
+/// no effects, which the ownership-based buffer deallocation rejects; with
+/// this model the CUDA pipeline frees a call's temporaries after their last
+/// kernel instead of at the end of the call.
+struct LaunchFuncMemoryEffects
+    : mlir::MemoryEffectOpInterface::ExternalModel<LaunchFuncMemoryEffects,
+                                                   mlir::gpu::LaunchFuncOp> {
+  void getEffects(mlir::Operation *op,
+                  llvm::SmallVectorImpl<mlir::SideEffects::EffectInstance<
+                      mlir::MemoryEffects::Effect>> &effects) const {
+    for (mlir::OpOperand &operand : op->getOpOperands()) {
+      if (!mlir::isa<mlir::MemRefType>(operand.get().getType()))
+        continue;
+      effects.emplace_back(mlir::MemoryEffects::Read::get(), &operand,
+                           mlir::SideEffects::DefaultResource::get());
+      effects.emplace_back(mlir::MemoryEffects::Write::get(), &operand,
+                           mlir::SideEffects::DefaultResource::get());
+    }
+    // Once lowered, the operands are plain pointers: a launch still writes
+    // memory (without this it would look effect-free, hence dead).
+    effects.emplace_back(mlir::MemoryEffects::Read::get(),
+                         mlir::SideEffects::DefaultResource::get());
+    effects.emplace_back(mlir::MemoryEffects::Write::get(),
+                         mlir::SideEffects::DefaultResource::get());
+  }
+};
+} // namespace
+
 void seqc::registerDialects(mlir::DialectRegistry &registry) {
+  registry.addExtension(+[](mlir::MLIRContext *ctx, mlir::gpu::GPUDialect *) {
+    mlir::gpu::LaunchFuncOp::attachInterface<LaunchFuncMemoryEffects>(*ctx);
+  });
   registry.insert<seq::SeqDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);

@@ -96,9 +96,9 @@ void seqc::buildCudaPipeline(OpPassManager &pm,
     buildLowerToLLVMPipeline(pm);
     return;
   }
-  // The ownership-based deallocation cannot analyze kernels (gpu.barrier,
-  // gpu.launch_func have no declared memory effects): temporaries live
-  // until the call ends, when its scope releases every buffer it made.
+  // Deallocation comes after outlining: the ownership-based analysis cannot
+  // see through gpu.launch bodies (gpu.barrier declares no effects), but
+  // handles gpu.launch_func, whose effects seqc declares (Registration.cpp).
   addBufferization(pm, /*deallocate=*/false);
   // The graph's own linalg ops (matmuls, elementwise ops) become simple
   // kernels too: parallel loops tiled by the block size, tiles to blocks,
@@ -111,6 +111,8 @@ void seqc::buildCudaPipeline(OpPassManager &pm,
   pm.addPass(createConvertParallelLoopToGpuPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createSeqGpuRegisterBudget());
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createLowerAffinePass());
