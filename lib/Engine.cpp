@@ -206,8 +206,7 @@ loadObject(const std::string &object, std::vector<FunctionSignature> functions,
   // CUDA code loads its kernel modules now (the device is ready: the engine
   // checked before compiling).
   if (auto init = (*jit)->lookup(cudaInitSymbol())) {
-    std::string stale = rt::cudaTakeLoadError();
-    (void)stale;
+    rt::cudaTakeLoadError(); // nothing of an earlier load on this thread
     init->toPtr<void (*)()>()();
     if (auto fini = (*jit)->lookup(cudaFiniSymbol()))
       impl->unloadKernels = fini->toPtr<void (*)()>();

@@ -65,14 +65,16 @@ void *seqc::rt::acquireBlock(size_t size, size_t alignment) {
 void seqc::rt::releaseBlock(void *ptr, size_t size) {
   if (!ptr)
     return;
+  Cache &c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  // Whatever size the caller names (0: unknown), the block's own size wins,
+  // and its entry goes (a later block at this address must not inherit it).
+  auto known = c.capacity.find(ptr);
+  if (known != c.capacity.end()) {
+    size = std::max(size, known->second);
+    c.capacity.erase(known);
+  }
   if (size >= kMinCached) {
-    Cache &c = cache();
-    std::lock_guard<std::mutex> lock(c.mutex);
-    auto known = c.capacity.find(ptr);
-    if (known != c.capacity.end()) {
-      size = std::max(size, known->second);
-      c.capacity.erase(known);
-    }
     if (c.bytes + size <= kMaxCachedBytes) {
       c.blocks.emplace(size, ptr);
       c.bytes += size;

@@ -163,15 +163,18 @@ static void formatInto(std::string &out, const char *fmt, int64_t nargs,
 
 using namespace seqc::rt;
 
-void seqc::rt::failCall(const std::string &message) {
+void seqc::rt::recordCallError(const std::string &message) {
   CallState *state = current;
   if (!state) {
     std::fprintf(stderr, "error: %s\n", message.c_str());
     std::abort();
   }
-  state->error = message;
-  unwind(state);
+  std::lock_guard<std::mutex> lock(state->mutex);
+  if (state->error.empty())
+    state->error = message;
 }
+
+void seqc::rt::unwindCall() { unwind(current); }
 
 extern "C" void seqc_rt_check_failed(const char *fmt, int64_t nargs, int64_t a0,
                                      int64_t a1, int64_t a2, int64_t a3) {
@@ -218,19 +221,22 @@ static void *trackedAlloc(size_t alignment, size_t size) {
   if (state && !reserve(state, size))
     unwind(state); // the lock is released: unwinding skips destructors
   void *ptr = nullptr;
-  std::string why;
-  if (state && state->cudaMemory) // managed memory: 256-byte aligned
-    ptr = cudaManagedAlloc(size, why);
-  else
-    ptr = acquireBlock(size, alignment);
-  if (!state) {
-    if (!ptr) {
-      std::fprintf(stderr, "error: out of memory allocating %zu bytes\n", size);
-      std::abort();
-    }
-    return ptr;
-  }
+  // No string may be alive when unwind() jumps: the failure is recorded in
+  // this block, which ends before.
   {
+    std::string why;
+    if (state && state->cudaMemory) // managed memory: 256-byte aligned
+      ptr = cudaManagedAlloc(size, why);
+    else
+      ptr = acquireBlock(size, alignment);
+    if (!state) {
+      if (!ptr) {
+        std::fprintf(stderr, "error: out of memory allocating %zu bytes\n",
+                     size);
+        std::abort();
+      }
+      return ptr;
+    }
     std::lock_guard<std::mutex> lock(state->mutex);
     if (ptr) {
       state->live.emplace(ptr, size);

@@ -53,9 +53,20 @@ private:
   std::unique_ptr<CallState> state;
 };
 
-/// Ends the call running on this thread with `message` (as a failed run-time
-/// check does); without one, prints it and aborts.
-[[noreturn]] void failCall(const std::string &message);
+/// Ending the call running on this thread with an error (as a failed
+/// run-time check does; without a call, the message is printed and the
+/// process aborts) takes two steps, so that no std::string is alive when the
+/// call unwinds (longjmp skips destructors): record the message, which
+/// returns, then unwindCall() from a frame without such locals. Use
+/// SEQC_FAIL_CALL(message), which does both.
+void recordCallError(const std::string &message);
+[[noreturn]] void unwindCall();
+
+#define SEQC_FAIL_CALL(message)                                                \
+  do {                                                                         \
+    ::seqc::rt::recordCallError(message);                                      \
+    ::seqc::rt::unwindCall();                                                  \
+  } while (0)
 
 /// Lets a worker thread of the thread pool act on behalf of a call (its
 /// allocations are tracked there). Returns the previous state.

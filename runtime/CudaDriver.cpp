@@ -12,8 +12,15 @@
 using namespace seqc::rt;
 
 namespace {
-std::mutex loadErrorMutex;
-std::string loadError;
+/// Module loads run on the thread that links the code (the engine's
+/// compile, a program's or library's constructors): per thread, two
+/// concurrent compilations cannot take each other's failure.
+thread_local std::string loadError;
+/// The last failure of any thread, for the message of a later call that
+/// needs the module (ahead-of-time code loads in constructors; no engine
+/// takes the error there).
+std::mutex lastLoadErrorMutex;
+std::string lastLoadError;
 
 /// Freed managed blocks by size, reused by later allocations of the same
 /// size: a fresh managed page faults on its first touch by a kernel, so a
@@ -62,22 +69,18 @@ const CudaApi &seqc::rt::cudaApi() {
     get(api.cuDeviceGetAttribute, "cuDeviceGetAttribute");
     get(api.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
     get(api.cuCtxSetCurrent, "cuCtxSetCurrent");
-    get(api.cuCtxSynchronize, "cuCtxSynchronize");
     get(api.cuModuleLoadData, "cuModuleLoadData");
-    get(api.cuModuleLoadDataEx, "cuModuleLoadDataEx");
     get(api.cuModuleUnload, "cuModuleUnload");
     get(api.cuModuleGetFunction, "cuModuleGetFunction");
     get(api.cuFuncSetAttribute, "cuFuncSetAttribute");
     get(api.cuLaunchKernel, "cuLaunchKernel");
     get(api.cuStreamCreate, "cuStreamCreate");
-    get(api.cuStreamDestroy, "cuStreamDestroy_v2");
     get(api.cuStreamSynchronize, "cuStreamSynchronize");
     get(api.cuStreamWaitEvent, "cuStreamWaitEvent");
     get(api.cuEventCreate, "cuEventCreate");
     get(api.cuEventDestroy, "cuEventDestroy_v2");
     get(api.cuEventSynchronize, "cuEventSynchronize");
     get(api.cuEventRecord, "cuEventRecord");
-    get(api.cuMemAlloc, "cuMemAlloc_v2");
     get(api.cuMemAllocManaged, "cuMemAllocManaged");
     get(api.cuMemFree, "cuMemFree_v2");
     get(api.cuPointerGetAttribute, "cuPointerGetAttribute");
@@ -209,26 +212,20 @@ void seqc::rt::cudaManagedFree(void *ptr) {
     cudaApi().cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));
 }
 
-bool seqc::rt::cudaSynchronize(std::string &error) {
-  error = cudaReady();
-  if (!error.empty())
-    return false;
-  if (CUresult r = cudaApi().cuCtxSynchronize()) {
-    error = "a CUDA kernel failed: " + cudaApi().errorString(r);
-    return false;
-  }
-  return true;
-}
-
 void seqc::rt::recordCudaLoadError(const std::string &message) {
-  std::lock_guard<std::mutex> lock(loadErrorMutex);
   if (loadError.empty())
     loadError = message;
+  std::lock_guard<std::mutex> lock(lastLoadErrorMutex);
+  lastLoadError = message;
 }
 
 std::string seqc::rt::cudaTakeLoadError() {
-  std::lock_guard<std::mutex> lock(loadErrorMutex);
   std::string e;
   e.swap(loadError);
   return e;
+}
+
+std::string seqc::rt::cudaLastLoadError() {
+  std::lock_guard<std::mutex> lock(lastLoadErrorMutex);
+  return lastLoadError.empty() ? "no load was attempted" : lastLoadError;
 }

@@ -38,13 +38,12 @@ void cudaManagedFree(void *ptr);
 /// without a copy).
 bool cudaIsManaged(const void *ptr);
 
-/// Waits for all work on the device; false (and `error`) when a kernel
-/// failed.
-bool cudaSynchronize(std::string &error);
-
-/// The first failure of a module load (run from static constructors of
-/// compiled code, outside any call) since the last time it was taken.
+/// The first failure of a module load on this thread (run from static
+/// constructors of compiled code, outside any call) since the last time it
+/// was taken.
 std::string cudaTakeLoadError();
+/// The last module-load failure of any thread (kept).
+std::string cudaLastLoadError();
 
 } // namespace seqc::rt
 

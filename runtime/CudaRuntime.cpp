@@ -20,17 +20,24 @@ using namespace seqc::rt;
 
 namespace {
 
-/// Ends the running call with `what` and the driver's message for `r`.
-[[noreturn]] void fail(const std::string &what, CUresult r) {
-  failCall(what + ": " + cudaApi().errorString(r));
+/// Ends the running call with `what` and the driver's message for `r`
+/// (a macro: the message's temporaries die before the call unwinds).
+#define SEQC_FAIL_CUDA(what, r)                                                \
+  SEQC_FAIL_CALL(std::string(what) + ": " + cudaApi().errorString(r))
+
+/// Makes the context current on this thread, or records why it cannot be.
+bool makeReady() {
+  std::string why = cudaReady();
+  if (why.empty())
+    return true;
+  recordCallError(why);
+  return false;
 }
 
-/// Makes the context current on this thread; ends the call when there is
-/// none.
+/// The driver with the context current; ends the call when there is none.
 const CudaApi &ready() {
-  std::string why = cudaReady();
-  if (!why.empty())
-    failCall(why);
+  if (!makeReady())
+    unwindCall();
   return cudaApi();
 }
 
@@ -40,7 +47,7 @@ CUstream threadStream(const CudaApi &api) {
   static thread_local CUstream stream = nullptr;
   if (!stream)
     if (CUresult r = api.cuStreamCreate(&stream, /*CU_STREAM_NON_BLOCKING=*/1))
-      fail("cannot create a CUDA stream", r);
+      SEQC_FAIL_CUDA("cannot create a CUDA stream", r);
   return stream;
 }
 
@@ -77,12 +84,12 @@ void mgpuModuleUnload(void *module) {
 void *mgpuModuleGetFunction(void *module, const char *name) {
   const CudaApi &api = ready();
   if (!module)
-    failCall(std::string("the CUDA kernel module holding ") + name +
-             " was not loaded");
+    SEQC_FAIL_CALL(std::string("the CUDA kernel module holding ") + name +
+                   " was not loaded: " + cudaLastLoadError());
   CUfunction fn = nullptr;
   if (CUresult r =
           api.cuModuleGetFunction(&fn, static_cast<CUmodule>(module), name))
-    fail(std::string("cannot find CUDA kernel ") + name, r);
+    SEQC_FAIL_CUDA(std::string("cannot find CUDA kernel ") + name, r);
   return fn;
 }
 
@@ -95,20 +102,20 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   if (gridX <= 0 || gridY <= 0 || gridZ <= 0)
     return;
   if (gridX > 0x7fffffff || gridY > 65535 || gridZ > 65535)
-    failCall("a CUDA grid of " + std::to_string(gridX) + "x" +
-             std::to_string(gridY) + "x" + std::to_string(gridZ) +
-             " blocks exceeds the device's limits");
+    SEQC_FAIL_CALL("a CUDA grid of " + std::to_string(gridX) + "x" +
+                   std::to_string(gridY) + "x" + std::to_string(gridZ) +
+                   " blocks exceeds the device's limits");
   auto fn = static_cast<CUfunction>(function);
   if (smem > 48 * 1024)
     if (CUresult r =
             api.cuFuncSetAttribute(fn, kMaxDynamicSharedBytesAttribute, smem))
-      fail("cannot give a CUDA kernel " + std::to_string(smem) +
-               " bytes of shared memory",
-           r);
+      SEQC_FAIL_CUDA("cannot give a CUDA kernel " + std::to_string(smem) +
+                         " bytes of shared memory",
+                     r);
   if (CUresult r = api.cuLaunchKernel(
           fn, gridX, gridY, gridZ, blockX, blockY, blockZ, smem,
           static_cast<CUstream>(stream), params, extra))
-    fail("cannot launch a CUDA kernel", r);
+    SEQC_FAIL_CUDA("cannot launch a CUDA kernel", r);
 }
 
 void *mgpuStreamCreate() { return threadStream(ready()); }
@@ -118,21 +125,21 @@ void mgpuStreamDestroy(void * /*stream*/) {}
 void mgpuStreamSynchronize(void *stream) {
   const CudaApi &api = ready();
   if (CUresult r = api.cuStreamSynchronize(static_cast<CUstream>(stream)))
-    fail("a CUDA kernel failed", r);
+    SEQC_FAIL_CUDA("a CUDA kernel failed", r);
 }
 
 void mgpuStreamWaitEvent(void *stream, void *event) {
   const CudaApi &api = ready();
   if (CUresult r = api.cuStreamWaitEvent(static_cast<CUstream>(stream),
                                          static_cast<CUevent>(event), 0))
-    fail("cannot wait for a CUDA event", r);
+    SEQC_FAIL_CUDA("cannot wait for a CUDA event", r);
 }
 
 void *mgpuEventCreate() {
   const CudaApi &api = ready();
   CUevent event = nullptr;
   if (CUresult r = api.cuEventCreate(&event, /*CU_EVENT_DISABLE_TIMING=*/2))
-    fail("cannot create a CUDA event", r);
+    SEQC_FAIL_CUDA("cannot create a CUDA event", r);
   return event;
 }
 
@@ -144,22 +151,27 @@ void mgpuEventDestroy(void *event) {
 void mgpuEventSynchronize(void *event) {
   const CudaApi &api = ready();
   if (CUresult r = api.cuEventSynchronize(static_cast<CUevent>(event)))
-    fail("a CUDA kernel failed", r);
+    SEQC_FAIL_CUDA("a CUDA kernel failed", r);
 }
 
 void mgpuEventRecord(void *event, void *stream) {
   const CudaApi &api = ready();
   if (CUresult r = api.cuEventRecord(static_cast<CUevent>(event),
                                      static_cast<CUstream>(stream)))
-    fail("cannot record a CUDA event", r);
+    SEQC_FAIL_CUDA("cannot record a CUDA event", r);
 }
 
 void *mgpuMemAlloc(uint64_t bytes, void * /*stream*/, bool /*isHostShared*/) {
   // Managed memory either way: the host part of a graph may touch it.
-  std::string error;
-  void *ptr = cudaManagedAlloc(bytes, error);
+  void *ptr = nullptr;
+  {
+    std::string error;
+    ptr = cudaManagedAlloc(bytes, error);
+    if (!ptr)
+      recordCallError(error);
+  }
   if (!ptr)
-    failCall(error);
+    unwindCall();
   return ptr;
 }
 
@@ -170,7 +182,7 @@ void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
   if (CUresult r = api.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
                                      reinterpret_cast<CUdeviceptr>(src), bytes,
                                      static_cast<CUstream>(stream)))
-    fail("a CUDA copy failed", r);
+    SEQC_FAIL_CUDA("a CUDA copy failed", r);
 }
 
 void mgpuMemset32(void *dst, unsigned value, size_t count, void *stream) {
@@ -178,7 +190,7 @@ void mgpuMemset32(void *dst, unsigned value, size_t count, void *stream) {
   if (CUresult r =
           api.cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
                                static_cast<CUstream>(stream)))
-    fail("a CUDA memset failed", r);
+    SEQC_FAIL_CUDA("a CUDA memset failed", r);
 }
 
 void mgpuMemset16(void *dst, int value, size_t count, void *stream) {
@@ -186,12 +198,12 @@ void mgpuMemset16(void *dst, int value, size_t count, void *stream) {
   if (CUresult r = api.cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst),
                                         static_cast<unsigned short>(value),
                                         count, static_cast<CUstream>(stream)))
-    fail("a CUDA memset failed", r);
+    SEQC_FAIL_CUDA("a CUDA memset failed", r);
 }
 
 void mgpuSetDefaultDevice(int32_t device) {
   if (device != 0)
-    failCall("seqc runs on CUDA device 0 only");
+    SEQC_FAIL_CALL("seqc runs on CUDA device 0 only");
 }
 
 } // extern "C"

@@ -287,11 +287,6 @@ seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
     scope.enableProfile(sig.profileRegions.size());
   if (!scope.run(fn, packed.data()))
     return Status::error(scope.error());
-  if (cudaMemory) {
-    std::string error;
-    if (!rt::cudaSynchronize(error))
-      return Status::error(error);
-  }
   if (stats) {
     stats->regionSeconds.clear();
     for (uint64_t ns : scope.regionNanos())

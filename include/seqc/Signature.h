@@ -78,9 +78,9 @@ std::string packedSymbol(const std::string &name);
 /// result tensors without a copy.
 /// With `stats`, also measures the call (profile regions, allocations).
 /// `cudaMemory` (code compiled for the CUDA target): inputs not already in
-/// managed memory are copied there, the call's buffers are managed memory,
-/// the device is synchronized after the call, and results stay in managed
-/// memory (their tensors free it).
+/// managed memory are copied there, the call's buffers are managed memory
+/// (every kernel launch is synchronous), and results stay in managed memory
+/// (their tensors free it).
 Expected<std::vector<Tensor>> invokePacked(PackedFn fn,
                                            const FunctionSignature &sig,
                                            const std::vector<TensorView> &args,
