@@ -20,8 +20,9 @@ namespace {
 /// gpu.launch_func reads and writes the memrefs it passes (seqc's launches
 /// are synchronous: the kernel is done when the op is). Upstream declares
 /// no effects, which the ownership-based buffer deallocation rejects; with
-/// this model the CUDA pipeline frees a call's temporaries after their last
-/// kernel instead of at the end of the call.
+/// this model the CUDA pipeline's compiled code frees its temporaries (at
+/// the end of the block that made them) instead of leaving them to the end
+/// of the call.
 struct LaunchFuncMemoryEffects
     : mlir::MemoryEffectOpInterface::ExternalModel<LaunchFuncMemoryEffects,
                                                    mlir::gpu::LaunchFuncOp> {

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 using namespace mlir;
 using namespace seqc;
@@ -112,4 +113,27 @@ SmallVector<Value> seqc::delinearize(KernelBuilder &kb, Value item,
     item = kb.divs(item, sizes[i]);
   }
   return idx;
+}
+
+RegionCaptures RegionCaptures::of(Region &region) {
+  llvm::SetVector<Value> above;
+  getUsedValuesDefinedAbove(region, above);
+  RegionCaptures c;
+  for (Value v : above) {
+    Operation *def = v.getDefiningOp();
+    if (def && def->hasTrait<OpTrait::ConstantLike>())
+      c.constants.push_back(def);
+    else
+      c.values.push_back(v);
+  }
+  return c;
+}
+
+IRMapping RegionCaptures::map(OpBuilder &b, ValueRange args) const {
+  IRMapping m;
+  for (auto [v, arg] : llvm::zip(values, args))
+    m.map(v, arg);
+  for (Operation *c : constants)
+    b.clone(*c, m);
+  return m;
 }

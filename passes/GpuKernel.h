@@ -22,6 +22,7 @@
 
 #include "KernelBuilder.h"
 
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <string>
@@ -34,8 +35,6 @@ struct GpuTarget {
   bool emulate = false;
   /// Threads per block of the lowerings' kernels.
   int64_t blockThreads = 256;
-  /// Static shared memory a block may use (the portable 48 KiB).
-  int64_t sharedBytes = 48 * 1024;
 };
 
 /// One thread block of a kernel being emitted.
@@ -83,6 +82,20 @@ void emitItemKernel(
     mlir::ImplicitLocOpBuilder &b, const GpuTarget &target,
     llvm::StringRef name, KernelBuilder &kb, Value count, ValueRange args,
     const std::function<void(KernelBuilder &, Value, ValueRange)> &body);
+
+/// The values a region uses from above, for a kernel that inlines it: the
+/// kernel function of the emulation cannot see its caller's values.
+struct RegionCaptures {
+  /// Values that travel as kernel arguments.
+  llvm::SmallVector<Value> values;
+  /// Constants recreated inside the kernel instead.
+  llvm::SmallVector<mlir::Operation *> constants;
+
+  static RegionCaptures of(mlir::Region &region);
+  /// Inside the kernel: maps every capture, given the kernel's view of
+  /// `values` (`args`), cloning the constants at the insertion point.
+  mlir::IRMapping map(mlir::OpBuilder &b, ValueRange args) const;
+};
 
 /// The indices of `item` in the row-major index space of `sizes`.
 llvm::SmallVector<Value> delinearize(KernelBuilder &kb, Value item,

@@ -20,7 +20,6 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Transforms/RegionUtils.h"
 
 using namespace mlir;
 using namespace seqc;
@@ -83,17 +82,8 @@ struct GpuGeneric : OpRewritePattern<linalg::GenericOp> {
     args.append(results);
     // Values the body uses from above: constants are recreated in the
     // kernel, anything else travels as an argument (after the sizes).
-    llvm::SetVector<Value> above;
-    getUsedValuesDefinedAbove(op.getRegion(), above);
-    SmallVector<Value> captured;
-    SmallVector<Operation *> constants;
-    for (Value v : above) {
-      Operation *def = v.getDefiningOp();
-      if (def && def->hasTrait<OpTrait::ConstantLike>())
-        constants.push_back(def);
-      else
-        captured.push_back(v);
-    }
+    RegionCaptures captures = RegionCaptures::of(op.getRegion());
+    SmallVector<Value> &captured = captures.values;
     args.append(sizes);
     args.append(captured);
     SmallVector<AffineMap> maps = op.getIndexingMapsArray();
@@ -105,12 +95,7 @@ struct GpuGeneric : OpRewritePattern<linalg::GenericOp> {
           ImplicitLocOpBuilder &kbld = k.builder();
           ValueRange loopSizes =
               in.drop_back(captured.size()).take_back(sizes.size());
-          IRMapping outside;
-          for (auto [v, arg] :
-               llvm::zip(captured, in.take_back(captured.size())))
-            outside.map(v, arg);
-          for (Operation *c : constants)
-            kbld.clone(*c, outside);
+          IRMapping outside = captures.map(kbld, in.take_back(captured.size()));
           SmallVector<Value> parallelSizes;
           for (int64_t d : parallel)
             parallelSizes.push_back(loopSizes[d]);
@@ -206,10 +191,7 @@ template <typename OpTy> struct GpuMatmul : OpRewritePattern<OpTy> {
       return failure();
     Value A = op.getDpsInputs()[0], B = op.getDpsInputs()[1];
     Value init = op.getDpsInits()[0];
-    auto isFloat = [](Value v) {
-      return isa<FloatType>(cast<ShapedType>(v.getType()).getElementType());
-    };
-    if (!isFloat(A) || !isFloat(B) || !isFloat(init))
+    if (!allFloat(op))
       return failure();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);

@@ -116,11 +116,16 @@ struct GpuAssociativeScan : OpRewritePattern<seq::AssociativeScanOp> {
       args.push_back(outs.back());
     }
     Block &combiner = op.getCombiner().front();
+    // The combiner may use values from above (it is not isolated).
+    RegionCaptures captures = RegionCaptures::of(op.getCombiner());
+    size_t numArgs = args.size();
+    args.append(captures.values);
 
     emitItemKernel(
         b, target, "associative_scan", kb, product(kb, outer), args,
         [&](KernelBuilder &k, Value item, ValueRange in) {
           ImplicitLocOpBuilder &kbld = k.builder();
+          IRMapping outside = captures.map(kbld, in.drop_front(numArgs));
           SmallVector<Value> all = sizesOf(k, in[0]);
           Value len = all[scanDim];
           SmallVector<Value> outerSizes;
@@ -153,9 +158,9 @@ struct GpuAssociativeScan : OpRewritePattern<seq::AssociativeScanOp> {
             SmallVector<Value> prefix = k.ifElse(
                 first, types, [&] { return next; },
                 [&] {
-                  SmallVector<Value> args(c.begin(), c.end());
-                  args.append(next);
-                  return k.inlineBlock(combiner, args);
+                  SmallVector<Value> operands(c.begin(), c.end());
+                  operands.append(next);
+                  return k.inlineBlock(combiner, operands, &outside);
                 });
             for (size_t i = 0; i < n; ++i)
               memref::StoreOp::create(kbld, prefix[i], in[n + i], idx);

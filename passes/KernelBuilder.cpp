@@ -467,8 +467,9 @@ Value KernelBuilder::loadIf(Value cond, Value source, ValueRange ivs,
       [&] { return SmallVector<Value>{fallback}; })[0];
 }
 
-SmallVector<Value> KernelBuilder::inlineBlock(Block &body, ValueRange args) {
-  IRMapping map;
+SmallVector<Value> KernelBuilder::inlineBlock(Block &body, ValueRange args,
+                                              const IRMapping *base) {
+  IRMapping map = base ? *base : IRMapping();
   for (auto [arg, value] : llvm::zip(body.getArguments(), args))
     map.map(arg, value);
   for (Operation &inner : body.without_terminator())

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -171,7 +172,9 @@ public:
   /// Inlines `body` (a block ending in a terminator whose operands are the
   /// results, e.g. associative_scan's combiner) with its arguments bound to
   /// `args`; returns the values its terminator yields.
-  llvm::SmallVector<Value> inlineBlock(mlir::Block &body, ValueRange args);
+  /// `base` maps values the block uses from above.
+  llvm::SmallVector<Value> inlineBlock(mlir::Block &body, ValueRange args,
+                                       const mlir::IRMapping *base = nullptr);
 
   /// Emits a run-time check.
   void check(Value ok, llvm::StringRef message, ValueRange args = {});

@@ -90,6 +90,19 @@ def SeqExpandBf16 : Pass<"seq-expand-bf16"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def SeqCopyGlobalsToManaged
+    : Pass<"seq-copy-globals-to-managed", "::mlir::ModuleOp"> {
+  let summary = "Give kernels managed copies of constant globals";
+  let description = [{
+    Constant tensors bufferize to `memref.get_global` of host globals, which
+    a GPU cannot read (without HMM). In every host function, each
+    `memref.get_global` becomes a `memref.alloc` (managed memory in a CUDA
+    call) filled from the global with `memref.copy`; host code and kernels
+    then read the copy. Runs after bufferization, before kernel outlining.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def SeqGpuRegisterBudget : Pass<"seq-gpu-register-budget", "::mlir::ModuleOp"> {
   let summary = "Give every GPU kernel an explicit register budget";
   let description = [{

@@ -100,9 +100,11 @@ void seqc::buildCudaPipeline(OpPassManager &pm,
   // see through gpu.launch bodies (gpu.barrier declares no effects), but
   // handles gpu.launch_func, whose effects seqc declares (Registration.cpp).
   addBufferization(pm, /*deallocate=*/false);
-  // The graph's own linalg ops (matmuls, elementwise ops) become simple
-  // kernels too: parallel loops tiled by the block size, tiles to blocks,
-  // iterations of a tile to threads.
+  pm.addPass(createSeqCopyGlobalsToManaged());
+  // seq-lower-to-gpu turned the graph's linalg ops into kernels; any created
+  // later (none are known) still reach the GPU through the upstream mapping:
+  // parallel loops tiled by the block size, tiles to blocks, iterations of a
+  // tile to threads.
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createParallelLoopTilingPass({opts.blockThreads}));
   // Constant tile bounds (affine.min of constants) for the thread mapping.
