@@ -123,9 +123,10 @@ def main(argv):
     pack = args[0]
     os.makedirs(os.path.join(pack, "bin"), exist_ok=True)
     shutil.copy2(os.path.join(BIN, "seqc-aot-run"), os.path.join(pack, "bin"))
-    compile_cuda = [os.path.join(BIN, "seqc-compile"), "--target", target, "--cpu", cpu]
+    compile_cuda = [os.path.join(BIN, "seqc-compile"), "--target", target]
     if target == "cuda":
-        compile_cuda += ["--chip", chip]
+        # Libraries that travel: a portable host CPU (CPU packs run here).
+        compile_cuda += ["--chip", chip, "--cpu", cpu]
     with tempfile.TemporaryDirectory(prefix="seqc-pack-") as tmp:
         for name, build, inputs in TESTS:
             for form in ("f32", "narrowed"):

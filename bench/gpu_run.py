@@ -37,7 +37,11 @@ def runner(args, timeout=900):
 
 # Device tests.
 failures = 0
-for d in sorted(glob.glob(os.path.join(PACK, "tests", "*"))):
+tests = sorted(glob.glob(os.path.join(PACK, "tests", "*")))
+if not tests or not os.access(RUNNER, os.X_OK):
+    say(f"FAIL no device tests or no runner in {PACK} (make it with bench/gpu.sh pack)")
+    sys.exit(1)
+for d in tests:
     name = os.path.basename(d)
     kind = open(os.path.join(d, "meta")).read().strip()
     ins = sorted(glob.glob(os.path.join(d, "in*.npy")), key=lambda p: int(p[len(d) + 3:-4]))
@@ -50,8 +54,13 @@ for d in sorted(glob.glob(os.path.join(PACK, "tests", "*"))):
         failures += 1
         say(f"FAIL test {name}: {p.stderr.strip()}")
         continue
-    i = 0
-    while os.path.exists(os.path.join(d, f"expect{i}.npy")):
+    expected = len(glob.glob(os.path.join(d, "expect*.npy")))
+    produced = len(glob.glob(os.path.join(out, "result*.npy")))
+    if expected == 0 or produced != expected:
+        failures += 1
+        say(f"FAIL test {name}: {produced} results for {expected} expected")
+        continue
+    for i in range(expected):
         e = np.load(os.path.join(d, f"expect{i}.npy")).astype(np.float64)
         got = np.load(os.path.join(out, f"result{i}.npy")).astype(np.float64)
         if np.issubdtype(np.load(os.path.join(d, f"expect{i}.npy")).dtype, np.integer):
@@ -65,7 +74,6 @@ for d in sorted(glob.glob(os.path.join(PACK, "tests", "*"))):
             ok, detail = rms <= 1e-2, f"relative RMS {rms:.3g} (limit 1e-2)"
         failures += 0 if ok else 1
         say(f"{'ok  ' if ok else 'FAIL'} test {name} result {i}: {detail}")
-        i += 1
 say(f"device tests: {'all passed' if failures == 0 else f'{failures} failed'}")
 if TESTS_ONLY:
     sys.exit(1 if failures else 0)

@@ -73,14 +73,23 @@ def main(argv):
             print(f"kernel {name}: ptxas failed: {proc.stderr.strip()}")
             status = 1
             continue
-        log = proc.stderr
-        regs = re.findall(r"Used (\d+) registers", log)
-        smem = re.findall(r"(\d+) bytes smem", log)
-        spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
-        for fn, r, s, sp in zip(re.findall(r"Compiling entry function '(\w+)'", log), regs,
-                                smem or ["0"] * len(regs), spills):
-            print(f"kernel {fn}: registers {r}, shared {s} bytes, "
-                  f"spill stores {sp[0]} bytes, spill loads {sp[1]} bytes")
+        # One block per entry function (a file may hold several); ptxas
+        # leaves "N bytes smem" out when it is 0.
+        blocks = re.split(r"(?=ptxas info\s*: Compiling entry function)", proc.stderr)
+        for block in blocks:
+            fn = re.search(r"Compiling entry function '(\w+)'", block)
+            if not fn:
+                continue
+            regs = re.search(r"Used (\d+) registers", block)
+            smem = re.search(r"(\d+) bytes smem", block)
+            spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", block)
+            if not regs or not spills:
+                print(f"kernel {fn.group(1)}: ptxas report not understood")
+                status = 1
+                continue
+            print(f"kernel {fn.group(1)}: registers {regs.group(1)}, shared "
+                  f"{smem.group(1) if smem else 0} bytes, spill stores {spills.group(1)} "
+                  f"bytes, spill loads {spills.group(2)} bytes")
     return status
 
 

@@ -74,7 +74,36 @@ def logaddexp(shape, dim, seed=0):
     c.close(f"logaddexp shape={shape} dim={dim}", got, ref)
 
 
+CAPTURING = """
+func.func @main(%x: tensor<2x50x3xf32>, %w: tensor<1xf32>) -> tensor<2x50x3xf32> {
+  %c0 = arith.constant 0 : index
+  %s = tensor.extract %w[%c0] : tensor<1xf32>
+  %half = arith.constant 0.5 : f32
+  %r = seq.associative_scan %x {dim = 1 : i64} : (tensor<2x50x3xf32>) -> (tensor<2x50x3xf32>) {
+  ^bb0(%p: f32, %n: f32):
+    %m = arith.mulf %p, %s : f32
+    %h = arith.mulf %m, %half : f32
+    %a = arith.addf %h, %n : f32
+    seq.yield %a : f32
+  }
+  return %r : tensor<2x50x3xf32>
+}
+"""
+
+
+def capturing(seed=8):
+    """A combiner using values from outside its region (a function value and
+    a constant): the GPU kernel (emulated in its own function) must carry
+    them."""
+    x = f32(rng(seed).standard_normal((2, 50, 3)))
+    w = f32([0.9])
+    (got,) = run_seqc(CAPTURING, [x, w])
+    (ref,) = associative_scan([x], lambda p, n: p * 0.9 * 0.5 + n, 1)
+    c.close("combiner capturing outer values", got, ref)
+
+
 c.run("affine", lambda: affine((2, 33, 5)))
+c.run("combiner capturing outer values", capturing)
 c.run("affine reverse", lambda: affine((3, 17, 2), reverse=True, seed=1))
 c.run("affine dim 0", lambda: affine((9, 4), dim=0, seed=2))
 c.run("affine T=1", lambda: affine((2, 1, 3), seed=3))

@@ -37,7 +37,8 @@ def case_linear_scan():
     r = rng(11)
     a = r.uniform(0.8, 1.0, (2, 300, 70)).astype(np.float32)
     b = r.standard_normal((2, 300, 70)).astype(np.float32)
-    h, last = run_seqc(gpu_graphs.linear_scan(2, 300, 70), [a, b], tol=2e-2)
+    h, last = run_seqc(gpu_graphs.linear_scan(2, 300, 70), [a, b], tol=2e-2,
+                       results_of="cuda-emulated")
     rh, rlast = linear_scan(bf16(a), bf16(b))
     check("linear_scan h", h, rh)
     check("linear_scan last", last, rlast)
@@ -51,7 +52,8 @@ def case_selective_scan():
     A = (-np.exp(r.uniform(-1, 1, (D, N)))).astype(np.float32)
     Bm = r.standard_normal((B, T, 1, N)).astype(np.float32)
     Cm = r.standard_normal((B, T, 1, N)).astype(np.float32)
-    y, last = run_seqc(gpu_graphs.selective_scan(B, T, D, N), [u, dl, A, Bm, Cm], tol=2e-2)
+    y, last = run_seqc(gpu_graphs.selective_scan(B, T, D, N), [u, dl, A, Bm, Cm], tol=2e-2,
+                       results_of="cuda-emulated")
     ry, rlast = selective_scan(bf16(u), bf16(dl), A, bf16(Bm), bf16(Cm), softplus_dt=True)
     check("selective_scan y", y, ry)
     check("selective_scan last", last, rlast)
@@ -65,7 +67,8 @@ def case_ssd():
     A = (-np.exp(r.uniform(-1, 1, H))).astype(np.float32)
     Bm = r.standard_normal((B, T, 1, N)).astype(np.float32)
     Cm = r.standard_normal((B, T, 1, N)).astype(np.float32)
-    y, last = run_seqc(gpu_graphs.ssd(B, T, H, P, N), [x, dt, A, Bm, Cm], tol=2e-2)
+    y, last = run_seqc(gpu_graphs.ssd(B, T, H, P, N), [x, dt, A, Bm, Cm], tol=2e-2,
+                       results_of="cuda-emulated")
     ry, rlast = ssd(bf16(x), bf16(dt), A, bf16(Bm), bf16(Cm), softplus_dt=True)
     check("ssd y", y, ry)
     check("ssd last", last, rlast)
