@@ -30,6 +30,53 @@ void GpuBlock::phase2(Value rows, Value cols,
       [&](Value i) { body(kb.divs(i, cols), kb.rems(i, cols)); }, barrier);
 }
 
+std::optional<int64_t> seqc::parseChip(StringRef chip) {
+  if (!chip.consume_front("sm_"))
+    return std::nullopt;
+  chip.consume_back("a");
+  int64_t version;
+  if (chip.empty() || chip.getAsInteger(10, version) || version < 10 ||
+      version > 1000)
+    return std::nullopt;
+  return version;
+}
+
+WarpRegisters GpuBlock::warpRegisters(int64_t size) {
+  // On the GPU a thread's private array, which LLVM promotes to registers
+  // when every access has a constant index (kernels keep it that way).
+  if (!emulate)
+    return {kb.stackBuffer({size}), size};
+  return {kb.stackBuffer({numWarps(), 32, size}), size};
+}
+
+void GpuBlock::warps(Value n, const std::function<void(Warp &)> &body,
+                     bool barrier) {
+  Value nw = kb.idx(numWarps());
+  if (emulate) {
+    if (!mmaTileA) {
+      mmaTileA = kb.stackBuffer({16, 16});
+      mmaTileB = kb.stackBuffer({16, 8});
+    }
+    // Warp p runs items p, p + numWarps, ... as on the GPU, so each item
+    // finds the registers its warp left in an earlier warp phase.
+    kb.forEach(kb.idx(0), nw, kb.idx(1), [&](Value p) {
+      kb.forEach(p, n, nw, [&](Value item) {
+        Warp warp(kb, item, p, Value(), /*emulate=*/true, mmaTileA, mmaTileB);
+        body(warp);
+      });
+    });
+    return;
+  }
+  Value w = kb.divs(threadId, kb.idx(32));
+  Value lane = kb.rems(threadId, kb.idx(32));
+  kb.forEach(w, n, nw, [&](Value item) {
+    Warp warp(kb, item, w, lane, /*emulate=*/false, Value(), Value());
+    body(warp);
+  });
+  if (barrier)
+    gpu::BarrierOp::create(kb.builder());
+}
+
 void seqc::emitGpuKernel(ImplicitLocOpBuilder &b, const GpuTarget &target,
                          StringRef name, Value blocks, ValueRange args,
                          ArrayRef<SmallVector<int64_t>> shared,
@@ -66,6 +113,7 @@ void seqc::emitGpuKernel(ImplicitLocOpBuilder &b, const GpuTarget &target,
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&launch.getBody().front());
   KernelBuilder kb(b);
+  kb.setAllocaBlock(&launch.getBody().front());
   GpuBlock block(kb, launch.getBlockIds().x, launch.getThreadIds().x,
                  target.blockThreads, /*emulate=*/false);
   body(block, args, buffers);

@@ -3,7 +3,8 @@
 // The GPU lowerings write a kernel as what one thread block does: shared
 // buffers, block-uniform control flow, and *phases* — "for every i in [0, n),
 // body(i)" spread over the block's threads and ended by a barrier. Values
-// cross phases only through shared or global memory.
+// cross phases only through shared or global memory, except the per-warp
+// register arrays of warp phases (tensor-core accumulators, GpuMma.h).
 //
 // That form has two faithful executions:
 //  - on the GPU: a gpu.launch with workgroup attributions (shared memory);
@@ -20,11 +21,13 @@
 #ifndef SEQC_PASSES_GPUKERNEL_H
 #define SEQC_PASSES_GPUKERNEL_H
 
+#include "GpuMma.h"
 #include "KernelBuilder.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <optional>
 #include <string>
 
 namespace seqc {
@@ -35,7 +38,16 @@ struct GpuTarget {
   bool emulate = false;
   /// Threads per block of the lowerings' kernels.
   int64_t blockThreads = 256;
+  /// The compute capability compiled for (80 for sm_80, 90 for sm_90a).
+  int64_t smVersion = 80;
+
+  /// Whether bf16 / f16 products may use mma.sync (sm_80 and later).
+  bool tensorCores() const { return smVersion >= 80; }
 };
+
+/// The compute capability of a chip name "sm_<digits>[a]" (sm_90a: 90), or
+/// nothing for anything else.
+std::optional<int64_t> parseChip(llvm::StringRef chip);
 
 /// One thread block of a kernel being emitted.
 class GpuBlock {
@@ -58,10 +70,22 @@ public:
               const std::function<void(Value, Value)> &body,
               bool barrier = true);
 
+  /// Warps per block.
+  int64_t numWarps() const { return threads / 32; }
+  /// A per-lane array of `size` f32 for every warp of the block, alive for
+  /// the whole kernel (create it before the loops that use it).
+  WarpRegisters warpRegisters(int64_t size);
+  /// A warp phase: body(warp) for every item in [0, n), each run by a whole
+  /// warp (item i by warp i mod numWarps()), then a barrier. Values may
+  /// stay in a warp's registers from one warp phase to the next.
+  void warps(Value n, const std::function<void(Warp &)> &body,
+             bool barrier = true);
+
 private:
   Value threadId; // null when emulated
   int64_t threads;
   bool emulate;
+  Value mmaTileA, mmaTileB; // emulated mma.sync's operand tiles
 };
 
 using GpuBlockBody =

@@ -7,8 +7,9 @@
 // by that thread, the op's body inlined. Operands are read through their
 // indexing maps in their own element types, exactly as linalg defines the
 // op. Row-major float matmuls and batch matmuls get a tiled kernel instead
-// (64 x 64 output tiles, 16-deep A and B tiles in shared memory; f32 FMAs,
-// not yet tensor cores).
+// (64 x 64 output tiles, A and B tiles staged in shared memory): bf16 and
+// f16 products on tensor cores (mma.sync, f32 accumulators), others with
+// f32 FMAs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -207,10 +208,18 @@ template <typename OpTy> struct GpuMatmul : OpRewritePattern<OpTy> {
     Value out = allocBuffer(b, type, dims);
     Value tilesM = kb.divs(kb.add(M, kb.idx(TM - 1)), kb.idx(TM));
     Value tilesN = kb.divs(kb.add(N, kb.idx(TN - 1)), kb.idx(TN));
+    Value blocks = kb.mul(kb.mul(batch, tilesM), tilesN);
+    SmallVector<Value> args = {readBuffer(b, A), readBuffer(b, B),
+                               readBuffer(b, init), out};
+    Type aElt = getElementTypeOrSelf(A.getType());
+    if (target.tensorCores() && isMmaMultiplicand(aElt) &&
+        aElt == getElementTypeOrSelf(B.getType())) {
+      emitMmaMatmul(b, batched, aElt, blocks, args);
+      rewriter.replaceOp(op, asTensor(b, out, type));
+      return success();
+    }
     emitGpuKernel(
-        b, target, "matmul", kb.mul(kb.mul(batch, tilesM), tilesN),
-        {readBuffer(b, A), readBuffer(b, B), readBuffer(b, init), out},
-        {{TM * TK}, {TK * TN}, {TM * TN}},
+        b, target, "matmul", blocks, args, {{TM * TK}, {TK * TN}, {TM * TN}},
         [&](GpuBlock &blk, ValueRange in, ValueRange sh) {
           KernelBuilder &k = blk.kb;
           Value a = in[0], bm = in[1], c = in[2], o = in[3];
@@ -275,6 +284,125 @@ template <typename OpTy> struct GpuMatmul : OpRewritePattern<OpTy> {
         });
     rewriter.replaceOp(op, asTensor(b, out, type));
     return success();
+  }
+
+  /// The same tiles on tensor cores: the block's 64 x 64 output tile is
+  /// eight 16 x 32 warp tiles (four 16 x 8 mma.sync tiles each) whose f32
+  /// accumulators stay in the warps' registers for the whole K loop; A and
+  /// B advance in 32-deep tiles staged in shared memory (rows padded by 4
+  /// floats so a fragment load touches distinct banks of B).
+  void emitMmaMatmul(ImplicitLocOpBuilder &b, bool batched, Type multiplicand,
+                     Value blocks, ValueRange args) const {
+    constexpr int64_t KT = 32, SA = KT + 4, SB = TN + 4;
+    constexpr int64_t warpTiles = (TM / 16) * (TN / 32), perWarp = 16;
+    int64_t r = batched ? 1 : 0;
+    emitGpuKernel(
+        b, target, "matmul_mma", blocks, args, {{TM * SA}, {KT * SB}},
+        [&](GpuBlock &blk, ValueRange in, ValueRange sh) {
+          KernelBuilder &k = blk.kb;
+          Value a = in[0], bm = in[1], c = in[2], o = in[3];
+          Value nM = k.mdim(o, r), nN = k.mdim(o, r + 1), nK = k.mdim(a, r + 1);
+          Value nTN = k.divs(k.add(nN, k.idx(TN - 1)), k.idx(TN));
+          Value nTM = k.divs(k.add(nM, k.idx(TM - 1)), k.idx(TM));
+          Value tn = k.rems(blk.blockId, nTN), rest = k.divs(blk.blockId, nTN);
+          Value tm = k.rems(rest, nTM), bi = k.divs(rest, nTM);
+          Value m0 = k.mul(tm, k.idx(TM)), n0 = k.mul(tn, k.idx(TN));
+          auto lt = [&](Value x, Value y) {
+            return k.cmp(arith::CmpIPredicate::slt, x, y);
+          };
+          auto idx = [&](Value row, Value col) {
+            SmallVector<Value> i;
+            if (batched)
+              i.push_back(bi);
+            i.append({row, col});
+            return i;
+          };
+          // Warp w owns warp tiles w, w + warps, ... (slot s: w + s * warps).
+          int64_t warps = blk.numWarps();
+          int64_t slots = (warpTiles + warps - 1) / warps;
+          WarpRegisters acc = blk.warpRegisters(slots * perWarp);
+          WarpRegisters fa = blk.warpRegisters(8), fb = blk.warpRegisters(4);
+          auto eachTile = [&](Warp &w,
+                              const std::function<void(int64_t, Value, Value)>
+                                  &body) {
+            for (int64_t s = 0; s < slots; ++s) {
+              Value t = k.add(w.item, k.idx(s * warps));
+              // Warp-uniform: whole warps skip missing tiles.
+              k.ifThen(lt(t, k.idx(warpTiles)), [&] {
+                Value row = k.mul(k.divs(t, k.idx(TN / 32)), k.idx(16));
+                Value col = k.mul(k.rems(t, k.idx(TN / 32)), k.idx(32));
+                body(s * perWarp, row, col);
+              });
+            }
+          };
+          Value nw = k.idx(warps);
+          blk.warps(nw, [&](Warp &w) {
+            eachTile(w, [&](int64_t off, Value row, Value col) {
+              for (int64_t nt = 0; nt < 4; ++nt)
+                w.loadFragment(MmaOperand::C, acc, off + 4 * nt,
+                               [&](Value i, Value j) {
+                                 Value m = k.add(m0, k.add(row, i));
+                                 Value n = k.add(n0, k.add(col, k.add(
+                                                          j, k.idx(8 * nt))));
+                                 return k.loadIf(k.andi(lt(m, nM), lt(n, nN)),
+                                                 c, idx(m, n), k.f32(0.0));
+                               });
+            });
+          });
+          k.forEach(k.idx(0), nK, k.idx(KT), [&](Value k0) {
+            blk.phase2(k.idx(TM), k.idx(KT), [&](Value i, Value kk) {
+              Value m = k.add(m0, i), kc = k.add(k0, kk);
+              k.mstore(k.loadIf(k.andi(lt(m, nM), lt(kc, nK)), a, idx(m, kc),
+                                k.f32(0.0)),
+                       sh[0], {k.add(k.mul(i, k.idx(SA)), kk)});
+            });
+            blk.phase2(k.idx(KT), k.idx(TN), [&](Value kk, Value j) {
+              Value n = k.add(n0, j), kc = k.add(k0, kk);
+              k.mstore(k.loadIf(k.andi(lt(kc, nK), lt(n, nN)), bm, idx(kc, n),
+                                k.f32(0.0)),
+                       sh[1], {k.add(k.mul(kk, k.idx(SB)), j)});
+            });
+            blk.warps(nw, [&](Warp &w) {
+              eachTile(w, [&](int64_t off, Value row, Value col) {
+                for (int64_t kk = 0; kk < KT; kk += 16) {
+                  w.loadFragment(MmaOperand::A, fa, 0, [&](Value i, Value j) {
+                    return k.mload(sh[0], {k.add(k.mul(k.add(row, i),
+                                                       k.idx(SA)),
+                                                 k.add(j, k.idx(kk)))});
+                  });
+                  for (int64_t nt = 0; nt < 4; ++nt) {
+                    w.loadFragment(MmaOperand::B, fb, 0, [&](Value i, Value j) {
+                      Value n = k.add(col, k.add(j, k.idx(8 * nt)));
+                      return k.mload(
+                          sh[1],
+                          {k.add(k.mul(k.add(i, k.idx(kk)), k.idx(SB)), n)});
+                    });
+                    w.mma(multiplicand, fa, 0, fb, 0, acc, off + 4 * nt);
+                  }
+                }
+              });
+            });
+          });
+          blk.warps(
+              nw,
+              [&](Warp &w) {
+                eachTile(w, [&](int64_t off, Value row, Value col) {
+                  for (int64_t nt = 0; nt < 4; ++nt)
+                    w.storeFragment(acc, off + 4 * nt,
+                                    [&](Value i, Value j, Value v) {
+                                      Value m = k.add(m0, k.add(row, i));
+                                      Value n = k.add(
+                                          n0, k.add(col,
+                                                    k.add(j, k.idx(8 * nt))));
+                                      k.ifThen(k.andi(lt(m, nM), lt(n, nN)),
+                                               [&] {
+                                                 k.mstore(v, o, idx(m, n));
+                                               });
+                                    });
+                });
+              },
+              /*barrier=*/false);
+        });
   }
 
   GpuTarget target;

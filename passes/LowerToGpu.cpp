@@ -10,6 +10,8 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -35,8 +37,16 @@ struct SeqLowerToGpu : seqc::impl::SeqLowerToGpuBase<SeqLowerToGpu> {
           << blockThreads;
       return signalPassFailure();
     }
+    std::optional<int64_t> sm = seqc::parseChip(chip);
+    if (!sm) {
+      getOperation().emitError()
+          << "unknown chip '" << chip
+          << "' (expected sm_<version>, such as sm_80 or sm_90a)";
+      return signalPassFailure();
+    }
     seqc::GpuTarget target;
     target.emulate = emulate;
+    target.smVersion = *sm;
     target.blockThreads = blockThreads;
     RewritePatternSet patterns(&getContext());
     seqc::populateGpuScanPatterns(patterns, target);

@@ -56,8 +56,9 @@ def SeqLowerToGpu : Pass<"seq-lower-to-gpu", "::mlir::ModuleOp"> {
     `to_tensor`: chunked scans, one thread per channel with states in
     registers for selective scans, and SSD as chunk-state, state-passing
     and chunk-output kernels whose tiles are staged in shared memory
-    (workgroup attributions). Ops without a GPU kernel take the reference
-    lowering.
+    (workgroup attributions). Matrix products of bf16 or f16 operands use
+    the tensor cores (`nvvm.mma.sync` m16n8k16, f32 accumulators) on sm_80
+    and later. Ops without a GPU kernel take the reference lowering.
 
     With `emulate`, the same kernels are emitted as host code instead: one
     thread-pool task per thread block, shared memory on the task's stack,
@@ -68,11 +69,15 @@ def SeqLowerToGpu : Pass<"seq-lower-to-gpu", "::mlir::ModuleOp"> {
     Option<"emulate", "emulate", "bool", /*default=*/"false",
            "Emit the kernels as host code (tests without a GPU)">,
     Option<"blockThreads", "block-threads", "int64_t", /*default=*/"256",
-           "Threads per thread block">
+           "Threads per thread block">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_80\"",
+           "GPU architecture (sm_80 and later: bf16/f16 products on tensor "
+           "cores, mma.sync)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
     "::mlir::func::FuncDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect", "::seqc::seq::SeqDialect"

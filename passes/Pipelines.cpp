@@ -87,6 +87,7 @@ void seqc::buildCudaPipeline(OpPassManager &pm,
   SeqLowerToGpuOptions gpu;
   gpu.emulate = opts.emulate;
   gpu.blockThreads = opts.blockThreads;
+  gpu.chip = opts.chip;
   pm.addPass(createSeqLowerToGpu(gpu));
   // No canonicalization before bufferization, as in the CPU pipeline.
   if (opts.emulate) {
@@ -111,6 +112,11 @@ void seqc::buildCudaPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addPass(createConvertParallelLoopToGpuPass());
+  // Constants (and dims) the kernels use move into them before outlining;
+  // otherwise every one becomes a kernel argument, and strides, tile sizes
+  // and register-array indices are unknown to the device compiler (real
+  // divisions, and fragments left in local memory).
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createSeqGpuRegisterBudget());
   bufferization::buildBufferDeallocationPipeline(pm);

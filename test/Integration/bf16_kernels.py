@@ -74,6 +74,62 @@ def case_ssd():
     check("ssd last", last, rlast)
 
 
+def f16(a):
+    return np.asarray(a, dtype=np.float32).astype(np.float16).astype(np.float32)
+
+
+def mma_matmul(elt, M, K, N, batch=None, out="f32", seed=20):
+    """A matmul of `elt` operands (bf16 or f16: tensor-core tiles, mma.sync
+    m16n8k16) whose result is `out`, against float64 numpy on the rounded
+    operands. Products are exact in f32 and summed in f32, so the results
+    must agree far more closely than the bf16 bound; a misplaced fragment
+    value would be off by O(1)."""
+    r = rng(seed)
+    lead = [batch] if batch else []
+    a = r.standard_normal(lead + [M, K]).astype(np.float32)
+    b = r.standard_normal(lead + [K, N]).astype(np.float32)
+    init = r.standard_normal(lead + [M, N]).astype(np.float32)
+    t = lambda shape, e="f32": f"tensor<{'x'.join(map(str, shape))}x{e}>"
+    op = "linalg.batch_matmul" if batch else "linalg.matmul"
+    ta, tb, tc = lead + [M, K], lead + [K, N], lead + [M, N]
+    lines = [f"func.func @main(%a: {t(ta)}, %b: {t(tb)}, %c: {t(tc)}) -> {t(tc)} {{",
+             f"  %an = arith.truncf %a : {t(ta)} to {t(ta, elt)}",
+             f"  %bn = arith.truncf %b : {t(tb)} to {t(tb, elt)}"]
+    if out == "f32":
+        lines.append(f"  %r = {op} ins(%an, %bn : {t(ta, elt)}, {t(tb, elt)}) "
+                     f"outs(%c : {t(tc)}) -> {t(tc)}")
+    else:
+        lines += [f"  %cn = arith.truncf %c : {t(tc)} to {t(tc, out)}",
+                  f"  %rn = {op} ins(%an, %bn : {t(ta, elt)}, {t(tb, elt)}) "
+                  f"outs(%cn : {t(tc, out)}) -> {t(tc, out)}",
+                  f"  %r = arith.extf %rn : {t(tc, out)} to {t(tc)}"]
+    lines += [f"  return %r : {t(tc)}", "}", ""]
+    (got,) = run_seqc("\n".join(lines), [a, b, init], tol=2e-2,
+                      results_of="cuda-emulated")
+    rnd = bf16 if elt == "bf16" else f16
+    cin = init if out == "f32" else (bf16 if out == "bf16" else f16)(init)
+    ref = cin.astype(np.float64) + np.matmul(rnd(a).astype(np.float64), rnd(b))
+    name = f"{op} {elt} {'x'.join(map(str, lead + [M, K, N]))} -> {out}"
+    if out == "f32":
+        err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+        c.expect(f"{name}: max error {err:.1e} <= 1e-5 of max |ref|", err <= 1e-5)
+    else:
+        check(name, got, ref)
+
+
+def case_mma():
+    # One tile; partial tiles at every edge, K not a multiple of 16 or 32;
+    # several tiles each way; batches; narrow results.
+    mma_matmul("bf16", 64, 32, 64)
+    mma_matmul("bf16", 100, 70, 90)
+    mma_matmul("bf16", 200, 150, 130, seed=21)
+    mma_matmul("f16", 100, 70, 90, seed=22)
+    mma_matmul("bf16", 33, 17, 41, batch=3, seed=23)
+    mma_matmul("bf16", 70, 40, 66, out="bf16", seed=24)
+    mma_matmul("f16", 70, 40, 66, batch=2, out="f16", seed=25)
+
+
+c.run("tensor-core matmuls", case_mma)
 c.run("linear_scan", case_linear_scan)
 c.run("selective_scan", case_selective_scan)
 c.run("ssd", case_ssd)

@@ -1,0 +1,180 @@
+//===- GpuMma.cpp - warp-level tensor-core tiles --------------------------===//
+
+#include "GpuMma.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+using namespace seqc;
+
+namespace {
+/// Value `value`'s offset from its lane's base position. The base is
+/// (lane / 4, lane % 4 * 2) for A and C — four lanes share a row, each
+/// holding two adjacent columns — and the same two numbers as (k, n) for B,
+/// whose fragment is stored by columns.
+std::pair<int64_t, int64_t> valueOffset(MmaOperand operand, int64_t value) {
+  switch (operand) {
+  case MmaOperand::A: // registers: rows 0-7 / 8-15, then k 8-15
+    return {8 * ((value / 2) % 2), value % 2 + 8 * (value / 4)};
+  case MmaOperand::B: // registers: k 0-7, then k 8-15
+    return {value % 2 + 8 * (value / 2), 0};
+  case MmaOperand::C: // registers: rows 0-7, then rows 8-15
+    return {8 * (value / 2), value % 2};
+  }
+  llvm_unreachable("unknown mma operand");
+}
+} // namespace
+
+int64_t seqc::mmaFragmentValues(MmaOperand operand) {
+  return operand == MmaOperand::A ? 8 : 4;
+}
+
+std::pair<int64_t, int64_t> seqc::mmaFragmentCoord(MmaOperand operand,
+                                                   int64_t lane,
+                                                   int64_t value) {
+  int64_t group = lane / 4, pair = lane % 4 * 2;
+  auto [dr, dc] = valueOffset(operand, value);
+  if (operand == MmaOperand::B)
+    return {pair + dr, group + dc};
+  return {group + dr, pair + dc};
+}
+
+bool seqc::isMmaMultiplicand(Type t) { return t.isBF16() || t.isF16(); }
+
+std::pair<Value, Value> Warp::coord(MmaOperand operand, Value ofLane,
+                                    int64_t value) {
+  Value group = kb.divs(ofLane, kb.idx(4));
+  Value pair = kb.mul(kb.rems(ofLane, kb.idx(4)), kb.idx(2));
+  auto [dr, dc] = valueOffset(operand, value);
+  if (operand == MmaOperand::B)
+    std::swap(group, pair);
+  return {kb.add(group, kb.idx(dr)), kb.add(pair, kb.idx(dc))};
+}
+
+void Warp::lanes(const std::function<void(Value)> &body) {
+  if (emulate)
+    kb.forEach(kb.idx(0), kb.idx(32), kb.idx(1), body);
+  else
+    body(lane);
+}
+
+Value Warp::get(const WarpRegisters &regs, Value ofLane, int64_t i) {
+  if (emulate)
+    return kb.mload(regs.buffer, {warp, ofLane, kb.idx(i)});
+  return kb.mload(regs.buffer, {kb.idx(i)});
+}
+
+void Warp::set(const WarpRegisters &regs, Value ofLane, int64_t i, Value v) {
+  if (emulate)
+    kb.mstore(v, regs.buffer, {warp, ofLane, kb.idx(i)});
+  else
+    kb.mstore(v, regs.buffer, {kb.idx(i)});
+}
+
+void Warp::loadFragment(MmaOperand operand, const WarpRegisters &regs,
+                        int64_t offset,
+                        const std::function<Value(Value, Value)> &element) {
+  assert(offset + mmaFragmentValues(operand) <= regs.size);
+  lanes([&](Value l) {
+    for (int64_t v = 0; v < mmaFragmentValues(operand); ++v) {
+      auto [row, col] = coord(operand, l, v);
+      set(regs, l, offset + v, element(row, col));
+    }
+  });
+}
+
+void Warp::storeFragment(
+    const WarpRegisters &regs, int64_t offset,
+    const std::function<void(Value, Value, Value)> &store) {
+  lanes([&](Value l) {
+    for (int64_t v = 0; v < mmaFragmentValues(MmaOperand::C); ++v) {
+      auto [row, col] = coord(MmaOperand::C, l, v);
+      store(row, col, get(regs, l, offset + v));
+    }
+  });
+}
+
+void Warp::mma(Type multiplicand, const WarpRegisters &a, int64_t aOffset,
+               const WarpRegisters &b, int64_t bOffset,
+               const WarpRegisters &c, int64_t cOffset) {
+  ImplicitLocOpBuilder &bld = kb.builder();
+  if (emulate) {
+    // What the instruction computes, from the lanes' fragments: operands
+    // rounded to the multiplicand type, products summed in f32.
+    auto rounded = [&](Value x) {
+      Value narrow = arith::TruncFOp::create(bld, multiplicand, x);
+      return arith::ExtFOp::create(bld, kb.f32Type(), narrow).getResult();
+    };
+    lanes([&](Value l) {
+      for (int64_t v = 0; v < mmaFragmentValues(MmaOperand::A); ++v) {
+        auto [row, k] = coord(MmaOperand::A, l, v);
+        kb.mstore(rounded(get(a, l, aOffset + v)), tileA, {row, k});
+      }
+      for (int64_t v = 0; v < mmaFragmentValues(MmaOperand::B); ++v) {
+        auto [k, col] = coord(MmaOperand::B, l, v);
+        kb.mstore(rounded(get(b, l, bOffset + v)), tileB, {k, col});
+      }
+    });
+    lanes([&](Value l) {
+      for (int64_t v = 0; v < mmaFragmentValues(MmaOperand::C); ++v) {
+        auto [row, col] = coord(MmaOperand::C, l, v);
+        auto sum = kb.loop(
+            kb.idx(16), {get(c, l, cOffset + v)}, [&](Value k, ValueRange it) {
+              return SmallVector<Value>{
+                  kb.fadd(it[0], kb.fmul(kb.mload(tileA, {row, k}),
+                                         kb.mload(tileB, {k, col})))};
+            });
+        set(c, l, cOffset + v, sum[0]);
+      }
+    });
+    return;
+  }
+  // Two 16-bit values per 32-bit register, the lower-numbered in the low
+  // half (PTX's packing of .bf16x2 / .f16x2).
+  Type i16 = bld.getI16Type(), i32 = bld.getI32Type();
+  auto bits = [&](Value x) -> Value {
+    Value h = arith::TruncFOp::create(bld, multiplicand, x);
+    return arith::ExtUIOp::create(bld, i32,
+                                  arith::BitcastOp::create(bld, i16, h));
+  };
+  auto packed = [&](const WarpRegisters &regs, int64_t offset, int64_t count) {
+    SmallVector<Value> out;
+    for (int64_t v = 0; v < count; v += 2) {
+      Value lo = bits(get(regs, lane, offset + v));
+      Value hi = bits(get(regs, lane, offset + v + 1));
+      out.push_back(arith::OrIOp::create(
+          bld, lo,
+          arith::ShLIOp::create(bld, hi, arith::ConstantIntOp::create(
+                                             bld, i32, 16))));
+    }
+    return out;
+  };
+  SmallVector<Value> aRegs = packed(a, aOffset, 8);
+  SmallVector<Value> bRegs = packed(b, bOffset, 4);
+  SmallVector<Value> cRegs;
+  for (int64_t v = 0; v < 4; ++v)
+    cRegs.push_back(get(c, lane, cOffset + v));
+  NVVM::MMATypes type = multiplicand.isBF16() ? NVVM::MMATypes::bf16
+                                              : NVVM::MMATypes::f16;
+  Type f32 = kb.f32Type();
+  auto result = LLVM::LLVMStructType::getLiteral(bld.getContext(),
+                                                 {f32, f32, f32, f32});
+  // bf16 multiplicands travel as i32 registers; f16 ones as vector<2xf16>.
+  if (type == NVVM::MMATypes::f16) {
+    Type half2 = VectorType::get({2}, bld.getF16Type());
+    for (Value &r : aRegs)
+      r = LLVM::BitcastOp::create(bld, half2, r);
+    for (Value &r : bRegs)
+      r = LLVM::BitcastOp::create(bld, half2, r);
+  }
+  Value d = NVVM::MmaOp::create(
+      bld, result, aRegs, bRegs, cRegs, ArrayRef<int64_t>{16, 8, 16},
+      std::nullopt, std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  for (int64_t v = 0; v < 4; ++v)
+    set(c, lane, cOffset + v,
+        LLVM::ExtractValueOp::create(bld, d, ArrayRef<int64_t>{v}));
+}
