@@ -32,14 +32,15 @@ struct SeqLowerToGpu : seqc::impl::SeqLowerToGpuBase<SeqLowerToGpu> {
 
   void runOnOperation() override {
     if (blockThreads < 32 || blockThreads > 1024 || blockThreads % 32 != 0) {
-      getOperation().emitError()
+      // The location only: printing the op would dump the whole module.
+      emitError(getOperation().getLoc())
           << "block-threads must be a multiple of 32 in [32, 1024], not "
           << blockThreads;
       return signalPassFailure();
     }
     std::optional<int64_t> sm = seqc::parseChip(chip);
     if (!sm) {
-      getOperation().emitError()
+      emitError(getOperation().getLoc())
           << "unknown chip '" << chip
           << "' (expected sm_<version>, such as sm_80 or sm_90a)";
       return signalPassFailure();
