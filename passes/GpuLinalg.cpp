@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CpuKernel.h"
+#include "GpuGemm.h"
 #include "GpuPatterns.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
@@ -286,22 +287,20 @@ template <typename OpTy> struct GpuMatmul : OpRewritePattern<OpTy> {
     return success();
   }
 
-  /// The same tiles on tensor cores: the block's 64 x 64 output tile is
-  /// eight 16 x 32 warp tiles (four 16 x 8 mma.sync tiles each) whose f32
-  /// accumulators stay in the warps' registers for the whole K loop; A and
-  /// B advance in 32-deep tiles staged in shared memory (rows padded by 4
-  /// floats so a fragment load touches distinct banks of B).
+  /// The same tiles on tensor cores (GpuGemm.h): the accumulators start
+  /// from the init's values.
   void emitMmaMatmul(ImplicitLocOpBuilder &b, bool batched, Type multiplicand,
                      Value blocks, ValueRange args) const {
-    constexpr int64_t KT = 32, SA = KT + 4, SB = TN + 4;
-    constexpr int64_t warpTiles = (TM / 16) * (TN / 32), perWarp = 16;
     int64_t r = batched ? 1 : 0;
+    MmaTileGemm gemm;
+    gemm.multiplicand = multiplicand;
     emitGpuKernel(
-        b, target, "matmul_mma", blocks, args, {{TM * SA}, {KT * SB}},
+        b, target, "matmul_mma", blocks, args, MmaTileGemm::sharedShapes(1),
         [&](GpuBlock &blk, ValueRange in, ValueRange sh) {
           KernelBuilder &k = blk.kb;
           Value a = in[0], bm = in[1], c = in[2], o = in[3];
           Value nM = k.mdim(o, r), nN = k.mdim(o, r + 1), nK = k.mdim(a, r + 1);
+          constexpr int64_t TM = MmaTileGemm::tileM, TN = MmaTileGemm::tileN;
           Value nTN = k.divs(k.add(nN, k.idx(TN - 1)), k.idx(TN));
           Value nTM = k.divs(k.add(nM, k.idx(TM - 1)), k.idx(TM));
           Value tn = k.rems(blk.blockId, nTN), rest = k.divs(blk.blockId, nTN);
@@ -317,91 +316,29 @@ template <typename OpTy> struct GpuMatmul : OpRewritePattern<OpTy> {
             i.append({row, col});
             return i;
           };
-          // Warp w owns warp tiles w, w + warps, ... (slot s: w + s * warps).
-          int64_t warps = blk.numWarps();
-          int64_t slots = (warpTiles + warps - 1) / warps;
-          WarpRegisters acc = blk.warpRegisters(slots * perWarp);
-          WarpRegisters fa = blk.warpRegisters(8), fb = blk.warpRegisters(4);
-          auto eachTile = [&](Warp &w,
-                              const std::function<void(int64_t, Value, Value)>
-                                  &body) {
-            for (int64_t s = 0; s < slots; ++s) {
-              Value t = k.add(w.item, k.idx(s * warps));
-              // Warp-uniform: whole warps skip missing tiles.
-              k.ifThen(lt(t, k.idx(warpTiles)), [&] {
-                Value row = k.mul(k.divs(t, k.idx(TN / 32)), k.idx(16));
-                Value col = k.mul(k.rems(t, k.idx(TN / 32)), k.idx(32));
-                body(s * perWarp, row, col);
-              });
-            }
+          auto inC = [&](Value m, Value n) {
+            return k.andi(lt(m, nM), lt(n, nN));
           };
-          Value nw = k.idx(warps);
-          blk.warps(nw, [&](Warp &w) {
-            eachTile(w, [&](int64_t off, Value row, Value col) {
-              for (int64_t nt = 0; nt < 4; ++nt)
-                w.loadFragment(MmaOperand::C, acc, off + 4 * nt,
-                               [&](Value i, Value j) {
-                                 Value m = k.add(m0, k.add(row, i));
-                                 Value n = k.add(n0, k.add(col, k.add(
-                                                          j, k.idx(8 * nt))));
-                                 return k.loadIf(k.andi(lt(m, nM), lt(n, nN)),
-                                                 c, idx(m, n), k.f32(0.0));
-                               });
-            });
-          });
-          k.forEach(k.idx(0), nK, k.idx(KT), [&](Value k0) {
-            blk.phase2(k.idx(TM), k.idx(KT), [&](Value i, Value kk) {
-              Value m = k.add(m0, i), kc = k.add(k0, kk);
-              k.mstore(k.loadIf(k.andi(lt(m, nM), lt(kc, nK)), a, idx(m, kc),
-                                k.f32(0.0)),
-                       sh[0], {k.add(k.mul(i, k.idx(SA)), kk)});
-            });
-            blk.phase2(k.idx(KT), k.idx(TN), [&](Value kk, Value j) {
-              Value n = k.add(n0, j), kc = k.add(k0, kk);
-              k.mstore(k.loadIf(k.andi(lt(kc, nK), lt(n, nN)), bm, idx(kc, n),
-                                k.f32(0.0)),
-                       sh[1], {k.add(k.mul(kk, k.idx(SB)), j)});
-            });
-            blk.warps(nw, [&](Warp &w) {
-              eachTile(w, [&](int64_t off, Value row, Value col) {
-                for (int64_t kk = 0; kk < KT; kk += 16) {
-                  w.loadFragment(MmaOperand::A, fa, 0, [&](Value i, Value j) {
-                    return k.mload(sh[0], {k.add(k.mul(k.add(row, i),
-                                                       k.idx(SA)),
-                                                 k.add(j, k.idx(kk)))});
-                  });
-                  for (int64_t nt = 0; nt < 4; ++nt) {
-                    w.loadFragment(MmaOperand::B, fb, 0, [&](Value i, Value j) {
-                      Value n = k.add(col, k.add(j, k.idx(8 * nt)));
-                      return k.mload(
-                          sh[1],
-                          {k.add(k.mul(k.add(i, k.idx(kk)), k.idx(SB)), n)});
-                    });
-                    w.mma(multiplicand, fa, 0, fb, 0, acc, off + 4 * nt);
-                  }
-                }
-              });
-            });
-          });
-          blk.warps(
-              nw,
-              [&](Warp &w) {
-                eachTile(w, [&](int64_t off, Value row, Value col) {
-                  for (int64_t nt = 0; nt < 4; ++nt)
-                    w.storeFragment(acc, off + 4 * nt,
-                                    [&](Value i, Value j, Value v) {
-                                      Value m = k.add(m0, k.add(row, i));
-                                      Value n = k.add(
-                                          n0, k.add(col,
-                                                    k.add(j, k.idx(8 * nt))));
-                                      k.ifThen(k.andi(lt(m, nM), lt(n, nN)),
-                                               [&] {
-                                                 k.mstore(v, o, idx(m, n));
-                                               });
-                                    });
-                });
-              },
-              /*barrier=*/false);
+          gemm.depth = nK;
+          gemm.a = [&](Value i, Value kc) {
+            Value m = k.add(m0, i);
+            return k.loadIf(k.andi(lt(m, nM), lt(kc, nK)), a, idx(m, kc),
+                            k.f32(0.0));
+          };
+          gemm.b = {[&](Value kc, Value j) {
+            Value n = k.add(n0, j);
+            return k.loadIf(k.andi(lt(kc, nK), lt(n, nN)), bm, idx(kc, n),
+                            k.f32(0.0));
+          }};
+          gemm.init = [&](int64_t, Value i, Value j) {
+            Value m = k.add(m0, i), n = k.add(n0, j);
+            return k.loadIf(inC(m, n), c, idx(m, n), k.f32(0.0));
+          };
+          gemm.finish = [&](Value i, Value j, ArrayRef<Value> sums) {
+            Value m = k.add(m0, i), n = k.add(n0, j);
+            k.ifThen(inC(m, n), [&] { k.mstore(sums[0], o, idx(m, n)); });
+          };
+          gemm.emit(blk, sh);
         });
   }
 

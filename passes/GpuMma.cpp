@@ -85,13 +85,16 @@ void Warp::loadFragment(MmaOperand operand, const WarpRegisters &regs,
   });
 }
 
-void Warp::storeFragment(
-    const WarpRegisters &regs, int64_t offset,
-    const std::function<void(Value, Value, Value)> &store) {
+void Warp::storeFragments(
+    ArrayRef<WarpRegisters> regs, int64_t offset,
+    const std::function<void(Value, Value, ArrayRef<Value>)> &store) {
   lanes([&](Value l) {
     for (int64_t v = 0; v < mmaFragmentValues(MmaOperand::C); ++v) {
       auto [row, col] = coord(MmaOperand::C, l, v);
-      store(row, col, get(regs, l, offset + v));
+      SmallVector<Value> values;
+      for (const WarpRegisters &r : regs)
+        values.push_back(get(r, l, offset + v));
+      store(row, col, values);
     }
   });
 }

@@ -74,9 +74,11 @@ public:
   void loadFragment(MmaOperand operand, const WarpRegisters &regs,
                     int64_t offset,
                     const std::function<Value(Value, Value)> &element);
-  /// Hands the C fragment at `offset` of `regs` to `store(row, col, value)`.
-  void storeFragment(const WarpRegisters &regs, int64_t offset,
-                     const std::function<void(Value, Value, Value)> &store);
+  /// Hands the C fragments at `offset` of each of `regs` (of one shape) to
+  /// `store(row, col, values)`, one value per array.
+  void storeFragments(
+      llvm::ArrayRef<WarpRegisters> regs, int64_t offset,
+      const std::function<void(Value, Value, llvm::ArrayRef<Value>)> &store);
   /// C += A * B with A and B rounded to `multiplicand` (bf16 or f16): the
   /// fragments at the given offsets; C is updated in place.
   void mma(mlir::Type multiplicand, const WarpRegisters &a, int64_t aOffset,
