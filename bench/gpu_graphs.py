@@ -90,7 +90,7 @@ def linear_attention(B, T, H, K, V):
                  [((B, T, H, V), True), ((B, H, K, V), False)], keywords={3: "decay"})
 
 
-def moe_ffn(T, D, F, E, k, form=None):
+def moe_ffn(T, D, F, E, k, form=None, capacity_factor=0.0):
     """SwiGLU experts; the expert indices are an i32 argument."""
     form = form or FORM
     nb = form != "f32"             # bf16 operands?
@@ -112,7 +112,9 @@ def moe_ffn(T, D, F, E, k, form=None):
         else:
             v[n] = f"%{n}"
     lines.append(f"  %y, %load = seq.moe_ffn {v['x']}, {v['w']}, %idx, {v['up']}, {v['down']} "
-                 f"gate_proj({v['gate']}) : ({op_ty((T, D))}, {op_ty((T, k))}, "
+                 f"gate_proj({v['gate']})" +
+                 (f" {{capacity_factor = {capacity_factor} : f32}}" if capacity_factor else "") +
+                 f" : ({op_ty((T, D))}, {op_ty((T, k))}, "
                  f"{tensor((T, k), 'i32')}, {op_ty((E, D, F))}, {op_ty((E, F, D))}, "
                  f"{op_ty((E, D, F))}) -> ({op_ty((T, D))}, {tensor((E,), 'i64')})")
     y = "%y"

@@ -62,8 +62,7 @@ void MmaTileGemm::emit(GpuBlock &blk, ValueRange shared) const {
                             [&](Value i, Value j) {
                               if (!init)
                                 return k.f32(0.0);
-                              return init(w, k.add(row, i),
-                                          tileCol(col, n, j));
+                              return init(w, k.add(row, i), tileCol(col, n, j));
                             });
     });
   });
@@ -81,17 +80,16 @@ void MmaTileGemm::emit(GpuBlock &blk, ValueRange shared) const {
       eachTile(warp, [&](int64_t off, Value row, Value col) {
         for (int64_t kk = 0; kk < tileK; kk += 16) {
           warp.loadFragment(MmaOperand::A, fa, 0, [&](Value i, Value j) {
-            return k.mload(shared[0], {k.add(k.mul(k.add(row, i),
-                                                   k.idx(strideA)),
-                                             k.add(j, k.idx(kk)))});
+            return k.mload(shared[0],
+                           {k.add(k.mul(k.add(row, i), k.idx(strideA)),
+                                  k.add(j, k.idx(kk)))});
           });
           for (size_t w = 0; w < numB; ++w)
             for (int64_t n = 0; n < mmaPerWarpTile; ++n) {
               warp.loadFragment(MmaOperand::B, fb, 0, [&](Value i, Value j) {
-                return k.mload(shared[1 + w],
-                               {k.add(k.mul(k.add(i, k.idx(kk)),
-                                            k.idx(strideB)),
-                                      tileCol(col, n, j))});
+                return k.mload(shared[1 + w], {k.add(k.mul(k.add(i, k.idx(kk)),
+                                                           k.idx(strideB)),
+                                                     tileCol(col, n, j))});
               });
               warp.mma(multiplicand, fa, 0, fb, 0, acc[w], off + 4 * n);
             }
@@ -104,11 +102,10 @@ void MmaTileGemm::emit(GpuBlock &blk, ValueRange shared) const {
       [&](Warp &warp) {
         eachTile(warp, [&](int64_t off, Value row, Value col) {
           for (int64_t n = 0; n < mmaPerWarpTile; ++n)
-            warp.storeFragments(acc, off + 4 * n,
-                                [&](Value i, Value j, ArrayRef<Value> sums) {
-                                  finish(k.add(row, i), tileCol(col, n, j),
-                                         sums);
-                                });
+            warp.storeFragments(
+                acc, off + 4 * n, [&](Value i, Value j, ArrayRef<Value> sums) {
+                  finish(k.add(row, i), tileCol(col, n, j), sums);
+                });
         });
       },
       /*barrier=*/false);

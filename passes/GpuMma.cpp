@@ -31,9 +31,8 @@ int64_t seqc::mmaFragmentValues(MmaOperand operand) {
   return operand == MmaOperand::A ? 8 : 4;
 }
 
-std::pair<int64_t, int64_t> seqc::mmaFragmentCoord(MmaOperand operand,
-                                                   int64_t lane,
-                                                   int64_t value) {
+std::pair<int64_t, int64_t>
+seqc::mmaFragmentCoord(MmaOperand operand, int64_t lane, int64_t value) {
   int64_t group = lane / 4, pair = lane % 4 * 2;
   auto [dr, dc] = valueOffset(operand, value);
   if (operand == MmaOperand::B)
@@ -100,8 +99,8 @@ void Warp::storeFragments(
 }
 
 void Warp::mma(Type multiplicand, const WarpRegisters &a, int64_t aOffset,
-               const WarpRegisters &b, int64_t bOffset,
-               const WarpRegisters &c, int64_t cOffset) {
+               const WarpRegisters &b, int64_t bOffset, const WarpRegisters &c,
+               int64_t cOffset) {
   ImplicitLocOpBuilder &bld = kb.builder();
   if (emulate) {
     // What the instruction computes, from the lanes' fragments: operands
@@ -149,8 +148,8 @@ void Warp::mma(Type multiplicand, const WarpRegisters &a, int64_t aOffset,
       Value hi = bits(get(regs, lane, offset + v + 1));
       out.push_back(arith::OrIOp::create(
           bld, lo,
-          arith::ShLIOp::create(bld, hi, arith::ConstantIntOp::create(
-                                             bld, i32, 16))));
+          arith::ShLIOp::create(bld, hi,
+                                arith::ConstantIntOp::create(bld, i32, 16))));
     }
     return out;
   };
@@ -159,11 +158,11 @@ void Warp::mma(Type multiplicand, const WarpRegisters &a, int64_t aOffset,
   SmallVector<Value> cRegs;
   for (int64_t v = 0; v < 4; ++v)
     cRegs.push_back(get(c, lane, cOffset + v));
-  NVVM::MMATypes type = multiplicand.isBF16() ? NVVM::MMATypes::bf16
-                                              : NVVM::MMATypes::f16;
+  NVVM::MMATypes type =
+      multiplicand.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
   Type f32 = kb.f32Type();
-  auto result = LLVM::LLVMStructType::getLiteral(bld.getContext(),
-                                                 {f32, f32, f32, f32});
+  auto result =
+      LLVM::LLVMStructType::getLiteral(bld.getContext(), {f32, f32, f32, f32});
   // bf16 multiplicands travel as i32 registers; f16 ones as vector<2xf16>.
   if (type == NVVM::MMATypes::f16) {
     Type half2 = VectorType::get({2}, bld.getF16Type());

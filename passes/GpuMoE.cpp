@@ -15,12 +15,18 @@
 //     weight, into a per-choice contribution;
 //  4. combine: y[t] = sum over accepted choices j (in rank order) of their
 //     contributions.
-// Every sum is f32; operands may be bf16 / f16.
+// Every sum is f32; operands may be bf16 / f16. When tokens and weights are
+// all bf16 (or all f16) on sm_80+, the projections run on tensor cores
+// instead (GpuGemm.h): dispatch pads each expert's rows to a multiple of 64,
+// so a block's 64 x 64 tile is one expert's, and the down projection reads
+// the hidden activations rounded to the weights' type (as grouped-GEMM MoE
+// implementations keep them).
 //
 //===----------------------------------------------------------------------===//
 
 #include "CpuKernel.h"
 #include "CpuPatterns.h"
+#include "GpuGemm.h"
 #include "GpuPatterns.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -62,6 +68,15 @@ struct GpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
     Type i32 = b.getI32Type(), f32 = b.getF32Type();
     int64_t dyn = ShapedType::kDynamic;
     Value TK = kb.mul(T, K);
+    // Tensor cores need one expert's weights per tile of rows: each expert's
+    // rows then start at a multiple of the tile height (padding rows hold
+    // choice -1), as grouped GEMMs do.
+    Type mmaType = getElementTypeOrSelf(op.getX().getType());
+    bool mma = target.tensorCores() && isMmaMultiplicand(mmaType);
+    for (Value w : {op.getWUp(), op.getWDown(), op.getWGate()})
+      mma = mma && (!w || getElementTypeOrSelf(w.getType()) == mmaType);
+    int64_t pad = mma ? MmaTileGemm::tileM : 1;
+    Value rowsLen = kb.add(TK, kb.mul(E, kb.idx(pad - 1)));
     auto yType = cast<RankedTensorType>(op.getY().getType());
     auto loadType = cast<RankedTensorType>(op.getLoad().getType());
     Value yBuf = allocBuffer(b, yType, dims.of("y"));
@@ -72,9 +87,9 @@ struct GpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
     Value rank = allocBuffer(b, RankedTensorType::get({dyn}, i32), {TK});
     Value offsets = allocBuffer(b, RankedTensorType::get({dyn}, i32),
                                 {kb.add(E, kb.idx(1))});
-    Value rows = allocBuffer(b, RankedTensorType::get({dyn}, i32), {TK});
+    Value rows = allocBuffer(b, RankedTensorType::get({dyn}, i32), {rowsLen});
     Value hidden =
-        allocBuffer(b, RankedTensorType::get({dyn, dyn}, f32), {TK, F});
+        allocBuffer(b, RankedTensorType::get({dyn, dyn}, f32), {rowsLen, F});
     Value contrib =
         allocBuffer(b, RankedTensorType::get({dyn, dyn}, f32), {TK, D});
     Value X = readBuffer(b, op.getX()), W = readBuffer(b, op.getWeights()),
@@ -105,6 +120,10 @@ struct GpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
           Value nT = k.mdim(idx, 0), nK = k.mdim(idx, 1);
           Value nE = k.sub(k.mdim(off, 0), k.idx(1));
           Value nTK = k.mul(nT, nK);
+          if (pad > 1)
+            blk.phase(k.mdim(rws, 0), [&](Value r) {
+              k.mstore(toI32(k, k.idx(-1)), rws, {r});
+            });
           blk.phase(nE, [&](Value e) {
             auto used = k.loop(nTK, {k.idx(0)}, [&](Value c, ValueRange it) {
               Value ce =
@@ -126,10 +145,11 @@ struct GpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
           blk.phase(k.idx(1), [&](Value) {
             k.mstore(toI32(k, k.idx(0)), off, {k.idx(0)});
             k.loop(nE, {k.idx(0)}, [&](Value e, ValueRange it) {
-              Value n =
-                  k.add(it[0], arith::IndexCastOp::create(
-                                   k.builder(), k.builder().getIndexType(),
-                                   k.mload(load, {e})));
+              Value count = arith::IndexCastOp::create(
+                  k.builder(), k.builder().getIndexType(), k.mload(load, {e}));
+              Value padded = k.mul(
+                  k.divs(k.add(count, k.idx(pad - 1)), k.idx(pad)), k.idx(pad));
+              Value n = k.add(it[0], padded);
               k.mstore(toI32(k, n), off, {k.add(e, k.idx(1))});
               return SmallVector<Value>{n};
             });
@@ -150,7 +170,6 @@ struct GpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
               /*barrier=*/false);
         });
 
-    Value rowTiles = kb.divs(kb.add(TK, kb.idx(RT - 1)), kb.idx(RT));
     // A grouped GEMM over the sorted rows: out[r, col] for r < offsets[E],
     // reduction over `nIn` channels of `rowValue(r, chan)` (staged in shared
     // memory) times `weight(e, chan, col)`, finished by `finish`.
@@ -160,88 +179,169 @@ struct GpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
     // finish(k, args, sorted row, its choice, output column, sums).
     using Finish = std::function<void(KernelBuilder &, ValueRange, Value, Value,
                                       Value, ArrayRef<Value>)>;
+    // What a block of a grouped GEMM knows: its tile's first sorted row and
+    // column, and the sizes.
+    struct GroupTile {
+      Value idx, rows, nIn, nOut, nK, nRows, r0, c0;
+    };
+    // A kernel of (rowTile x colTile) tiles over (sorted rows, output
+    // columns); blocks past the sorted rows have nothing to do (the grid is
+    // sized for every choice accepted and every expert padded).
+    auto groupedKernel =
+        [&](StringRef name, Value nOut, SmallVector<Value> args, Value nIn,
+            int64_t rowTile, int64_t colTile,
+            ArrayRef<SmallVector<int64_t>> shared,
+            const std::function<void(GpuBlock &, ValueRange, ValueRange,
+                                     const GroupTile &)> &body) {
+          size_t base = args.size();
+          args.append({Idx, offsets, rows, nIn, nOut});
+          Value rowTiles =
+              kb.divs(kb.add(rowsLen, kb.idx(rowTile - 1)), kb.idx(rowTile));
+          Value colTiles =
+              kb.divs(kb.add(nOut, kb.idx(colTile - 1)), kb.idx(colTile));
+          emitGpuKernel(
+              b, target, name, kb.mul(rowTiles, colTiles), args, shared,
+              [&](GpuBlock &blk, ValueRange in, ValueRange sh) {
+                KernelBuilder &k = blk.kb;
+                GroupTile t;
+                t.idx = in[base];
+                t.rows = in[base + 2];
+                t.nIn = in[base + 3];
+                t.nOut = in[base + 4];
+                Value off = in[base + 1];
+                t.nK = k.mdim(t.idx, 1);
+                Value nE = k.sub(k.mdim(off, 0), k.idx(1));
+                t.nRows = k.i32ToIndex(k.mload(off, {nE}));
+                Value nCT =
+                    k.divs(k.add(t.nOut, k.idx(colTile - 1)), k.idx(colTile));
+                t.r0 = k.mul(k.divs(blk.blockId, nCT), k.idx(rowTile));
+                t.c0 = k.mul(k.rems(blk.blockId, nCT), k.idx(colTile));
+                k.ifThen(lt(k, t.r0, t.nRows), [&] { body(blk, in, sh, t); });
+              });
+        };
+    auto expertOf = [](KernelBuilder &k, const GroupTile &t, Value choice) {
+      return k.i32ToIndex(
+          k.mload(t.idx, {k.divs(choice, t.nK), k.rems(choice, t.nK)}));
+    };
+    // On tensor cores (GpuGemm.h): a block per 64 x 64 tile, all of its rows
+    // one expert's (a tile's first row is never padding).
+    auto mmaGroupedGemm = [&](StringRef name, Value nOut,
+                              SmallVector<Value> args, ArrayRef<int> weightArgs,
+                              Value nIn, const RowValue &rowValue,
+                              const Finish &finish) {
+      groupedKernel(
+          (name + "_mma").str(), nOut, args, nIn, MmaTileGemm::tileM,
+          MmaTileGemm::tileN, MmaTileGemm::sharedShapes(weightArgs.size()),
+          [&](GpuBlock &blk, ValueRange in, ValueRange sh, const GroupTile &t) {
+            KernelBuilder &k = blk.kb;
+            Value e = expertOf(k, t, k.i32ToIndex(k.mload(t.rows, {t.r0})));
+            // Row i of the tile: its choice, or -1 (padding, past the end).
+            auto choiceOf = [&](Value i) {
+              Value r = k.add(t.r0, i);
+              return k.ifElse(
+                  lt(k, r, t.nRows), {k.builder().getIndexType()},
+                  [&]() -> SmallVector<Value> {
+                    return {k.i32ToIndex(k.mload(t.rows, {r}))};
+                  },
+                  [&]() -> SmallVector<Value> { return {k.idx(-1)}; })[0];
+            };
+            auto isRow = [&](Value choice) {
+              return k.cmp(CmpIPredicate::sge, choice, k.idx(0));
+            };
+            MmaTileGemm gemm;
+            gemm.multiplicand = mmaType;
+            gemm.depth = t.nIn;
+            gemm.a = [&](Value i, Value chan) {
+              Value choice = choiceOf(i);
+              return k.ifElse(
+                  k.andi(isRow(choice), lt(k, chan, t.nIn)), {f32},
+                  [&]() -> SmallVector<Value> {
+                    return {rowValue(k, in, k.add(t.r0, i), choice, chan)};
+                  },
+                  [&]() -> SmallVector<Value> { return {k.f32(0.0)}; })[0];
+            };
+            for (int w : weightArgs)
+              gemm.b.push_back([&, w](Value chan, Value j) {
+                Value col = k.add(t.c0, j);
+                return k.loadIf(k.andi(lt(k, chan, t.nIn), lt(k, col, t.nOut)),
+                                in[w], {e, chan, col}, k.f32(0.0));
+              });
+            gemm.finish = [&](Value i, Value j, ArrayRef<Value> sums) {
+              Value choice = choiceOf(i), col = k.add(t.c0, j);
+              k.ifThen(k.andi(isRow(choice), lt(k, col, t.nOut)), [&] {
+                finish(k, in, k.add(t.r0, i), choice, col, sums);
+              });
+            };
+            gemm.emit(blk, sh);
+          });
+    };
     auto groupedGemm = [&](StringRef name, Value nOut, SmallVector<Value> args,
                            ArrayRef<int> weightArgs, Value nIn,
                            const RowValue &rowValue, const Finish &finish) {
-      size_t base = args.size();
-      args.append({Idx, offsets, rows, nIn, nOut});
+      if (mma)
+        return mmaGroupedGemm(name, nOut, args, weightArgs, nIn, rowValue,
+                              finish);
       SmallVector<SmallVector<int64_t>> shared{{RT * DT}};
       for (size_t i = 0; i < weightArgs.size(); ++i)
         shared.push_back({RT * CT});
-      Value colTiles = kb.divs(kb.add(nOut, kb.idx(CT - 1)), kb.idx(CT));
-      emitGpuKernel(
-          b, target, name, kb.mul(rowTiles, colTiles), args, shared,
-          [&](GpuBlock &blk, ValueRange in, ValueRange sh) {
+      groupedKernel(
+          name, nOut, args, nIn, RT, CT, shared,
+          [&](GpuBlock &blk, ValueRange in, ValueRange sh, const GroupTile &t) {
             KernelBuilder &k = blk.kb;
-            Value idx = in[base], off = in[base + 1], rws = in[base + 2],
-                  nI = in[base + 3], nO = in[base + 4];
-            Value nK = k.mdim(idx, 1);
-            Value nE = k.sub(k.mdim(off, 0), k.idx(1));
-            Value nRows = k.i32ToIndex(k.mload(off, {nE}));
-            Value nCT = k.divs(k.add(nO, k.idx(CT - 1)), k.idx(CT));
-            Value r0 = k.mul(k.divs(blk.blockId, nCT), k.idx(RT));
-            Value c0 = k.mul(k.rems(blk.blockId, nCT), k.idx(CT));
-            // Tiles past the accepted rows have nothing to do (the grid is
-            // sized for every choice being accepted).
-            k.ifThen(lt(k, r0, nRows), [&] {
-              auto choiceOf = [&](Value rr) {
-                return k.i32ToIndex(k.mload(rws, {k.add(r0, rr)}));
-              };
-              auto expertOf = [&](Value choice) {
-                return k.i32ToIndex(
-                    k.mload(idx, {k.divs(choice, nK), k.rems(choice, nK)}));
-              };
-              k.forEach(k.idx(0), nI, k.idx(DT), [&](Value d0) {
-                blk.phase2(k.idx(RT), k.idx(DT), [&](Value rr, Value dd) {
-                  Value ok = k.andi(lt(k, k.add(r0, rr), nRows),
-                                    lt(k, k.add(d0, dd), nI));
-                  Value v = k.ifElse(
-                      ok, {f32},
-                      [&]() -> SmallVector<Value> {
-                        return {rowValue(k, in, k.add(r0, rr), choiceOf(rr),
-                                         k.add(d0, dd))};
-                      },
-                      [&]() -> SmallVector<Value> { return {k.f32(0.0)}; })[0];
-                  k.mstore(v, sh[0], {at(k, rr, DT, dd)});
-                });
-                Value first = k.cmp(CmpIPredicate::eq, d0, k.idx(0));
-                blk.phase2(k.idx(RT), k.idx(CT), [&](Value rr, Value cc) {
-                  Value col = k.add(c0, cc);
-                  Value ok =
-                      k.andi(lt(k, k.add(r0, rr), nRows), lt(k, col, nO));
-                  k.ifThen(ok, [&] {
-                    Value e = expertOf(choiceOf(rr));
-                    Value n = k.mins(k.idx(DT), k.sub(nI, d0));
-                    for (size_t w = 0; w < weightArgs.size(); ++w) {
-                      Value wm = in[weightArgs[w]];
-                      auto dot =
-                          k.loop(n, {k.f32(0.0)}, [&](Value dd, ValueRange it) {
-                            Value xv = k.mload(sh[0], {at(k, rr, DT, dd)});
-                            Value wv = k.mload(wm, {e, k.add(d0, dd), col});
-                            return SmallVector<Value>{
-                                k.fadd(it[0], k.fmul(xv, wv))};
-                          });
-                      Value slot = at(k, rr, CT, cc);
-                      Value prev = k.select(first, k.f32(0.0),
-                                            k.mload(sh[1 + w], {slot}));
-                      k.mstore(k.fadd(prev, dot[0]), sh[1 + w], {slot});
-                    }
-                  });
+            Value r0 = t.r0, c0 = t.c0, nI = t.nIn, nO = t.nOut,
+                  nRows = t.nRows;
+            auto choiceOf = [&](Value rr) {
+              return k.i32ToIndex(k.mload(t.rows, {k.add(r0, rr)}));
+            };
+            k.forEach(k.idx(0), nI, k.idx(DT), [&](Value d0) {
+              blk.phase2(k.idx(RT), k.idx(DT), [&](Value rr, Value dd) {
+                Value ok = k.andi(lt(k, k.add(r0, rr), nRows),
+                                  lt(k, k.add(d0, dd), nI));
+                Value v = k.ifElse(
+                    ok, {f32},
+                    [&]() -> SmallVector<Value> {
+                      return {rowValue(k, in, k.add(r0, rr), choiceOf(rr),
+                                       k.add(d0, dd))};
+                    },
+                    [&]() -> SmallVector<Value> { return {k.f32(0.0)}; })[0];
+                k.mstore(v, sh[0], {at(k, rr, DT, dd)});
+              });
+              Value first = k.cmp(CmpIPredicate::eq, d0, k.idx(0));
+              blk.phase2(k.idx(RT), k.idx(CT), [&](Value rr, Value cc) {
+                Value col = k.add(c0, cc);
+                Value ok = k.andi(lt(k, k.add(r0, rr), nRows), lt(k, col, nO));
+                k.ifThen(ok, [&] {
+                  Value e = expertOf(k, t, choiceOf(rr));
+                  Value n = k.mins(k.idx(DT), k.sub(nI, d0));
+                  for (size_t w = 0; w < weightArgs.size(); ++w) {
+                    Value wm = in[weightArgs[w]];
+                    auto dot =
+                        k.loop(n, {k.f32(0.0)}, [&](Value dd, ValueRange it) {
+                          Value xv = k.mload(sh[0], {at(k, rr, DT, dd)});
+                          Value wv = k.mload(wm, {e, k.add(d0, dd), col});
+                          return SmallVector<Value>{
+                              k.fadd(it[0], k.fmul(xv, wv))};
+                        });
+                    Value slot = at(k, rr, CT, cc);
+                    Value prev =
+                        k.select(first, k.f32(0.0), k.mload(sh[1 + w], {slot}));
+                    k.mstore(k.fadd(prev, dot[0]), sh[1 + w], {slot});
+                  }
                 });
               });
-              blk.phase2(
-                  k.idx(RT), k.idx(CT),
-                  [&](Value rr, Value cc) {
-                    Value r = k.add(r0, rr), col = k.add(c0, cc);
-                    k.ifThen(k.andi(lt(k, r, nRows), lt(k, col, nO)), [&] {
-                      SmallVector<Value> sums;
-                      for (size_t w = 0; w < weightArgs.size(); ++w)
-                        sums.push_back(k.mload(sh[1 + w], {at(k, rr, CT, cc)}));
-                      finish(k, in, r, choiceOf(rr), col, sums);
-                    });
-                  },
-                  /*barrier=*/false);
             });
+            blk.phase2(
+                k.idx(RT), k.idx(CT),
+                [&](Value rr, Value cc) {
+                  Value r = k.add(r0, rr), col = k.add(c0, cc);
+                  k.ifThen(k.andi(lt(k, r, nRows), lt(k, col, nO)), [&] {
+                    SmallVector<Value> sums;
+                    for (size_t w = 0; w < weightArgs.size(); ++w)
+                      sums.push_back(k.mload(sh[1 + w], {at(k, rr, CT, cc)}));
+                    finish(k, in, r, choiceOf(rr), col, sums);
+                  });
+                },
+                /*barrier=*/false);
           });
     };
 

@@ -45,9 +45,9 @@ TEST(MmaLayout, MatchesUpstreamForEveryLaneAndValue) {
   using seqc::MmaOperand;
   for (int64_t lane = 0; lane < 32; ++lane) {
     for (int64_t v = 0; v < 8; ++v)
-      EXPECT_EQ(seqc::mmaFragmentCoord(MmaOperand::A, lane, v),
-                upstream(ctx, nvgpu::MatMulOperandRole::A, {16, 16}, f16, lane,
-                         v))
+      EXPECT_EQ(
+          seqc::mmaFragmentCoord(MmaOperand::A, lane, v),
+          upstream(ctx, nvgpu::MatMulOperandRole::A, {16, 16}, f16, lane, v))
           << "A lane " << lane << " value " << v;
     // Upstream holds B as its transpose (n x k), as mma's `col` layout
     // stores it; seqc names B's coordinates (k, n).
@@ -59,9 +59,9 @@ TEST(MmaLayout, MatchesUpstreamForEveryLaneAndValue) {
           << "B lane " << lane << " value " << v;
     }
     for (int64_t v = 0; v < 4; ++v)
-      EXPECT_EQ(seqc::mmaFragmentCoord(MmaOperand::C, lane, v),
-                upstream(ctx, nvgpu::MatMulOperandRole::C, {16, 8}, f32, lane,
-                         v))
+      EXPECT_EQ(
+          seqc::mmaFragmentCoord(MmaOperand::C, lane, v),
+          upstream(ctx, nvgpu::MatMulOperandRole::C, {16, 8}, f32, lane, v))
           << "C lane " << lane << " value " << v;
   }
 }

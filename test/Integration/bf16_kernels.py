@@ -3,11 +3,12 @@
 # against float64 numpy on the bf16-rounded inputs, within the SPEC's bf16
 # bound (relative RMS error <= 1e-2). The three pipelines must also agree.
 # RUN: %python %s
+import math
 import os
 import sys
 
 import numpy as np
-from refs import linear_scan, selective_scan, ssd
+from refs import linear_scan, moe_ffn, selective_scan, ssd
 from seqc_testing import Checker, rng, run_seqc
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
@@ -129,7 +130,31 @@ def case_mma():
     mma_matmul("f16", 70, 40, 66, batch=2, out="f16", seed=25)
 
 
+def case_moe():
+    # Tensor-core grouped GEMMs: several 64-row tiles, experts whose rows end
+    # mid-tile (padding rows), an expert with no rows, columns past F and D.
+    r = rng(14)
+    T, D, F, E, k = 150, 70, 90, 5, 2
+    x = r.standard_normal((T, D)).astype(np.float32)
+    w = r.uniform(0.1, 1.0, (T, k)).astype(np.float32)
+    idx = np.stack([r.integers(0, E - 1, T), r.integers(0, E - 1, T)], 1).astype(np.int32)
+    idx[:, 1] = np.where(idx[:, 1] == idx[:, 0], (idx[:, 0] + 1) % (E - 1), idx[:, 1])
+    up = (r.standard_normal((E, D, F)) / np.sqrt(D)).astype(np.float32)
+    down = (r.standard_normal((E, F, D)) / np.sqrt(F)).astype(np.float32)
+    gate = (r.standard_normal((E, D, F)) / np.sqrt(D)).astype(np.float32)
+    for cf in (0.0, 1.1):
+        y, load = run_seqc(gpu_graphs.moe_ffn(T, D, F, E, k, capacity_factor=cf),
+                           [x, w, idx, up, down, gate], tol=2e-2, results_of="cuda-emulated")
+        ry, rload = moe_ffn(bf16(x), bf16(w), idx, bf16(up), bf16(down), bf16(gate),
+                            capacity_factor=cf)
+        check(f"moe_ffn y (capacity factor {cf})", y, ry)
+        c.expect(f"moe_ffn load (capacity factor {cf}): {list(load)}",
+                 np.array_equal(load, rload) and rload[E - 1] == 0 and
+                 (cf == 0 or rload.max() == math.ceil(float(np.float32(cf)) * k * T / E)))
+
+
 c.run("tensor-core matmuls", case_mma)
+c.run("moe_ffn", case_moe)
 c.run("linear_scan", case_linear_scan)
 c.run("selective_scan", case_selective_scan)
 c.run("ssd", case_ssd)

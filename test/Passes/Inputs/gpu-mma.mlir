@@ -20,3 +20,15 @@ func.func @f32_matmul(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>,
                      outs(%c : tensor<64x64xf32>) -> tensor<64x64xf32>
   return %r : tensor<64x64xf32>
 }
+
+// Experts with bf16 tokens and weights: grouped GEMMs on tensor cores.
+func.func @bf16_moe(%x: tensor<?x256xbf16>, %w: tensor<?x2xbf16>,
+                    %idx: tensor<?x2xi32>, %up: tensor<8x256x128xbf16>,
+                    %down: tensor<8x128x256xbf16>, %gate: tensor<8x256x128xbf16>)
+    -> (tensor<?x256xbf16>, tensor<8xi64>) {
+  %y, %load = seq.moe_ffn %x, %w, %idx, %up, %down gate_proj(%gate)
+    {capacity_factor = 1.25 : f32}
+    : (tensor<?x256xbf16>, tensor<?x2xbf16>, tensor<?x2xi32>, tensor<8x256x128xbf16>,
+       tensor<8x128x256xbf16>, tensor<8x256x128xbf16>) -> (tensor<?x256xbf16>, tensor<8xi64>)
+  return %y, %load : tensor<?x256xbf16>, tensor<8xi64>
+}
