@@ -90,6 +90,27 @@ def linear_attention(B, T, H, K, V):
                  [((B, T, H, V), True), ((B, H, K, V), False)], keywords={3: "decay"})
 
 
+def matmul(M, K, N, form=None):
+    """linalg.matmul of bf16 operands (tensor cores) into an f32 result."""
+    form = form or FORM
+    elt = "f32" if form in ("f32", "narrowed") else "bf16"
+    op = "f32" if form == "f32" else "bf16"
+    ta, tb, tc = tensor((M, K), elt), tensor((K, N), elt), tensor((M, N))
+    lines = []
+    a, b = "%a", "%b"
+    if elt != op:
+        lines += [f"  %an = arith.truncf %a : {ta} to {tensor((M, K), op)}",
+                  f"  %bn = arith.truncf %b : {tb} to {tensor((K, N), op)}"]
+        a, b = "%an", "%bn"
+    lines += [f"  %e = tensor.empty() : {tc}",
+              "  %z = arith.constant 0.0 : f32",
+              f"  %c = linalg.fill ins(%z : f32) outs(%e : {tc}) -> {tc}",
+              f"  %r = linalg.matmul ins({a}, {b} : {tensor((M, K), op)}, "
+              f"{tensor((K, N), op)}) outs(%c : {tc}) -> {tc}"]
+    return (f"func.func @main(%a: {ta}, %b: {tb}) -> {tc} {{\n" + "\n".join(lines) +
+            f"\n  return %r : {tc}\n}}\n")
+
+
 def moe_ffn(T, D, F, E, k, form=None, capacity_factor=0.0):
     """SwiGLU experts; the expert indices are an i32 argument."""
     form = form or FORM

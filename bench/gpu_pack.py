@@ -86,7 +86,12 @@ def moe_inputs(r):
             f32(0.1 * r.standard_normal((E, D, F)))]
 
 
+def matmul_inputs(r):
+    return [f32(r.standard_normal((300, 200))), f32(r.standard_normal((200, 250)))]
+
+
 TESTS = [
+    ("matmul", lambda: g.matmul(300, 200, 250), matmul_inputs),
     ("linear_scan", lambda: g.linear_scan(2, 600, 256), scan_inputs),
     ("selective_scan", lambda: g.selective_scan(2, 400, 128, 16), selective_inputs),
     ("ssd", lambda: g.ssd(1, 300, 4, 64, 128), ssd_inputs),
@@ -97,6 +102,7 @@ TESTS = [
 
 # The shapes.
 BENCH = [
+    ("matmul", lambda: g.matmul(8192, 8192, 8192)),
     ("linear_scan", lambda: g.linear_scan(8, 8192, 2048)),
     ("selective_scan", lambda: g.selective_scan(8, 8192, 2048, 16)),
     ("ssd", lambda: g.ssd(8, 8192, 32, 64, 128)),

@@ -133,6 +133,12 @@ def report(what, s, detail, ratio=None, baseline=None, baseline_name="PyTorch"):
     say(line)
 
 
+Mm = 8192
+s = bench("matmul")
+if s:
+    report(f"matmul bf16 {Mm}x{Mm}x{Mm} (f32 result)", s,
+           f"{2 * Mm**3 / s / 1e12:.2f} TFLOP/s", 2 * Mm**3 / s / 1e12 / tf if tf else None)
+
 B, T, D, N = 8, 8192, 2048, 16
 s = bench("linear_scan")
 base = None
