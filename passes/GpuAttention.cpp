@@ -8,10 +8,14 @@
 // block updates the tile's output accumulator (rescaled by the row's
 // correction) from V tiles. Scores are never materialized beyond one tile;
 // key tiles wholly masked by causality or the window are skipped.
+// With bf16 (or f16) queries, keys and values on sm_80+, the two products
+// (Q K^T and P V) are warp-level mma.sync tiles over the same shared tiles,
+// P rounded to the operands' type as flash attention does.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CpuKernel.h"
+#include "GpuGemm.h"
 #include "GpuPatterns.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -48,6 +52,10 @@ struct GpuAttention : OpRewritePattern<seq::AttentionOp> {
                       : kb.fdiv(kb.f32(1.0), kb.sqrt(kb.indexToF32(K)));
     bool causal = op.getCausal();
     int64_t window = op.getWindow();
+    Type mmaType = getElementTypeOrSelf(op.getQ().getType());
+    bool mma = target.tensorCores() && isMmaMultiplicand(mmaType) &&
+               getElementTypeOrSelf(op.getK().getType()) == mmaType &&
+               getElementTypeOrSelf(op.getV().getType()) == mmaType;
     auto oType = cast<RankedTensorType>(op.getO().getType());
     Value oBuf = allocBuffer(b, oType, dims.of("o"));
     Value qTiles = kb.divs(kb.add(T, kb.idx(QT - 1)), kb.idx(QT));
@@ -55,7 +63,8 @@ struct GpuAttention : OpRewritePattern<seq::AttentionOp> {
                             readBuffer(b, op.getV()), oBuf, scale};
 
     emitGpuKernel(
-        b, target, "attention", kb.mul(kb.mul(Bsz, H), qTiles), args,
+        b, target, mma ? "attention_mma" : "attention",
+        kb.mul(kb.mul(Bsz, H), qTiles), args,
         {{QT * DT},
          {KT * DT},
          {QT * KT},
@@ -129,6 +138,24 @@ struct GpuAttention : OpRewritePattern<seq::AttentionOp> {
                          ks, {at(c, DT, dd)});
               });
               Value first = k.cmp(CmpIPredicate::eq, d0, k.idx(0));
+              if (mma) {
+                mmaSharedProduct(
+                    blk, mmaType, QT, KT, DT,
+                    [&](Value r, Value dd) {
+                      return k.mload(qs, {at(r, DT, dd)});
+                    },
+                    [&](Value dd, Value c) {
+                      return k.mload(ks, {at(c, DT, dd)});
+                    },
+                    [&](Value r, Value c) {
+                      return k.select(first, k.f32(0.0),
+                                      k.mload(ss, {at(r, KT, c)}));
+                    },
+                    [&](Value r, Value c, Value s) {
+                      k.mstore(s, ss, {at(r, KT, c)});
+                    });
+                return;
+              }
               blk.phase2(k.idx(QT), k.idx(KT), [&](Value r, Value c) {
                 auto dot = k.loop(
                     k.idx(DT), {k.f32(0.0)}, [&](Value dd, ValueRange it) {
@@ -176,6 +203,29 @@ struct GpuAttention : OpRewritePattern<seq::AttentionOp> {
                                   {bi, j, hk, col}, k.f32(0.0)),
                          vs, {at(c, VT, vv)});
               });
+              if (mma) {
+                // Columns past V were staged as zeros; they are not stored.
+                mmaSharedProduct(
+                    blk, mmaType, QT, VT, KT,
+                    [&](Value r, Value c) {
+                      return k.mload(ss, {at(r, KT, c)});
+                    },
+                    [&](Value c, Value vv) {
+                      return k.mload(vs, {at(c, VT, vv)});
+                    },
+                    [&](Value r, Value vv) {
+                      Value col = k.add(v0, vv);
+                      Value a = k.loadIf(lt(col, nV), acc, {at(r, VMax, col)},
+                                         k.f32(0.0));
+                      return k.fmul(a, k.mload(cs, {r}));
+                    },
+                    [&](Value r, Value vv, Value a) {
+                      Value col = k.add(v0, vv);
+                      k.ifThen(lt(col, nV),
+                               [&] { k.mstore(a, acc, {at(r, VMax, col)}); });
+                    });
+                return;
+              }
               blk.phase2(k.idx(QT), k.idx(VT), [&](Value r, Value vv) {
                 Value col = k.add(v0, vv);
                 k.ifThen(lt(col, nV), [&] {

@@ -110,3 +110,35 @@ void MmaTileGemm::emit(GpuBlock &blk, ValueRange shared) const {
       },
       /*barrier=*/false);
 }
+
+void seqc::mmaSharedProduct(
+    GpuBlock &blk, Type multiplicand, int64_t rows, int64_t cols, int64_t depth,
+    const std::function<Value(Value, Value)> &a,
+    const std::function<Value(Value, Value)> &b,
+    const std::function<Value(Value, Value)> &init,
+    const std::function<void(Value, Value, Value)> &store) {
+  assert(rows % 16 == 0 && cols % 8 == 0 && depth % 16 == 0);
+  KernelBuilder &k = blk.kb;
+  WarpRegisters fa = blk.warpRegisters(8), fb = blk.warpRegisters(4),
+                fc = blk.warpRegisters(4);
+  int64_t tileCols = cols / 8;
+  blk.warps(k.idx(rows / 16 * tileCols), [&](Warp &warp) {
+    Value row = k.mul(k.divs(warp.item, k.idx(tileCols)), k.idx(16));
+    Value col = k.mul(k.rems(warp.item, k.idx(tileCols)), k.idx(8));
+    warp.loadFragment(MmaOperand::C, fc, 0, [&](Value i, Value j) {
+      return init(k.add(row, i), k.add(col, j));
+    });
+    for (int64_t kk = 0; kk < depth; kk += 16) {
+      warp.loadFragment(MmaOperand::A, fa, 0, [&](Value i, Value j) {
+        return a(k.add(row, i), k.add(j, k.idx(kk)));
+      });
+      warp.loadFragment(MmaOperand::B, fb, 0, [&](Value i, Value j) {
+        return b(k.add(i, k.idx(kk)), k.add(col, j));
+      });
+      warp.mma(multiplicand, fa, 0, fb, 0, fc, 0);
+    }
+    warp.storeFragments({fc}, 0, [&](Value i, Value j, ArrayRef<Value> v) {
+      store(k.add(row, i), k.add(col, j), v[0]);
+    });
+  });
+}

@@ -6,7 +6,8 @@
 // mma.sync (GpuMma.h) whose f32 accumulators stay in registers over the whole
 // reduction; A and the B operands advance in 32-deep tiles staged in shared
 // memory. Several B operands may share A (a gated FFN's gate and up
-// projections).
+// projections). `mmaSharedProduct` is the small form for operands a kernel
+// already holds in shared memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +43,18 @@ struct MmaTileGemm {
   /// sharedShapes(), in order). The last warp phase ends without a barrier.
   void emit(GpuBlock &blk, ValueRange shared) const;
 };
+
+/// One warp phase computing a small product whose operands are already in
+/// shared memory (an attention tile's scores, P V): every 16 x 8 tile of the
+/// rows x cols result is one warp's, `store(i, j, init(i, j) + sum over k <
+/// depth of a(i, k) b(k, j))` for each of its elements. rows, cols and depth
+/// are multiples of 16, 8 and 16; `a`, `b` and `init` return f32.
+void mmaSharedProduct(GpuBlock &blk, mlir::Type multiplicand, int64_t rows,
+                      int64_t cols, int64_t depth,
+                      const std::function<Value(Value, Value)> &a,
+                      const std::function<Value(Value, Value)> &b,
+                      const std::function<Value(Value, Value)> &init,
+                      const std::function<void(Value, Value, Value)> &store);
 
 } // namespace seqc
 

@@ -8,7 +8,7 @@ import os
 import sys
 
 import numpy as np
-from refs import linear_scan, moe_ffn, selective_scan, ssd
+from refs import attention, linear_scan, moe_ffn, selective_scan, ssd
 from seqc_testing import Checker, rng, run_seqc
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
@@ -153,7 +153,42 @@ def case_moe():
                  (cf == 0 or rload.max() == math.ceil(float(np.float32(cf)) * k * T / E)))
 
 
+def attention_case(Bs, T, S, H, Hkv, K, V, causal=True, window=0, elt="bf16", seed=30):
+    """Attention on bf16 (or f16) q, k, v: tensor-core scores and P V."""
+    r = rng(seed)
+    q = r.standard_normal((Bs, T, H, K)).astype(np.float32)
+    k = r.standard_normal((Bs, S, Hkv, K)).astype(np.float32)
+    v = r.standard_normal((Bs, S, Hkv, V)).astype(np.float32)
+    t = lambda a, e="f32": f"tensor<{'x'.join(map(str, a.shape))}x{e}>"
+    to = f"tensor<{Bs}x{T}x{H}x{V}x{{}}>"
+    mlir = "\n".join([
+        f"func.func @main(%q: {t(q)}, %k: {t(k)}, %v: {t(v)}) -> {to.format('f32')} {{",
+        f"  %qn = arith.truncf %q : {t(q)} to {t(q, elt)}",
+        f"  %kn = arith.truncf %k : {t(k)} to {t(k, elt)}",
+        f"  %vn = arith.truncf %v : {t(v)} to {t(v, elt)}",
+        f"  %o = seq.attention %qn, %kn, %vn {{causal = {str(causal).lower()}, "
+        f"window = {window} : i64}} : ({t(q, elt)}, {t(k, elt)}, {t(v, elt)}) -> "
+        f"{to.format(elt)}",
+        f"  %of = arith.extf %o : {to.format(elt)} to {to.format('f32')}",
+        f"  return %of : {to.format('f32')}", "}", ""])
+    (o,) = run_seqc(mlir, [q, k, v], tol=2e-2, results_of="cuda-emulated")
+    rnd = bf16 if elt == "bf16" else f16
+    check(f"attention {elt} B={Bs} T={T} S={S} H={H} Hkv={Hkv} K={K} V={V} "
+          f"causal={causal} window={window}", o, attention(rnd(q), rnd(k), rnd(v), causal, window))
+
+
+def case_attention():
+    # Several query, key, channel and V tiles, partial at every edge; GQA and
+    # a KV cache; windows; non-causal; f16; V wider than one 64-column tile.
+    attention_case(1, 100, 150, 4, 2, 40, 70)
+    attention_case(2, 70, 70, 2, 2, 64, 128, seed=31)
+    attention_case(1, 90, 90, 2, 1, 32, 32, window=20, seed=32)
+    attention_case(1, 33, 50, 2, 2, 16, 24, causal=False, seed=33)
+    attention_case(1, 40, 40, 2, 2, 48, 40, elt="f16", seed=34)
+
+
 c.run("tensor-core matmuls", case_mma)
+c.run("attention", case_attention)
 c.run("moe_ffn", case_moe)
 c.run("linear_scan", case_linear_scan)
 c.run("selective_scan", case_selective_scan)

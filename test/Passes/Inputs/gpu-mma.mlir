@@ -32,3 +32,12 @@ func.func @bf16_moe(%x: tensor<?x256xbf16>, %w: tensor<?x2xbf16>,
        tensor<8x128x256xbf16>, tensor<8x256x128xbf16>) -> (tensor<?x256xbf16>, tensor<8xi64>)
   return %y, %load : tensor<?x256xbf16>, tensor<8xi64>
 }
+
+// Attention with bf16 operands: tensor-core scores and P V.
+func.func @bf16_attention(%q: tensor<2x?x8x64xbf16>, %k: tensor<2x?x2x64xbf16>,
+                          %v: tensor<2x?x2x96xbf16>) -> tensor<2x?x8x96xbf16> {
+  %o = seq.attention %q, %k, %v {causal = true}
+    : (tensor<2x?x8x64xbf16>, tensor<2x?x2x64xbf16>, tensor<2x?x2x96xbf16>)
+    -> tensor<2x?x8x96xbf16>
+  return %o : tensor<2x?x8x96xbf16>
+}
