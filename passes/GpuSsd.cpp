@@ -12,11 +12,16 @@
 //     G = (C B^T) o L o dt over N tiles into shared memory, then per P tile
 //     y = exp(cs[t]) C_t S_in + G x + D x, gated.
 // Tiles live in static shared memory (under 48 KiB per block); every sum runs
-// in f32 whatever the operands' element type.
+// in f32 whatever the operands' element type. With x, B and C all bf16 (or
+// f16) on sm_80+, three products run on tensor cores (GpuGemm.h): the chunk
+// states (the decay-weighted x rounded to the operands' type), C B^T, and
+// G x (G rounded), as mamba_ssm's kernels round them; C S_in keeps f32
+// states and f32 arithmetic.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CpuKernel.h"
+#include "GpuGemm.h"
 #include "GpuPatterns.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -65,6 +70,10 @@ struct GpuSsd : OpRewritePattern<seq::SsdOp> {
     Value gate = op.getGate() ? readBuffer(b, op.getGate()) : Value();
     Value init = op.getInit() ? readBuffer(b, op.getInit()) : Value();
     bool softplus = op.getDtSoftplus();
+    Type mmaType = getElementTypeOrSelf(op.getX().getType());
+    bool mma = target.tensorCores() && isMmaMultiplicand(mmaType) &&
+               getElementTypeOrSelf(op.getB().getType()) == mmaType &&
+               getElementTypeOrSelf(op.getC().getType()) == mmaType;
 
     // Optional operands travel after the fixed ones; `pick` finds them.
     auto withOptional = [](SmallVector<Value> args, ArrayRef<Value> optional) {
@@ -175,6 +184,26 @@ struct GpuSsd : OpRewritePattern<seq::SsdOp> {
                 k.mstore(loadTile(k, bm, cb.bi, cb.t0, s, cb.g, n0, nn), bs,
                          {k.add(k.mul(s, k.idx(NTile)), nn)});
               });
+              auto store = [&](Value pp, Value nn, Value v) {
+                Value p = k.add(p0, pp), n = k.add(n0, nn);
+                Value ok = k.andi(k.cmp(CmpIPredicate::slt, p, nP),
+                                  k.cmp(CmpIPredicate::slt, n, nN));
+                k.ifThen(ok, [&] {
+                  k.mstore(v, st, {cb.bi, cb.h, cb.c, p, n});
+                });
+              };
+              if (mma) {
+                mmaSharedProduct(
+                    blk, mmaType, PTile, NTile, Q,
+                    [&](Value pp, Value s) {
+                      return k.mload(xw, {k.add(k.mul(s, k.idx(PTile)), pp)});
+                    },
+                    [&](Value s, Value nn) {
+                      return k.mload(bs, {k.add(k.mul(s, k.idx(NTile)), nn)});
+                    },
+                    [&](Value, Value) { return k.f32(0.0); }, store);
+                return;
+              }
               blk.phase2(k.idx(PTile), k.idx(NTile), [&](Value pp, Value nn) {
                 Value p = k.add(p0, pp), n = k.add(n0, nn);
                 Value ok = k.andi(k.cmp(CmpIPredicate::slt, p, nP),
@@ -253,6 +282,24 @@ struct GpuSsd : OpRewritePattern<seq::SsdOp> {
                        {at(s, ntIdx, nn, Q * NTile)});
             });
             Value first = k.cmp(CmpIPredicate::eq, n0, k.idx(0));
+            if (mma) {
+              mmaSharedProduct(
+                  blk, mmaType, Q, Q, NTile,
+                  [&](Value t, Value nn) {
+                    return k.mload(tile, {at(t, ntIdx, nn)});
+                  },
+                  [&](Value nn, Value s) {
+                    return k.mload(tile, {at(s, ntIdx, nn, Q * NTile)});
+                  },
+                  [&](Value t, Value s) {
+                    return k.select(first, k.f32(0.0),
+                                    k.mload(G, {at(t, qIdx, s)}));
+                  },
+                  [&](Value t, Value s, Value v) {
+                    k.mstore(v, G, {at(t, qIdx, s)});
+                  });
+              return;
+            }
             blk.phase2(qIdx, qIdx, [&](Value t, Value s) {
               auto sum =
                   k.loop(ntIdx, {k.f32(0.0)}, [&](Value nn, ValueRange it) {
@@ -306,21 +353,41 @@ struct GpuSsd : OpRewritePattern<seq::SsdOp> {
               k.mstore(loadTile(k, x, cb.bi, cb.t0, s, cb.h, p0, pp), tile,
                        {at(s, ptIdx, pp)});
             });
+            // acc[t][pp] = exp(cs[t]) acc[t][pp] + sum_{s <= t} G[t][s]
+            // x[s][pp] (G is zero above the diagonal).
+            if (mma)
+              mmaSharedProduct(
+                  blk, mmaType, Q, PTile, Q,
+                  [&](Value t, Value s) {
+                    return k.mload(G, {at(t, qIdx, s)});
+                  },
+                  [&](Value s, Value pp) {
+                    return k.mload(tile, {at(s, ptIdx, pp)});
+                  },
+                  [&](Value t, Value pp) {
+                    return k.fmul(k.exp(k.mload(cs, {t})),
+                                  k.mload(acc, {at(t, ptIdx, pp)}));
+                  },
+                  [&](Value t, Value pp, Value v) {
+                    k.mstore(v, acc, {at(t, ptIdx, pp)});
+                  });
             blk.phase2(qIdx, ptIdx, [&](Value t, Value pp) {
               Value p = k.add(p0, pp);
               Value ok = k.andi(inChunk(k, cb.t0, t, nT),
                                 k.cmp(CmpIPredicate::slt, p, nP));
               k.ifThen(ok, [&] {
-                auto intra = k.loop(
-                    k.add(t, k.idx(1)), {k.f32(0.0)},
-                    [&](Value s, ValueRange it) {
-                      Value gv = k.mload(G, {at(t, qIdx, s)});
-                      Value xv = k.mload(tile, {at(s, ptIdx, pp)});
-                      return SmallVector<Value>{k.fadd(it[0], k.fmul(gv, xv))};
-                    });
-                Value yv =
-                    k.fadd(intra[0], k.fmul(k.exp(k.mload(cs, {t})),
-                                            k.mload(acc, {at(t, ptIdx, pp)})));
+                Value yv = k.mload(acc, {at(t, ptIdx, pp)});
+                if (!mma) {
+                  auto intra = k.loop(k.add(t, k.idx(1)), {k.f32(0.0)},
+                                      [&](Value s, ValueRange it) {
+                                        Value gv = k.mload(G, {at(t, qIdx, s)});
+                                        Value xv =
+                                            k.mload(tile, {at(s, ptIdx, pp)});
+                                        return SmallVector<Value>{
+                                            k.fadd(it[0], k.fmul(gv, xv))};
+                                      });
+                  yv = k.fadd(intra[0], k.fmul(k.exp(k.mload(cs, {t})), yv));
+                }
                 Value row = k.add(cb.t0, t);
                 if (skipIn)
                   yv = k.fadd(yv, k.fmul(k.mload(skipIn, {cb.h}),

@@ -60,9 +60,8 @@ def case_selective_scan():
     check("selective_scan last", last, rlast)
 
 
-def case_ssd():
-    r = rng(13)
-    B, T, H, P, N = 1, 130, 2, 16, 32
+def case_ssd(B=1, T=130, H=2, P=16, N=32, seed=13):
+    r = rng(seed)
     x = r.standard_normal((B, T, H, P)).astype(np.float32)
     dt = r.uniform(-3, 0.5, (B, T, H)).astype(np.float32)
     A = (-np.exp(r.uniform(-1, 1, H))).astype(np.float32)
@@ -71,8 +70,8 @@ def case_ssd():
     y, last = run_seqc(gpu_graphs.ssd(B, T, H, P, N), [x, dt, A, Bm, Cm], tol=2e-2,
                        results_of="cuda-emulated")
     ry, rlast = ssd(bf16(x), bf16(dt), A, bf16(Bm), bf16(Cm), softplus_dt=True)
-    check("ssd y", y, ry)
-    check("ssd last", last, rlast)
+    check(f"ssd y (B={B} T={T} H={H} P={P} N={N})", y, ry)
+    check(f"ssd last (B={B} T={T} H={H} P={P} N={N})", last, rlast)
 
 
 def f16(a):
@@ -193,4 +192,6 @@ c.run("moe_ffn", case_moe)
 c.run("linear_scan", case_linear_scan)
 c.run("selective_scan", case_selective_scan)
 c.run("ssd", case_ssd)
+# Several P and N tiles (32 wide), partial at the edges, and three chunks.
+c.run("ssd tiles", lambda: case_ssd(2, 150, 2, 40, 48, seed=15))
 c.finish()

@@ -41,3 +41,13 @@ func.func @bf16_attention(%q: tensor<2x?x8x64xbf16>, %k: tensor<2x?x2x64xbf16>,
     -> tensor<2x?x8x96xbf16>
   return %o : tensor<2x?x8x96xbf16>
 }
+
+// Mamba-2 SSD with bf16 x, B and C: tensor-core chunk states, C B^T and G x.
+func.func @bf16_ssd(%x: tensor<2x?x4x64xbf16>, %dt: tensor<2x?x4xbf16>, %a: tensor<4xf32>,
+                    %b: tensor<2x?x1x128xbf16>, %c: tensor<2x?x1x128xbf16>)
+    -> (tensor<2x?x4x64xbf16>, tensor<2x4x64x128xf32>) {
+  %y, %last = seq.ssd %x, %dt, %a, %b, %c {dt_softplus = true}
+    : (tensor<2x?x4x64xbf16>, tensor<2x?x4xbf16>, tensor<4xf32>, tensor<2x?x1x128xbf16>,
+       tensor<2x?x1x128xbf16>) -> (tensor<2x?x4x64xbf16>, tensor<2x4x64x128xf32>)
+  return %y, %last : tensor<2x?x4x64xbf16>, tensor<2x4x64x128xf32>
+}
