@@ -14,10 +14,15 @@
 // with `normalize` the kernels carry V + 1 columns and the output divides by
 // that column (+ eps). Non-causal attention uses the same kernels without
 // decay: every output reads the total state and there is no in-chunk term.
+// With bf16 (or f16) q, k and v on sm_80+, the chunk states, q' k'^T (scalar
+// decays) and G v are tensor-core products over the shared tiles, their f32
+// operands (feature-mapped, decay-weighted, masked) rounded to the inputs'
+// type; (q' o exp(cg)) S_in keeps the f32 states in f32 arithmetic.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CpuKernel.h"
+#include "GpuGemm.h"
 #include "GpuPatterns.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -51,6 +56,11 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
         (ShapedType::isDynamic(kStatic) || kStatic > KMaxDecay))
       return failure();
     const int64_t KG = decayRank == 4 ? kStatic : 1;
+
+    Type mmaType = getElementTypeOrSelf(op.getQ().getType());
+    bool mma = target.tensorCores() && isMmaMultiplicand(mmaType) &&
+               getElementTypeOrSelf(op.getK().getType()) == mmaType &&
+               getElementTypeOrSelf(op.getV().getType()) == mmaType;
 
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
@@ -208,6 +218,24 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
                 k.mstore(value(k, vm, cb, s, k.add(v0, vv)), vs,
                          {at(k, s, VT, vv)});
               });
+              if (mma) {
+                mmaSharedProduct(
+                    blk, mmaType, KT, VT, Q,
+                    [&](Value kk, Value s) {
+                      return k.mload(kw, {at(k, s, KT, kk)});
+                    },
+                    [&](Value s, Value vv) {
+                      return k.mload(vs, {at(k, s, VT, vv)});
+                    },
+                    [&](Value, Value) { return k.f32(0.0); },
+                    [&](Value kk, Value vv, Value v) {
+                      Value ch = k.add(k0, kk), col = k.add(v0, vv);
+                      k.ifThen(k.andi(lt(k, ch, nK), lt(k, col, nVx)), [&] {
+                        k.mstore(v, st, {cb.bi, cb.h, cb.c, ch, col});
+                      });
+                    });
+                return;
+              }
               blk.phase2(k.idx(KT), k.idx(VT), [&](Value kk, Value vv) {
                 Value ch = k.add(k0, kk), col = k.add(v0, vv);
                 k.ifThen(k.andi(lt(k, ch, nK), lt(k, col, nVx)), [&] {
@@ -289,6 +317,24 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
                 k.mstore(kPrime(k, km, cb, s, ch), ks, {at(k, s, KT, kk)});
               });
               Value first = k.cmp(CmpIPredicate::eq, k0, k.idx(0));
+              if (mma && KG == 1) {
+                mmaSharedProduct(
+                    blk, mmaType, Q, Q, KT,
+                    [&](Value t, Value kk) {
+                      return k.mload(qs, {at(k, t, KT, kk)});
+                    },
+                    [&](Value kk, Value s) {
+                      return k.mload(ks, {at(k, s, KT, kk)});
+                    },
+                    [&](Value t, Value s) {
+                      return k.select(first, k.f32(0.0),
+                                      k.mload(gm, {at(k, t, Q, s)}));
+                    },
+                    [&](Value t, Value s, Value v) {
+                      k.mstore(v, gm, {at(k, t, Q, s)});
+                    });
+                return;
+              }
               blk.phase2(k.idx(Q), k.idx(Q), [&](Value t, Value s) {
                 auto dot = k.loop(
                     k.idx(KT), {k.f32(0.0)}, [&](Value kk, ValueRange it) {
@@ -354,6 +400,24 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
               k.mstore(value(k, vm, cb, s, k.add(v0, vv)), vs,
                        {at(k, s, VT, vv)});
             });
+            if (mma) {
+              // G is zero above the diagonal.
+              mmaSharedProduct(
+                  blk, mmaType, Q, VT, Q,
+                  [&](Value t, Value s) {
+                    return k.mload(gm, {at(k, t, Q, s)});
+                  },
+                  [&](Value s, Value vv) {
+                    return k.mload(vs, {at(k, s, VT, vv)});
+                  },
+                  [&](Value t, Value vv) {
+                    return k.mload(acc, {at(k, t, VT, vv)});
+                  },
+                  [&](Value t, Value vv, Value v) {
+                    k.mstore(v, acc, {at(k, t, VT, vv)});
+                  });
+              return;
+            }
             blk.phase2(k.idx(Q), k.idx(VT), [&](Value t, Value vv) {
               auto sum =
                   k.loop(k.add(t, k.idx(1)), {k.f32(0.0)},

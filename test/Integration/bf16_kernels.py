@@ -8,7 +8,7 @@ import os
 import sys
 
 import numpy as np
-from refs import attention, linear_scan, moe_ffn, selective_scan, ssd
+from refs import attention, linear_attention, linear_scan, moe_ffn, selective_scan, ssd
 from seqc_testing import Checker, rng, run_seqc
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
@@ -186,7 +186,55 @@ def case_attention():
     attention_case(1, 40, 40, 2, 2, 48, 40, elt="f16", seed=34)
 
 
+def linear_attention_case(Bs, T, H, K, V, decay_rank=3, causal=True, normalize=False,
+                          feature="identity", seed=40):
+    """Linear attention on bf16 q, k, v (and decay): tensor-core chunk
+    states, q' k'^T (scalar decays) and G v."""
+    r = rng(seed)
+    q = (0.5 * r.standard_normal((Bs, T, H, K))).astype(np.float32)
+    k = (0.5 * r.standard_normal((Bs, T, H, K))).astype(np.float32)
+    v = r.standard_normal((Bs, T, H, V)).astype(np.float32)
+    g = {0: None, 3: -r.uniform(0.01, 0.5, (Bs, T, H)),
+         4: -r.uniform(0.01, 0.5, (Bs, T, H, K))}[decay_rank]
+    ins = [q, k, v] + ([g.astype(np.float32)] if g is not None else [])
+    t = lambda a, e="f32": f"tensor<{'x'.join(map(str, a.shape))}x{e}>"
+    names = ["q", "k", "v", "g"][:len(ins)]
+    lines = [f"func.func @main({', '.join(f'%{n}: {t(a)}' for n, a in zip(names, ins))}) -> "
+             f"(tensor<{Bs}x{T}x{H}x{V}xf32>, tensor<{Bs}x{H}x{K}x{V}xf32>) {{"]
+    for n, a in zip(names, ins):
+        lines.append(f"  %{n}n = arith.truncf %{n} : {t(a)} to {t(a, 'bf16')}")
+    decay = " decay(%gn)" if g is not None else ""
+    to = f"tensor<{Bs}x{T}x{H}x{V}x{{}}>"
+    tl = f"tensor<{Bs}x{H}x{K}x{V}xf32>"
+    lines += [f"  %o, %last = seq.linear_attention %qn, %kn, %vn{decay} {{feature_map = "
+              f"#seq.feature_map<{feature}>, causal = {str(causal).lower()}, normalize = "
+              f"{str(normalize).lower()}}} : ({', '.join(t(a, 'bf16') for a in ins)}) -> "
+              f"({to.format('bf16')}, {tl})",
+              f"  %of = arith.extf %o : {to.format('bf16')} to {to.format('f32')}",
+              f"  return %of, %last : {to.format('f32')}, {tl}", "}", ""]
+    o, last = run_seqc("\n".join(lines), ins, tol=2e-2, results_of="cuda-emulated")
+    ro, rl = linear_attention(bf16(q), bf16(k), bf16(v), None if g is None else bf16(g),
+                              None, feature, causal, normalize)
+    tag = (f"B={Bs} T={T} H={H} K={K} V={V} decay={decay_rank} causal={causal} "
+           f"normalize={normalize} phi={feature}")
+    check("linear_attention o " + tag, o, ro)
+    check("linear_attention last " + tag, last, rl)
+
+
+def case_linear_attention():
+    # Several chunks, key and value tiles (32 wide), partial at the edges;
+    # GLA's per-channel decay (q' k'^T stays f32 there); normalized (the
+    # ones column), non-causal.
+    linear_attention_case(1, 100, 2, 40, 70)
+    linear_attention_case(2, 70, 2, 48, 33, decay_rank=4, seed=41)
+    linear_attention_case(1, 90, 2, 32, 40, decay_rank=0, normalize=True,
+                          feature="elu_plus_one", seed=42)
+    linear_attention_case(1, 50, 2, 24, 16, decay_rank=0, causal=False, normalize=True,
+                          feature="relu", seed=43)
+
+
 c.run("tensor-core matmuls", case_mma)
+c.run("linear_attention", case_linear_attention)
 c.run("attention", case_attention)
 c.run("moe_ffn", case_moe)
 c.run("linear_scan", case_linear_scan)

@@ -51,3 +51,14 @@ func.func @bf16_ssd(%x: tensor<2x?x4x64xbf16>, %dt: tensor<2x?x4xbf16>, %a: tens
        tensor<2x?x1x128xbf16>) -> (tensor<2x?x4x64xbf16>, tensor<2x4x64x128xf32>)
   return %y, %last : tensor<2x?x4x64xbf16>, tensor<2x4x64x128xf32>
 }
+
+// Gated linear attention with bf16 q, k, v and a scalar decay per step and
+// head: tensor-core chunk states, q' k'^T and G v.
+func.func @bf16_linear_attention(%q: tensor<2x?x4x64xbf16>, %k: tensor<2x?x4x64xbf16>,
+                                 %v: tensor<2x?x4x64xbf16>, %g: tensor<2x?x4xbf16>)
+    -> (tensor<2x?x4x64xbf16>, tensor<2x4x64x64xf32>) {
+  %o, %last = seq.linear_attention %q, %k, %v decay(%g)
+    : (tensor<2x?x4x64xbf16>, tensor<2x?x4x64xbf16>, tensor<2x?x4x64xbf16>,
+       tensor<2x?x4xbf16>) -> (tensor<2x?x4x64xbf16>, tensor<2x4x64x64xf32>)
+  return %o, %last : tensor<2x?x4x64xbf16>, tensor<2x4x64x64xf32>
+}
