@@ -134,22 +134,26 @@ void Warp::mma(Type multiplicand, const WarpRegisters &a, int64_t aOffset,
     return;
   }
   // Two 16-bit values per 32-bit register, the lower-numbered in the low
-  // half (PTX's packing of .bf16x2 / .f16x2).
-  Type i16 = bld.getI16Type(), i32 = bld.getI32Type();
-  auto bits = [&](Value x) -> Value {
-    Value h = arith::TruncFOp::create(bld, multiplicand, x);
-    return arith::ExtUIOp::create(bld, i32,
-                                  arith::BitcastOp::create(bld, i16, h));
-  };
+  // half (element 0 of a vector<2 x bf16/f16>, as PTX packs .bf16x2 and
+  // .f16x2): one vector conversion per pair (cvt.rn.bf16x2.f32). nvvm.mma.sync
+  // takes bf16 pairs as i32 and f16 pairs as vector<2xf16>.
+  NVVM::MMATypes type =
+      multiplicand.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  Type f32 = kb.f32Type(), i64 = bld.getI64Type();
+  Type pair32 = VectorType::get({2}, f32);
+  Type pair16 = VectorType::get({2}, multiplicand);
   auto packed = [&](const WarpRegisters &regs, int64_t offset, int64_t count) {
     SmallVector<Value> out;
     for (int64_t v = 0; v < count; v += 2) {
-      Value lo = bits(get(regs, lane, offset + v));
-      Value hi = bits(get(regs, lane, offset + v + 1));
-      out.push_back(arith::OrIOp::create(
-          bld, lo,
-          arith::ShLIOp::create(bld, hi,
-                                arith::ConstantIntOp::create(bld, i32, 16))));
+      Value pair = LLVM::PoisonOp::create(bld, pair32);
+      for (int64_t e = 0; e < 2; ++e)
+        pair = LLVM::InsertElementOp::create(
+            bld, pair, get(regs, lane, offset + v + e),
+            LLVM::ConstantOp::create(bld, i64, e));
+      Value narrow = arith::TruncFOp::create(bld, pair16, pair);
+      if (type == NVVM::MMATypes::bf16)
+        narrow = LLVM::BitcastOp::create(bld, bld.getI32Type(), narrow);
+      out.push_back(narrow);
     }
     return out;
   };
@@ -158,19 +162,8 @@ void Warp::mma(Type multiplicand, const WarpRegisters &a, int64_t aOffset,
   SmallVector<Value> cRegs;
   for (int64_t v = 0; v < 4; ++v)
     cRegs.push_back(get(c, lane, cOffset + v));
-  NVVM::MMATypes type =
-      multiplicand.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-  Type f32 = kb.f32Type();
   auto result =
       LLVM::LLVMStructType::getLiteral(bld.getContext(), {f32, f32, f32, f32});
-  // bf16 multiplicands travel as i32 registers; f16 ones as vector<2xf16>.
-  if (type == NVVM::MMATypes::f16) {
-    Type half2 = VectorType::get({2}, bld.getF16Type());
-    for (Value &r : aRegs)
-      r = LLVM::BitcastOp::create(bld, half2, r);
-    for (Value &r : bRegs)
-      r = LLVM::BitcastOp::create(bld, half2, r);
-  }
   Value d = NVVM::MmaOp::create(
       bld, result, aRegs, bRegs, cRegs, ArrayRef<int64_t>{16, 8, 16},
       std::nullopt, std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
