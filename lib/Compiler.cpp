@@ -274,6 +274,7 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
       return Status::error("the reference lowering runs on the CPU only");
     CudaPipelineOptions cuda;
     cuda.emulate = options.target == Target::CUDAEmulated;
+    cuda.fuse = options.fuse;
     if (!options.cudaChip.empty())
       cuda.chip = options.cudaChip;
     // Without the toolkit's ptxas, embed PTX: the driver compiles it when

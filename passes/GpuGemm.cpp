@@ -116,7 +116,7 @@ void seqc::mmaSharedProduct(
     const std::function<Value(Value, Value)> &a,
     const std::function<Value(Value, Value)> &b,
     const std::function<Value(Value, Value)> &init,
-    const std::function<void(Value, Value, Value)> &store) {
+    const std::function<void(Value, Value, Value)> &store, bool causal) {
   assert(rows % 16 == 0 && cols % 8 == 0 && depth % 16 == 0);
   KernelBuilder &k = blk.kb;
   WarpRegisters fa = blk.warpRegisters(8), fb = blk.warpRegisters(4),
@@ -128,15 +128,21 @@ void seqc::mmaSharedProduct(
     warp.loadFragment(MmaOperand::C, fc, 0, [&](Value i, Value j) {
       return init(k.add(row, i), k.add(col, j));
     });
-    for (int64_t kk = 0; kk < depth; kk += 16) {
+    auto step = [&](Value kk) {
       warp.loadFragment(MmaOperand::A, fa, 0, [&](Value i, Value j) {
-        return a(k.add(row, i), k.add(j, k.idx(kk)));
+        return a(k.add(row, i), k.add(j, kk));
       });
       warp.loadFragment(MmaOperand::B, fb, 0, [&](Value i, Value j) {
-        return b(k.add(i, k.idx(kk)), k.add(col, j));
+        return b(k.add(i, kk), k.add(col, j));
       });
       warp.mma(multiplicand, fa, 0, fb, 0, fc, 0);
-    }
+    };
+    if (causal) // a warp-uniform bound: the tile's rows end at row + 16
+      k.forEach(k.idx(0), k.mins(k.add(row, k.idx(16)), k.idx(depth)),
+                k.idx(16), step);
+    else
+      for (int64_t kk = 0; kk < depth; kk += 16)
+        step(k.idx(kk));
     warp.storeFragments({fc}, 0, [&](Value i, Value j, ArrayRef<Value> v) {
       store(k.add(row, i), k.add(col, j), v[0]);
     });

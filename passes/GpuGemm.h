@@ -25,10 +25,12 @@ struct MmaTileGemm {
   mlir::Type multiplicand;
   /// The reduction's length.
   Value depth;
-  /// A's element (tile row i in [0, 64), reduction index k in [0, depth)) as
-  /// f32: zero for rows outside the matrix.
+  /// A's element (tile row i in [0, 64), reduction index k) as f32: zero
+  /// for rows outside the matrix and for k >= depth (the reduction runs in
+  /// whole 32-deep tiles).
   std::function<Value(Value i, Value k)> a;
-  /// Each B operand's element (k, tile column j): zero outside the matrix.
+  /// Each B operand's element (k, tile column j): zero outside the matrix
+  /// and for k >= depth.
   llvm::SmallVector<std::function<Value(Value k, Value j)>> b;
   /// The sums' initial values (B operand w, i, j); null: zeros.
   std::function<Value(int64_t w, Value i, Value j)> init;
@@ -49,12 +51,15 @@ struct MmaTileGemm {
 /// rows x cols result is one warp's, `store(i, j, init(i, j) + sum over k <
 /// depth of a(i, k) b(k, j))` for each of its elements. rows, cols and depth
 /// are multiples of 16, 8 and 16; `a`, `b` and `init` return f32.
+/// `causal`: a(i, k) is zero for k > i (a masked square product), so the
+/// reduction of a 16-row tile stops after its last row's k.
 void mmaSharedProduct(GpuBlock &blk, mlir::Type multiplicand, int64_t rows,
                       int64_t cols, int64_t depth,
                       const std::function<Value(Value, Value)> &a,
                       const std::function<Value(Value, Value)> &b,
                       const std::function<Value(Value, Value)> &init,
-                      const std::function<void(Value, Value, Value)> &store);
+                      const std::function<void(Value, Value, Value)> &store,
+                      bool causal = false);
 
 } // namespace seqc
 

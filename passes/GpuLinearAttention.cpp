@@ -14,7 +14,7 @@
 // with `normalize` the kernels carry V + 1 columns and the output divides by
 // that column (+ eps). Non-causal attention uses the same kernels without
 // decay: every output reads the total state and there is no in-chunk term.
-// With bf16 (or f16) q, k and v on sm_80+, the chunk states, q' k'^T (scalar
+// With bf16 q, k and v on sm_80+, the chunk states, q' k'^T (scalar
 // decays) and G v are tensor-core products over the shared tiles, their f32
 // operands (feature-mapped, decay-weighted, masked) rounded to the inputs'
 // type; (q' o exp(cg)) S_in keeps the f32 states in f32 arithmetic.
@@ -58,7 +58,9 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     const int64_t KG = decayRank == 4 ? kStatic : 1;
 
     Type mmaType = getElementTypeOrSelf(op.getQ().getType());
-    bool mma = target.tensorCores() && isMmaMultiplicand(mmaType) &&
+    // bf16 only: the rounded operands are f32 intermediates, which f16's
+    // range (65504) could overflow.
+    bool mma = target.tensorCores() && mmaType.isBF16() &&
                getElementTypeOrSelf(op.getK().getType()) == mmaType &&
                getElementTypeOrSelf(op.getV().getType()) == mmaType;
 
@@ -189,7 +191,9 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     };
     // 1. Chunk states.
     emitGpuKernel(
-        b, target, "linear_attention_chunk_states",
+        b, target,
+        mma ? "linear_attention_chunk_states_mma"
+            : "linear_attention_chunk_states",
         kb.mul(kb.mul(Bsz, H), nChunks),
         withDecay({Qm, Km, Vm, states, decays, Vx}),
         {{Q * KG}, {Q * KT}, {Q * VT}},
@@ -288,7 +292,9 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     // 3. Chunk outputs.
     SmallVector<Value> args3{Qm, Km, Vm, causal ? states : totals, oBuf, Vx};
     emitGpuKernel(
-        b, target, "linear_attention_chunk_outputs",
+        b, target,
+        mma ? "linear_attention_chunk_outputs_mma"
+            : "linear_attention_chunk_outputs",
         kb.mul(kb.mul(Bsz, H), nChunks), withDecay(args3),
         {{Q * KG},
          {Q * KT},
@@ -415,7 +421,8 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
                   },
                   [&](Value t, Value vv, Value v) {
                     k.mstore(v, acc, {at(k, t, VT, vv)});
-                  });
+                  },
+                  /*causal=*/true);
               return;
             }
             blk.phase2(k.idx(Q), k.idx(VT), [&](Value t, Value vv) {

@@ -15,9 +15,12 @@
 //    the lanes run one after another, and `Warp::mma` does what the
 //    instruction does: it places the lanes' values into the A and B tiles by
 //    the layout, multiplies in f32 and gives each lane its values of D.
-// So the emulation checks everything but the layout table itself, which a
-// unit test compares with upstream MLIR's (nvgpu's mma.sync lowering, used on
-// hardware for f16; bf16 shares the 16-bit layout).
+// So the emulation checks the tiling, the staging and the fragment
+// bookkeeping of the kernels. The layout table itself is compared by a unit
+// test with upstream MLIR's (nvgpu's mma.sync lowering, used on hardware for
+// f16; bf16 shares the 16-bit layout) and the register packing by a PTX
+// test; barriers between warps, warp convergence and the tensor cores' own
+// summation order only a device shows.
 //
 //===----------------------------------------------------------------------===//
 

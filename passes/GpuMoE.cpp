@@ -16,7 +16,7 @@
 //  4. combine: y[t] = sum over accepted choices j (in rank order) of their
 //     contributions.
 // Every sum is f32; operands may be bf16 / f16. When tokens and weights are
-// all bf16 (or all f16) on sm_80+, the projections run on tensor cores
+// all bf16 on sm_80+, the projections run on tensor cores
 // instead (GpuGemm.h): dispatch pads each expert's rows to a multiple of 64,
 // so a block's 64 x 64 tile is one expert's, and the down projection reads
 // the hidden activations rounded to the weights' type (as grouped-GEMM MoE
@@ -72,7 +72,9 @@ struct GpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
     // rows then start at a multiple of the tile height (padding rows hold
     // choice -1), as grouped GEMMs do.
     Type mmaType = getElementTypeOrSelf(op.getX().getType());
-    bool mma = target.tensorCores() && isMmaMultiplicand(mmaType);
+    // bf16 only: the down projection rounds the f32 hidden activations,
+    // which f16's range (65504) could overflow.
+    bool mma = target.tensorCores() && mmaType.isBF16();
     for (Value w : {op.getWUp(), op.getWDown(), op.getWGate()})
       mma = mma && (!w || getElementTypeOrSelf(w.getType()) == mmaType);
     int64_t pad = mma ? MmaTileGemm::tileM : 1;

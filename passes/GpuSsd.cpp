@@ -12,8 +12,8 @@
 //     G = (C B^T) o L o dt over N tiles into shared memory, then per P tile
 //     y = exp(cs[t]) C_t S_in + G x + D x, gated.
 // Tiles live in static shared memory (under 48 KiB per block); every sum runs
-// in f32 whatever the operands' element type. With x, B and C all bf16 (or
-// f16) on sm_80+, three products run on tensor cores (GpuGemm.h): the chunk
+// in f32 whatever the operands' element type. With x, B and C all bf16 on
+// sm_80+, three products run on tensor cores (GpuGemm.h): the chunk
 // states (the decay-weighted x rounded to the operands' type), C B^T, and
 // G x (G rounded), as mamba_ssm's kernels round them; C S_in keeps f32
 // states and f32 arithmetic.
@@ -71,7 +71,9 @@ struct GpuSsd : OpRewritePattern<seq::SsdOp> {
     Value init = op.getInit() ? readBuffer(b, op.getInit()) : Value();
     bool softplus = op.getDtSoftplus();
     Type mmaType = getElementTypeOrSelf(op.getX().getType());
-    bool mma = target.tensorCores() && isMmaMultiplicand(mmaType) &&
+    // bf16 only: the rounded operands are f32 intermediates, which f16's
+    // range (65504) could overflow.
+    bool mma = target.tensorCores() && mmaType.isBF16() &&
                getElementTypeOrSelf(op.getB().getType()) == mmaType &&
                getElementTypeOrSelf(op.getC().getType()) == mmaType;
 
@@ -157,7 +159,8 @@ struct GpuSsd : OpRewritePattern<seq::SsdOp> {
     SmallVector<Value> args1 =
         withOptional({X, Dt, A, Bm, states, decays}, opt1);
     emitGpuKernel(
-        b, target, "ssd_chunk_states", kb.mul(kb.mul(Bsz, H), nChunks), args1,
+        b, target, mma ? "ssd_chunk_states_mma" : "ssd_chunk_states",
+        kb.mul(kb.mul(Bsz, H), nChunks), args1,
         {{Q}, {Q}, {Q * PTile}, {Q * NTile}},
         [&](GpuBlock &blk, ValueRange in, ValueRange sh) {
           KernelBuilder &k = blk.kb;
@@ -255,7 +258,8 @@ struct GpuSsd : OpRewritePattern<seq::SsdOp> {
     SmallVector<Value> args3 =
         withOptional({X, Dt, A, Bm, Cm, states, yBuf}, opt3);
     emitGpuKernel(
-        b, target, "ssd_chunk_outputs", kb.mul(kb.mul(Bsz, H), nChunks), args3,
+        b, target, mma ? "ssd_chunk_outputs_mma" : "ssd_chunk_outputs",
+        kb.mul(kb.mul(Bsz, H), nChunks), args3,
         {{Q}, {Q}, {Q * Q}, {2 * Q * NTile}, {PTile * NTile}, {Q * PTile}},
         [&](GpuBlock &blk, ValueRange in, ValueRange sh) {
           KernelBuilder &k = blk.kb;
@@ -370,7 +374,8 @@ struct GpuSsd : OpRewritePattern<seq::SsdOp> {
                   },
                   [&](Value t, Value pp, Value v) {
                     k.mstore(v, acc, {at(t, ptIdx, pp)});
-                  });
+                  },
+                  /*causal=*/true);
             blk.phase2(qIdx, ptIdx, [&](Value t, Value pp) {
               Value p = k.add(p0, pp);
               Value ok = k.andi(inChunk(k, cb.t0, t, nT),

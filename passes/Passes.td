@@ -116,13 +116,19 @@ def SeqGpuRegisterBudget : Pass<"seq-gpu-register-budget", "::mlir::ModuleOp"> {
     then aims at full occupancy, spilling registers to local memory (the
     SSD output kernel: 48 registers and spills at 256 threads on sm_90a).
     Shared memory caps seqc's tiled kernels at a few blocks per SM anyway,
-    so an explicit budget keeps them spill-free.
+    so an explicit budget keeps them spill-free. The budget never exceeds
+    what one block of the kernel's known size may have (64K registers per
+    SM: 64 per thread at 1024 threads), or the launch would fail.
+
+    It also aligns the kernels' shared buffers (workgroup attributions) to
+    16 bytes, for the vector loads LLVM forms on them.
   }];
   let options = [
     Option<"maxRegisters", "max-registers", "int64_t", /*default=*/"255",
            "Registers per thread a kernel may use">
   ];
-  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 def SeqFuseElementwise : Pass<"seq-fuse-elementwise"> {

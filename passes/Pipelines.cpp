@@ -83,6 +83,12 @@ void seqc::buildCudaPipeline(OpPassManager &pm,
                              const CudaPipelineOptions &opts) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createConvertElementwiseToLinalgPass());
+  // The GPU kernels apply the same folded glue as the CPU ones (softplus
+  // and bias of dt, output gates, the conv's SiLU, feature maps).
+  if (opts.fuse) {
+    pm.addPass(createSeqFuseElementwise());
+    pm.addPass(createCanonicalizerPass());
+  }
   pm.addPass(createGenerateRuntimeVerificationPass());
   SeqLowerToGpuOptions gpu;
   gpu.emulate = opts.emulate;
@@ -203,6 +209,9 @@ struct CudaPipelineCLOptions
       *this, "emulate",
       llvm::cl::desc("run the kernels' IR on the host (tests without a GPU)"),
       llvm::cl::init(false)};
+  Option<bool> fuse{*this, "fuse",
+                    llvm::cl::desc("Fuse elementwise glue into seq ops"),
+                    llvm::cl::init(true)};
 };
 
 struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
@@ -234,6 +243,7 @@ void seqc::registerPasses() {
         opts.toolkit = cl.toolkit;
         opts.blockThreads = cl.blockThreads;
         opts.emulate = cl.emulate;
+        opts.fuse = cl.fuse;
         buildCudaPipeline(pm, opts);
       });
   PassPipelineRegistration<CpuPipelineCLOptions>(

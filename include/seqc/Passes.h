@@ -57,6 +57,9 @@ struct CudaPipelineOptions {
   /// Run the kernels' IR on the host (seq-lower-to-gpu emulate=1) and lower
   /// everything for the CPU: tests of the kernels without a GPU.
   bool emulate = false;
+  /// Fold elementwise glue into the seq ops whose kernels apply it
+  /// (seq-fuse-elementwise), as the CPU pipeline does.
+  bool fuse = true;
 };
 
 /// Tensor-level graph to the LLVM dialect for the host, with the kernels as
