@@ -69,6 +69,7 @@ std::string seqc::cacheKey(std::string_view source, std::string_view bufferName,
      << "\nfuse " << options.fuse << "\nperf-map " << perfMapRequested()
      << "\ntarget "
      << static_cast<int>(options.target) << "\nchip " << options.cudaChip
+     << "\nblock-threads " << options.cudaBlockThreads
      // The buffer's name is part of the code: run-time error messages quote
      // source locations.
      << "\nname " << bufferName.size() << " " << bufferName << "\n\n";

@@ -277,6 +277,8 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     cuda.fuse = options.fuse;
     if (!options.cudaChip.empty())
       cuda.chip = options.cudaChip;
+    if (options.cudaBlockThreads)
+      cuda.blockThreads = options.cudaBlockThreads;
     // Without the toolkit's ptxas, embed PTX: the driver compiles it when
     // the module loads.
     std::string ptxas = cudaToolkitPath(cuda) + "/bin/ptxas";

@@ -134,4 +134,77 @@ TEST(Cuda, EmulatedKernelsAgreeWithTheCpu) {
   }
 }
 
+// The tensor-core tiles at other block sizes than the default 256 threads:
+// fewer warps than warp tiles (a warp runs several of a block's tiles and
+// keeps each one's accumulators), and more warps than tiles (some idle).
+// bf16 matmul and attention through the emulated kernels against the CPU.
+constexpr const char *kTensorCoreOps = R"mlir(
+func.func @main(%a: tensor<100x70xf32>, %b: tensor<70x90xf32>,
+                %q: tensor<1x50x2x32xf32>, %k: tensor<1x50x2x32xf32>,
+                %v: tensor<1x50x2x40xf32>)
+    -> (tensor<100x90xf32>, tensor<1x50x2x40xf32>) {
+  %ab = arith.truncf %a : tensor<100x70xf32> to tensor<100x70xbf16>
+  %bb = arith.truncf %b : tensor<70x90xf32> to tensor<70x90xbf16>
+  %e = tensor.empty() : tensor<100x90xf32>
+  %z = arith.constant 0.0 : f32
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<100x90xf32>) -> tensor<100x90xf32>
+  %m = linalg.matmul ins(%ab, %bb : tensor<100x70xbf16>, tensor<70x90xbf16>)
+                     outs(%c : tensor<100x90xf32>) -> tensor<100x90xf32>
+  %qb = arith.truncf %q : tensor<1x50x2x32xf32> to tensor<1x50x2x32xbf16>
+  %kb = arith.truncf %k : tensor<1x50x2x32xf32> to tensor<1x50x2x32xbf16>
+  %vb = arith.truncf %v : tensor<1x50x2x40xf32> to tensor<1x50x2x40xbf16>
+  %o = seq.attention %qb, %kb, %vb {causal = true}
+    : (tensor<1x50x2x32xbf16>, tensor<1x50x2x32xbf16>, tensor<1x50x2x40xbf16>)
+    -> tensor<1x50x2x40xbf16>
+  %of = arith.extf %o : tensor<1x50x2x40xbf16> to tensor<1x50x2x40xf32>
+  return %m, %of : tensor<100x90xf32>, tensor<1x50x2x40xf32>
+}
+)mlir";
+
+TEST(Cuda, EmulatedTensorCoreTilesAtEveryBlockSize) {
+  Engine engine;
+  std::vector<Tensor> inputs;
+  std::vector<std::vector<int64_t>> shapes = {
+      {100, 70}, {70, 90}, {1, 50, 2, 32}, {1, 50, 2, 32}, {1, 50, 2, 40}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    auto t = randomTensor(DType::F32, shapes[i], 10 + i);
+    ASSERT_TRUE(t);
+    inputs.push_back(t.take());
+  }
+  auto run = [&](const CompileOptions &o) -> std::vector<Tensor> {
+    auto m = engine.compile(kTensorCoreOps, o);
+    EXPECT_TRUE(m) << m.message();
+    if (!m)
+      return {};
+    auto fn = (*m)->function("main");
+    EXPECT_TRUE(fn) << fn.message();
+    std::vector<TensorView> views;
+    for (const Tensor &t : inputs)
+      views.push_back(t.view());
+    auto r = fn->call(views);
+    EXPECT_TRUE(r) << r.message();
+    return r ? r.take() : std::vector<Tensor>{};
+  };
+  CompileOptions cpu;
+  cpu.useCache = false;
+  std::vector<Tensor> expected = run(cpu);
+  ASSERT_EQ(expected.size(), 2u);
+  for (int threads : {32, 512}) {
+    CompileOptions emulated = cpu;
+    emulated.target = Target::CUDAEmulated;
+    emulated.cudaBlockThreads = threads;
+    std::vector<Tensor> got = run(emulated);
+    ASSERT_EQ(got.size(), 2u) << threads << " threads";
+    // The matmul sums exact products in f32; attention also rounds P.
+    for (size_t i = 0; i < 2; ++i) {
+      const float *x = expected[i].dataAs<float>();
+      const float *y = got[i].dataAs<float>();
+      float tol = i == 0 ? 1e-4f : 2e-2f;
+      for (int64_t j = 0; j < expected[i].numel(); ++j)
+        ASSERT_NEAR(x[j], y[j], tol * std::max(1.0f, std::fabs(x[j])))
+            << threads << " threads, result " << i << ", element " << j;
+    }
+  }
+}
+
 } // namespace

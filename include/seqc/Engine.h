@@ -39,6 +39,9 @@ struct CompileOptions {
   /// The GPU architecture for Target::CUDA (sm_80, sm_90a, ...); empty:
   /// the device's own.
   std::string cudaChip;
+  /// Threads per block of the GPU kernels (a multiple of 32 up to 1024);
+  /// 0: 256.
+  int cudaBlockThreads = 0;
   /// Lower through the reference lowering (the test oracle) instead of the
   /// default pipeline.
   bool reference = false;
