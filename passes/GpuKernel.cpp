@@ -84,6 +84,7 @@ void seqc::emitGpuKernel(ImplicitLocOpBuilder &b, const GpuTarget &target,
   if (target.emulate) {
     emitParallelKernel(b, ("gpu_" + name).str(), blocks, args,
                        [&](KernelBuilder &kb, Value task, ValueRange in) {
+                         kb.setContract(true);
                          SmallVector<Value> buffers;
                          for (const auto &shape : shared)
                            buffers.push_back(kb.stackBuffer(shape));
@@ -114,6 +115,7 @@ void seqc::emitGpuKernel(ImplicitLocOpBuilder &b, const GpuTarget &target,
   b.setInsertionPointToStart(&launch.getBody().front());
   KernelBuilder kb(b);
   kb.setAllocaBlock(&launch.getBody().front());
+  kb.setContract(true);
   GpuBlock block(kb, launch.getBlockIds().x, launch.getThreadIds().x,
                  target.blockThreads, /*emulate=*/false);
   body(block, args, buffers);

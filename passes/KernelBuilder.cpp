@@ -78,13 +78,16 @@ Value KernelBuilder::i32ToIndex(Value v) {
 }
 
 Value KernelBuilder::fadd(Value a, Value c) {
-  return arith::AddFOp::create(b, a, c);
+  return arith::AddFOp::create(b, a, c, contractFlags());
 }
 Value KernelBuilder::fsub(Value a, Value c) {
-  return arith::SubFOp::create(b, a, c);
+  return arith::SubFOp::create(b, a, c, contractFlags());
 }
 Value KernelBuilder::fmul(Value a, Value c) {
-  return arith::MulFOp::create(b, a, c);
+  return arith::MulFOp::create(b, a, c, contractFlags());
+}
+arith::FastMathFlags KernelBuilder::contractFlags() const {
+  return contract ? arith::FastMathFlags::contract : arith::FastMathFlags::none;
 }
 Value KernelBuilder::fdiv(Value a, Value c) {
   return arith::DivFOp::create(b, a, c);

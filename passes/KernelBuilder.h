@@ -127,6 +127,10 @@ public:
   /// (Cody-Waite reduction, degree-6, ~2 ulp) instead of math.exp; the
   /// reference lowering keeps math.exp (libm).
   void setFastMath(bool on) { fastMath = on; }
+  /// Let a product feeding a sum contract into one fused multiply-add
+  /// (`contract` on fmul/fadd/fsub): the GPU kernels' dot products, which
+  /// would otherwise stay separate `mul.rn` and `add.rn` instructions.
+  void setContract(bool on) { contract = on; }
   /// A loop without results.
   void forEach(Value lb, Value ub, Value step,
                const std::function<void(Value)> &body);
@@ -183,6 +187,8 @@ private:
   mlir::ImplicitLocOpBuilder &b;
   mlir::Block *allocaBlock = nullptr;
   bool fastMath = false;
+  bool contract = false;
+  mlir::arith::FastMathFlags contractFlags() const;
 
   Value polynomialExp(Value x);
 };
