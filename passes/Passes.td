@@ -56,9 +56,10 @@ def SeqLowerToGpu : Pass<"seq-lower-to-gpu", "::mlir::ModuleOp"> {
     `to_tensor`: chunked scans, one thread per channel with states in
     registers for selective scans, and SSD as chunk-state, state-passing
     and chunk-output kernels whose tiles are staged in shared memory
-    (workgroup attributions). Matrix products of bf16 or f16 operands use
-    the tensor cores (`nvvm.mma.sync` m16n8k16, f32 accumulators) on sm_80
-    and later. Ops without a GPU kernel take the reference lowering.
+    (workgroup attributions). Matrix products of bf16 operands (f16 too in
+    matmuls and attention) use the tensor cores (`nvvm.mma.sync` m16n8k16,
+    f32 accumulators) on sm_80 and later. Ops without a GPU kernel take the
+    reference lowering.
 
     With `emulate`, the same kernels are emitted as host code instead: one
     thread-pool task per thread block, shared memory on the task's stack,
