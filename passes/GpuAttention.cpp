@@ -52,10 +52,10 @@ struct GpuAttention : OpRewritePattern<seq::AttentionOp> {
                       : kb.fdiv(kb.f32(1.0), kb.sqrt(kb.indexToF32(K)));
     bool causal = op.getCausal();
     int64_t window = op.getWindow();
-    Type mmaType = getElementTypeOrSelf(op.getQ().getType());
-    bool mma = target.tensorCores() && isMmaMultiplicand(mmaType) &&
-               getElementTypeOrSelf(op.getK().getType()) == mmaType &&
-               getElementTypeOrSelf(op.getV().getType()) == mmaType;
+    // P is rounded too, but lies in [0, 1]: f16 is safe.
+    Type mmaType = target.tensorCoreType({op.getQ(), op.getK(), op.getV()},
+                                         /*allowF16=*/true);
+    bool mma = static_cast<bool>(mmaType);
     auto oType = cast<RankedTensorType>(op.getO().getType());
     Value oBuf = allocBuffer(b, oType, dims.of("o"));
     Value qTiles = kb.divs(kb.add(T, kb.idx(QT - 1)), kb.idx(QT));

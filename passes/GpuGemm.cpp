@@ -54,18 +54,23 @@ void MmaTileGemm::emit(GpuBlock &blk, ValueRange shared) const {
     return k.add(col, k.add(j, k.idx(8 * n)));
   };
   Value nw = k.idx(warps);
-  blk.warps(nw, [&](Warp &warp) {
-    eachTile(warp, [&](int64_t off, Value row, Value col) {
-      for (size_t w = 0; w < numB; ++w)
-        for (int64_t n = 0; n < mmaPerWarpTile; ++n)
-          warp.loadFragment(MmaOperand::C, acc[w], off + 4 * n,
-                            [&](Value i, Value j) {
-                              if (!init)
-                                return k.f32(0.0);
-                              return init(w, k.add(row, i), tileCol(col, n, j));
-                            });
-    });
-  });
+  // Only registers are written: the staging phases that follow need no
+  // barrier before them.
+  blk.warps(
+      nw,
+      [&](Warp &warp) {
+        eachTile(warp, [&](int64_t off, Value row, Value col) {
+          for (size_t w = 0; w < numB; ++w)
+            for (int64_t n = 0; n < mmaPerWarpTile; ++n)
+              warp.loadFragment(
+                  MmaOperand::C, acc[w], off + 4 * n, [&](Value i, Value j) {
+                    if (!init)
+                      return k.f32(0.0);
+                    return init(w, k.add(row, i), tileCol(col, n, j));
+                  });
+        });
+      },
+      /*barrier=*/false);
   k.forEach(k.idx(0), depth, k.idx(tileK), [&](Value k0) {
     blk.phase2(k.idx(tileM), k.idx(tileK), [&](Value i, Value kk) {
       k.mstore(a(i, k.add(k0, kk)), shared[0],

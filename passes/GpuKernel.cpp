@@ -30,6 +30,23 @@ void GpuBlock::phase2(Value rows, Value cols,
       [&](Value i) { body(kb.divs(i, cols), kb.rems(i, cols)); }, barrier);
 }
 
+Type GpuTarget::tensorCoreType(ValueRange operands, bool allowF16) const {
+  if (!tensorCores())
+    return {};
+  Type common;
+  for (Value v : operands) {
+    if (!v)
+      continue;
+    Type t = getElementTypeOrSelf(v.getType());
+    if (common && t != common)
+      return {};
+    common = t;
+  }
+  if (common && (common.isBF16() || (allowF16 && common.isF16())))
+    return common;
+  return {};
+}
+
 std::optional<int64_t> seqc::parseChip(StringRef chip) {
   if (!chip.consume_front("sm_"))
     return std::nullopt;

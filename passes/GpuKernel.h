@@ -43,6 +43,12 @@ struct GpuTarget {
 
   /// Whether bf16 / f16 products may use mma.sync (sm_80 and later).
   bool tensorCores() const { return smVersion >= 80; }
+  /// The multiplicand type of tensor-core products over `operands` (null
+  /// values skipped): their common element type when it is bf16, or f16
+  /// with `allowF16`, and the chip has tensor cores; else null. Kernels
+  /// that round f32 intermediates to it pass allowF16 = false: f16's range
+  /// (65504) could overflow.
+  mlir::Type tensorCoreType(ValueRange operands, bool allowF16) const;
 };
 
 /// The compute capability of a chip name "sm_<digits>[a]" (sm_90a: 90), or

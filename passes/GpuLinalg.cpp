@@ -212,10 +212,9 @@ template <typename OpTy> struct GpuMatmul : OpRewritePattern<OpTy> {
     Value blocks = kb.mul(kb.mul(batch, tilesM), tilesN);
     SmallVector<Value> args = {readBuffer(b, A), readBuffer(b, B),
                                readBuffer(b, init), out};
-    Type aElt = getElementTypeOrSelf(A.getType());
-    if (target.tensorCores() && isMmaMultiplicand(aElt) &&
-        aElt == getElementTypeOrSelf(B.getType())) {
-      emitMmaMatmul(b, batched, aElt, blocks, args);
+    // A and B are the graph's own operands (nothing rounded): f16 is safe.
+    if (Type mmaType = target.tensorCoreType({A, B}, /*allowF16=*/true)) {
+      emitMmaMatmul(b, batched, mmaType, blocks, args);
       rewriter.replaceOp(op, asTensor(b, out, type));
       return success();
     }

@@ -57,12 +57,9 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
       return failure();
     const int64_t KG = decayRank == 4 ? kStatic : 1;
 
-    Type mmaType = getElementTypeOrSelf(op.getQ().getType());
-    // bf16 only: the rounded operands are f32 intermediates, which f16's
-    // range (65504) could overflow.
-    bool mma = target.tensorCores() && mmaType.isBF16() &&
-               getElementTypeOrSelf(op.getK().getType()) == mmaType &&
-               getElementTypeOrSelf(op.getV().getType()) == mmaType;
+    Type mmaType = target.tensorCoreType({op.getQ(), op.getK(), op.getV()},
+                                         /*allowF16=*/false);
+    bool mma = static_cast<bool>(mmaType);
 
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);

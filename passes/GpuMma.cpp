@@ -40,8 +40,6 @@ seqc::mmaFragmentCoord(MmaOperand operand, int64_t lane, int64_t value) {
   return {group + dr, pair + dc};
 }
 
-bool seqc::isMmaMultiplicand(Type t) { return t.isBF16() || t.isF16(); }
-
 std::pair<Value, Value> Warp::coord(MmaOperand operand, Value ofLane,
                                     int64_t value) {
   Value group = kb.divs(ofLane, kb.idx(4));

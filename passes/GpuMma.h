@@ -98,9 +98,6 @@ private:
   std::pair<Value, Value> coord(MmaOperand operand, Value lane, int64_t value);
 };
 
-/// Whether `t` is a multiplicand type of seqc's mma.sync kernels.
-bool isMmaMultiplicand(mlir::Type t);
-
 } // namespace seqc
 
 #endif // SEQC_PASSES_GPUMMA_H

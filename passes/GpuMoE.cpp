@@ -71,12 +71,11 @@ struct GpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
     // Tensor cores need one expert's weights per tile of rows: each expert's
     // rows then start at a multiple of the tile height (padding rows hold
     // choice -1), as grouped GEMMs do.
-    Type mmaType = getElementTypeOrSelf(op.getX().getType());
-    // bf16 only: the down projection rounds the f32 hidden activations,
-    // which f16's range (65504) could overflow.
-    bool mma = target.tensorCores() && mmaType.isBF16();
-    for (Value w : {op.getWUp(), op.getWDown(), op.getWGate()})
-      mma = mma && (!w || getElementTypeOrSelf(w.getType()) == mmaType);
+    // The down projection rounds the f32 hidden activations: bf16 only.
+    Type mmaType = target.tensorCoreType(
+        {op.getX(), op.getWUp(), op.getWDown(), op.getWGate()},
+        /*allowF16=*/false);
+    bool mma = static_cast<bool>(mmaType);
     int64_t pad = mma ? MmaTileGemm::tileM : 1;
     Value rowsLen = kb.add(TK, kb.mul(E, kb.idx(pad - 1)));
     auto yType = cast<RankedTensorType>(op.getY().getType());

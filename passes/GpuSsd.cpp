@@ -70,12 +70,9 @@ struct GpuSsd : OpRewritePattern<seq::SsdOp> {
     Value gate = op.getGate() ? readBuffer(b, op.getGate()) : Value();
     Value init = op.getInit() ? readBuffer(b, op.getInit()) : Value();
     bool softplus = op.getDtSoftplus();
-    Type mmaType = getElementTypeOrSelf(op.getX().getType());
-    // bf16 only: the rounded operands are f32 intermediates, which f16's
-    // range (65504) could overflow.
-    bool mma = target.tensorCores() && mmaType.isBF16() &&
-               getElementTypeOrSelf(op.getB().getType()) == mmaType &&
-               getElementTypeOrSelf(op.getC().getType()) == mmaType;
+    Type mmaType = target.tensorCoreType({op.getX(), op.getB(), op.getC()},
+                                         /*allowF16=*/false);
+    bool mma = static_cast<bool>(mmaType);
 
     // Optional operands travel after the fixed ones; `pick` finds them.
     auto withOptional = [](SmallVector<Value> args, ArrayRef<Value> optional) {
