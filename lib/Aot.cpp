@@ -222,24 +222,28 @@ Status seqc::compileAheadOfTime(std::string_view source,
       hostTargetMachine(options.compile.optLevel, options.cpu);
   if (!tm)
     return tm.status();
-  CompileOptions compile = options.compile;
-  // No device to ask at compile time: the chip is named or Hopper's.
-  if (compile.target == Target::CUDA && compile.cudaChip.empty())
-    compile.cudaChip = "sm_90a";
+  // No device to ask at compile time: the chip is named or the CUDA
+  // pipeline's default (Hopper's).
   Expected<CompiledObject> object = compileToObject(
-      source, bufferName, compile, **tm,
+      source, bufferName, options.compile, **tm,
       [&](llvm::Module &m, const std::vector<FunctionSignature> &sigs) {
         addEntryPoints(m, options.prefix, sigs);
       },
       /*gatherCudaStructors=*/false);
   if (!object)
     return object.status();
-  // Two MLIR names that map to one C name (@"a.b" and @a_b) would leave one
-  // function unreachable: LLVM renames the second symbol silently.
+  // Two MLIR names that map to one C name (@"a.b" and @a_b), or a function
+  // named like the signature table, would leave one symbol unreachable:
+  // LLVM renames the second silently (and a host would call the table).
+  std::string table = options.prefix + "signatures";
   std::map<std::string, std::string> cNames;
   for (const FunctionSignature &sig : object->functions) {
-    auto [it, fresh] =
-        cNames.emplace(options.prefix + cIdentifier(sig.name), sig.name);
+    std::string cName = options.prefix + cIdentifier(sig.name);
+    if (cName == table)
+      return Status::error("@" + sig.name + " would be the C function " +
+                           cName +
+                           ", the name of the signature table; rename it");
+    auto [it, fresh] = cNames.emplace(cName, sig.name);
     if (!fresh)
       return Status::error("@" + it->second + " and @" + sig.name +
                            " would both be the C function " + it->first +

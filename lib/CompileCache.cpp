@@ -3,6 +3,7 @@
 #include "CompileCache.h"
 #include "FileIO.h"
 #include "PerfMap.h"
+#include "seqc/Passes.h"
 
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/SHA256.h"
@@ -70,6 +71,11 @@ std::string seqc::cacheKey(std::string_view source, std::string_view bufferName,
      << "\ntarget "
      << static_cast<int>(options.target) << "\nchip " << options.cudaChip
      << "\nblock-threads " << options.cudaBlockThreads
+     // The CUDA object embeds a cubin or, without ptxas, PTX: installing
+     // the toolkit must not keep serving the PTX build.
+     << "\nptxas "
+     << (options.target == Target::CUDA &&
+         cudaHasPtxas(CudaPipelineOptions()))
      // The buffer's name is part of the code: run-time error messages quote
      // source locations.
      << "\nname " << bufferName.size() << " " << bufferName << "\n\n";

@@ -281,8 +281,7 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
       cuda.blockThreads = options.cudaBlockThreads;
     // Without the toolkit's ptxas, embed PTX: the driver compiles it when
     // the module loads.
-    std::string ptxas = cudaToolkitPath(cuda) + "/bin/ptxas";
-    if (!cuda.emulate && access(ptxas.c_str(), X_OK) != 0)
+    if (!cuda.emulate && !cudaHasPtxas(cuda))
       cuda.format = "isa";
     buildCudaPipeline(pm, cuda);
   }

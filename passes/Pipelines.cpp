@@ -18,6 +18,8 @@
 #include <cstdlib>
 #include <functional>
 
+#include <unistd.h>
+
 using namespace mlir;
 
 void seqc::buildLowerToLLVMPipeline(OpPassManager &pm, bool gpuHost) {
@@ -77,6 +79,10 @@ std::string seqc::cudaToolkitPath(const CudaPipelineOptions &opts) {
   if (const char *home = std::getenv("CUDA_HOME"); home && *home)
     return home;
   return "/usr/local/cuda";
+}
+
+bool seqc::cudaHasPtxas(const CudaPipelineOptions &opts) {
+  return access((cudaToolkitPath(opts) + "/bin/ptxas").c_str(), X_OK) == 0;
 }
 
 void seqc::buildCudaPipeline(OpPassManager &pm,

@@ -69,6 +69,9 @@ void buildCudaPipeline(mlir::OpPassManager &pm,
 
 /// The toolkit `opts` names, or $CUDA_HOME, or /usr/local/cuda.
 std::string cudaToolkitPath(const CudaPipelineOptions &opts);
+/// Whether that toolkit has an executable ptxas (cubins); without one the
+/// CUDA pipeline can only embed PTX, which the driver compiles at load.
+bool cudaHasPtxas(const CudaPipelineOptions &opts);
 
 /// The part of the CPU pipeline after bufferization: memrefs, loops and
 /// vectors to the LLVM dialect. `gpuHost`: also lower gpu.launch_func and
