@@ -166,7 +166,8 @@ void seqc::emitItemKernel(
 bool seqc::allFloat(Operation *op) {
   auto isFloat = [](Type t) {
     auto shaped = dyn_cast<ShapedType>(t);
-    return shaped && isa<FloatType>(shaped.getElementType());
+    return shaped &&
+           isa<Float32Type, Float16Type, BFloat16Type>(shaped.getElementType());
   };
   return llvm::all_of(op->getOperandTypes(), isFloat) &&
          llvm::all_of(op->getResultTypes(), isFloat);
@@ -194,6 +195,14 @@ RegionCaptures RegionCaptures::of(Region &region) {
       c.values.push_back(v);
   }
   return c;
+}
+
+bool RegionCaptures::scalarOnly() const {
+  auto scalar = [](Value v) { return v.getType().isIntOrIndexOrFloat(); };
+  return llvm::all_of(values, scalar) &&
+         llvm::all_of(constants, [&](Operation *c) {
+           return llvm::all_of(c->getResults(), scalar);
+         });
 }
 
 IRMapping RegionCaptures::map(OpBuilder &b, ValueRange args) const {

@@ -122,6 +122,10 @@ struct RegionCaptures {
   llvm::SmallVector<mlir::Operation *> constants;
 
   static RegionCaptures of(mlir::Region &region);
+  /// Whether every capture is a scalar: a kernel cannot take a tensor (or a
+  /// dense constant) as an argument, so regions using one are left to the
+  /// loop-based lowerings.
+  bool scalarOnly() const;
   /// Inside the kernel: maps every capture, given the kernel's view of
   /// `values` (`args`), cloning the constants at the insertion point.
   mlir::IRMapping map(mlir::OpBuilder &b, ValueRange args) const;

@@ -34,7 +34,8 @@ struct GpuGeneric : OpRewritePattern<linalg::GenericOp> {
 
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!op.hasPureTensorSemantics() || op.getNumResults() == 0)
+    if (!op.hasPureTensorSemantics() || op.getNumResults() == 0 ||
+        !RegionCaptures::of(op.getRegion()).scalarOnly())
       return failure();
     SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
     // Outputs must be indexed by parallel dimensions only (linalg's rule for

@@ -310,6 +310,16 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
                 acc = sh[5], vs = sh[6], den = sh[7];
           ChunkBlock cb = chunkBlock(k, blk.blockId, q);
           Value nK = k.mdim(q, 3), nT = k.mdim(q, 1), nV = k.mdim(vm, 3);
+          // gm and acc accumulate over key tiles, the first overwriting:
+          // with K = 0 there is none, and both must read as zeros.
+          blk.phase(
+              k.idx(Q * Q),
+              [&](Value i) {
+                k.mstore(k.f32(0.0), gm, {i});
+                k.ifThen(lt(k, i, k.idx(Q * VT)),
+                         [&] { k.mstore(k.f32(0.0), acc, {i}); });
+              },
+              /*barrier=*/false); // stageDecay ends with one
           stageDecay(blk, cb, q, g, cg);
           if (causal) {
             // G[t][s] over key tiles, then the causal mask and decay.

@@ -95,6 +95,8 @@ struct GpuAssociativeScan : OpRewritePattern<seq::AssociativeScanOp> {
 
   LogicalResult matchAndRewrite(seq::AssociativeScanOp op,
                                 PatternRewriter &rewriter) const override {
+    if (!RegionCaptures::of(op.getCombiner()).scalarOnly())
+      return failure();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);

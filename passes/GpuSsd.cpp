@@ -267,6 +267,16 @@ struct GpuSsd : OpRewritePattern<seq::SsdOp> {
           ChunkBlock cb = chunkBlock(k, blk.blockId, x, bm);
           Value dts = sh[0], cs = sh[1], G = sh[2], tile = sh[3], ss = sh[4],
                 acc = sh[5];
+          // G and acc accumulate over N tiles, the first tile overwriting:
+          // with N = 0 there is none, and both must read as zeros.
+          blk.phase(
+              k.idx(Q * Q),
+              [&](Value i) {
+                k.mstore(k.f32(0.0), G, {i});
+                k.ifThen(k.cmp(CmpIPredicate::slt, i, k.idx(Q * PTile)),
+                         [&] { k.mstore(k.f32(0.0), acc, {i}); });
+              },
+              /*barrier=*/false); // stageDecay ends with one
           stageDecay(blk, cb, x, in[1], in[2], biasIn, dts, cs);
           Value nT = k.mdim(x, 1), nP = k.mdim(x, 3), nN = k.mdim(bm, 3);
           Value qIdx = k.idx(Q), ntIdx = k.idx(NTile), ptIdx = k.idx(PTile);
