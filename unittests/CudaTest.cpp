@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <map>
 #include <set>
 #include <sys/stat.h>
 
@@ -102,6 +103,56 @@ TEST(Cuda, NoDeviceIsAnError) {
   auto m = engine.compile(kScan, opts);
   ASSERT_FALSE(m);
   EXPECT_EQ(m.message().rfind("no CUDA device", 0), 0u) << m.message();
+}
+
+/// The names of the functions an object defines.
+std::set<std::string> definedFunctions(const std::string &object) {
+  std::set<std::string> names;
+  auto file = llvm::object::ObjectFile::createObjectFile(
+      llvm::MemoryBufferRef(object, "x.o"));
+  if (!file) {
+    llvm::consumeError(file.takeError());
+    return names;
+  }
+  for (const llvm::object::SymbolRef &sym : (*file)->symbols()) {
+    auto name = sym.getName();
+    auto type = sym.getType();
+    if (name && type && *type == llvm::object::SymbolRef::ST_Function)
+      names.insert(name->str());
+    if (!name)
+      llvm::consumeError(name.takeError());
+    if (!type)
+      llvm::consumeError(type.takeError());
+  }
+  return names;
+}
+
+// --target cuda-emulated really runs the GPU lowering's kernels (every
+// integration test's third pipeline relies on it): its object has the
+// emulated thread-block tasks of the scan and none of the CPU kernels.
+TEST(Cuda, EmulatedTargetCompilesTheGpuKernels) {
+  auto tm = hostTargetMachine(2);
+  ASSERT_TRUE(tm) << tm.message();
+  std::map<Target, std::set<std::string>> fns;
+  for (Target t : {Target::CPU, Target::CUDAEmulated}) {
+    CompileOptions opts;
+    opts.target = t;
+    auto obj = compileToObject(kScan, "scan.mlir", opts, **tm);
+    ASSERT_TRUE(obj) << obj.message();
+    fns[t] = definedFunctions(obj->object);
+  }
+  auto gpuTasks = [](const std::set<std::string> &names) {
+    return llvm::count_if(names, [](const std::string &n) {
+      return llvm::StringRef(n).starts_with("__seqc_gpu_linear_scan");
+    });
+  };
+  EXPECT_GE(gpuTasks(fns[Target::CUDAEmulated]), 3) // chunks, pass, apply
+      << "emulated object lacks the GPU scan kernels";
+  EXPECT_EQ(gpuTasks(fns[Target::CPU]), 0);
+  // The CPU kernel's task (__seqc_linear_scan$task) is not in it.
+  for (const std::string &n : fns[Target::CPU])
+    if (llvm::StringRef(n).starts_with("__seqc_"))
+      EXPECT_FALSE(fns[Target::CUDAEmulated].count(n)) << n;
 }
 
 TEST(Cuda, EmulatedKernelsAgreeWithTheCpu) {
