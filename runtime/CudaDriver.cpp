@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 using namespace seqc::rt;
 
@@ -163,7 +164,31 @@ void *seqc::rt::cudaManagedAlloc(size_t bytes, std::string &error) {
   }
   CUdeviceptr ptr = 0;
   // CU_MEM_ATTACH_GLOBAL: any stream and the host may touch it.
-  if (CUresult r = api.cuMemAllocManaged(&ptr, bytes, 1)) {
+  CUresult r = api.cuMemAllocManaged(&ptr, bytes, 1);
+  if (r) {
+    // Blocks of other sizes may be holding the memory: give them back to
+    // the driver and try once more before failing the call.
+    std::vector<void *> cached;
+    {
+      ManagedCache &cache = managedCache();
+      std::lock_guard<std::mutex> lock(cache.mutex);
+      for (auto &entry : cache.free)
+        cached.push_back(entry.second);
+      cache.free.clear();
+      cache.bytes = 0;
+    }
+    if (!cached.empty()) {
+      {
+        std::lock_guard<std::mutex> lock(sizesMutex);
+        for (void *p : cached)
+          managedSizes().erase(p);
+      }
+      for (void *p : cached)
+        api.cuMemFree(reinterpret_cast<CUdeviceptr>(p));
+      r = api.cuMemAllocManaged(&ptr, bytes, 1);
+    }
+  }
+  if (r) {
     error = "out of memory: allocating " + std::to_string(bytes) +
             " bytes of CUDA managed memory failed: " + api.errorString(r);
     return nullptr;
