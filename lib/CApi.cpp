@@ -3,7 +3,6 @@
 #include "seqc/seqc.h"
 
 #include "seqc/Engine.h"
-#include "seqc/Npy.h"
 
 #include "CApiSupport.h"
 
@@ -37,6 +36,8 @@ extern "C" void seqc_compile_options_init(seqc_compile_options *o) {
   o->num_threads = 0;
   o->use_cache = 1;
   o->cache_dir = nullptr;
+  o->fuse = 1;
+  o->profile = SEQC_PROFILE_NONE;
 }
 
 extern "C" seqc_status seqc_engine_create(seqc_engine **engine) {
@@ -59,6 +60,9 @@ static Expected<CompileOptions> toOptions(const seqc_compile_options *o) {
     return Status::error("opt_level must be 0 to 3");
   if (o->num_threads < 0)
     return Status::error("num_threads must be >= 0");
+  if (o->profile != SEQC_PROFILE_NONE && o->profile != SEQC_PROFILE_CALLS &&
+      o->profile != SEQC_PROFILE_OPS)
+    return Status::error("unknown profile " + std::to_string(o->profile));
   opts.target = o->target == SEQC_TARGET_CUDA            ? Target::CUDA
                 : o->target == SEQC_TARGET_CUDA_EMULATED ? Target::CUDAEmulated
                                                          : Target::CPU;
@@ -69,6 +73,10 @@ static Expected<CompileOptions> toOptions(const seqc_compile_options *o) {
   opts.useCache = o->use_cache != 0;
   if (o->cache_dir)
     opts.cacheDir = o->cache_dir;
+  opts.fuse = o->fuse != 0;
+  opts.profile = o->profile == SEQC_PROFILE_CALLS ? Profile::Calls
+                 : o->profile == SEQC_PROFILE_OPS ? Profile::Ops
+                                                  : Profile::None;
   return opts;
 }
 
@@ -206,14 +214,38 @@ extern "C" seqc_status seqc_function_call(const seqc_function *f,
       numOutputs);
 }
 
-extern "C" seqc_status seqc_tensor_read_npy(const char *path,
-                                            seqc_tensor **tensor) {
-  SEQC_REQUIRE(path);
-  SEQC_REQUIRE(tensor);
-  Expected<Tensor> t = npy::read(path);
-  if (!t)
-    return fail(SEQC_ERROR_IO, t.message());
-  *tensor = capi::wrap(t.take());
-  capi::clearError();
+extern "C" size_t seqc_function_num_regions(const seqc_function *f) {
+  return f ? f->function.signature().profileRegions.size() : 0;
+}
+
+extern "C" const char *seqc_function_region_name(const seqc_function *f,
+                                                 size_t index) {
+  if (!f || index >= f->function.signature().profileRegions.size())
+    return nullptr;
+  return f->function.signature().profileRegions[index].c_str();
+}
+
+extern "C" seqc_status seqc_function_call_stats(
+    const seqc_function *f, const seqc_view *inputs, size_t numInputs,
+    seqc_tensor **outputs, size_t numOutputs, seqc_call_stats *stats) {
+  SEQC_REQUIRE(f);
+  SEQC_REQUIRE(stats);
+  CallStats measured;
+  seqc_status status = capi::call(
+      [&](const std::vector<TensorView> &views) {
+        return f->function.call(views, measured);
+      },
+      f->function.signature().outputs.size(), inputs, numInputs, outputs,
+      numOutputs);
+  if (status != SEQC_OK)
+    return status;
+  stats->allocated_bytes = measured.allocatedBytes;
+  stats->peak_bytes = measured.peakBytes;
+  for (size_t i = 0; i < measured.regionSeconds.size(); ++i) {
+    if (stats->region_seconds)
+      stats->region_seconds[i] = measured.regionSeconds[i];
+    if (stats->region_calls)
+      stats->region_calls[i] = measured.regionCalls[i];
+  }
   return SEQC_OK;
 }

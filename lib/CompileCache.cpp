@@ -9,8 +9,11 @@
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cerrno>
-#include <dlfcn.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <link.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,21 +40,51 @@ static std::string sha256(std::string_view data) {
   return hex(digest);
 }
 
+/// The file that holds the code at `address`: the shared library it is in,
+/// or, for the main program (whose dladdr name is argv[0], which names no
+/// file when the tool was started through $PATH), /proc/self/exe.
+static std::string objectFileContaining(const void *address) {
+  struct Search {
+    uintptr_t address;
+    std::string path;
+    bool found = false;
+  } search{reinterpret_cast<uintptr_t>(address), "", false};
+  dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t, void *data) {
+        auto *s = static_cast<Search *>(data);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD)
+            continue;
+          uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+          if (s->address >= start && s->address < start + ph.p_memsz) {
+            s->found = true;
+            s->path = info->dlpi_name ? info->dlpi_name : "";
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &search);
+  if (!search.found)
+    return "";
+  // The main program is listed with an empty name.
+  return search.path.empty() ? "/proc/self/exe" : search.path;
+}
+
 /// A digest of the code that compiles (the executable or shared library this
 /// function is in): any change to seqc's passes changes the keys, so a
 /// rebuilt seqc never loads objects an older build made.
 static const std::string &buildIdentity() {
   static const std::string id = [] {
-    Dl_info info;
-    if (dladdr(reinterpret_cast<void *>(&buildIdentity), &info) &&
-        info.dli_fname) {
-      if (Expected<std::string> bytes = readFile(info.dli_fname))
+    std::string file =
+        objectFileContaining(reinterpret_cast<const void *>(&buildIdentity));
+    if (!file.empty())
+      if (Expected<std::string> bytes = readFile(file))
         return sha256(*bytes);
-    }
     // Unidentifiable: a key no other process shares (the disk cache then
     // never hits, rather than risk loading another build's code).
-    return "unidentified " + std::to_string(getpid()) + " " +
-           std::to_string(reinterpret_cast<uintptr_t>(&info));
+    return "unidentified " + std::to_string(getpid());
   }();
   return id;
 }
@@ -112,6 +145,9 @@ Expected<CacheEntry> seqc::readCacheEntry(const std::string &configuredDir,
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
     return Status::error(""); // a plain miss
+  // Eviction is least recently used first: a read is a use. (Access times
+  // are unreliable under relatime, so the modification time records it.)
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
   Expected<std::string> bytes = readFile(path);
   auto corrupt = [&](const std::string &why) {
     return Status::error("cache entry " + path + " is " + why + "; rebuilt");
@@ -218,5 +254,66 @@ Status seqc::writeCacheEntry(const std::string &configuredDir,
   std::ostringstream header;
   header << "seqc-cache 2\nseqc " << seqcVersion() << "\nkey " << key
          << "\ncontent " << body.size() << ' ' << sha256(body) << '\n';
-  return writeFileAtomically(entryPath(dir, key), header.str() + body);
+  Expected<uint64_t> limit = cacheSizeLimit();
+  if (!limit)
+    return limit.status();
+  Status written = writeFileAtomically(entryPath(dir, key), header.str() + body);
+  if (!written)
+    return written;
+  evictLeastRecentlyUsed(dir, *limit, key + ".seqc");
+  return Status::ok();
+}
+
+Expected<uint64_t> seqc::cacheSizeLimit() {
+  constexpr uint64_t kDefaultMB = 512;
+  const char *env = std::getenv("SEQC_CACHE_MAX_MB");
+  if (!env || !*env)
+    return kDefaultMB << 20;
+  char *end = nullptr;
+  errno = 0;
+  double mb = std::strtod(env, &end);
+  if (errno != 0 || end == env || *end != '\0' || !(mb >= 0) || mb > 1e12)
+    return Status::error("SEQC_CACHE_MAX_MB must be a size in megabytes "
+                         "(a number >= 0), not '" +
+                         std::string(env) + "'");
+  return static_cast<uint64_t>(mb * 1048576.0);
+}
+
+void seqc::evictLeastRecentlyUsed(const std::string &dir, uint64_t limitBytes,
+                                  const std::string &keep) {
+  struct Entry {
+    std::string path;
+    uint64_t bytes;
+    struct timespec used;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  DIR *d = ::opendir(dir.c_str());
+  if (!d)
+    return;
+  while (dirent *e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() < 6 || name.compare(name.size() - 5, 5, ".seqc") != 0)
+      continue;
+    std::string path = dir + "/" + name;
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    total += static_cast<uint64_t>(st.st_size);
+    if (name != keep)
+      entries.push_back({path, static_cast<uint64_t>(st.st_size), st.st_mtim});
+  }
+  ::closedir(d);
+  std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
+    return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec
+                                          : a.used.tv_nsec < b.used.tv_nsec;
+  });
+  // Another process may evict the same entries at once: a failed remove
+  // just means the file is gone.
+  for (const Entry &e : entries) {
+    if (total <= limitBytes)
+      break;
+    ::unlink(e.path.c_str());
+    total -= std::min(total, e.bytes);
+  }
 }

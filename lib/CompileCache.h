@@ -6,7 +6,8 @@
 // buffer name (run-time messages quote source locations). The
 // file holds the object, its size and SHA-256 and the function signatures;
 // an entry that fails any check is reported and rebuilt, never loaded.
-// Entries are written to a temporary file and renamed into place.
+// Entries are written to a temporary file and renamed into place; the
+// directory is bounded ($SEQC_CACHE_MAX_MB), least recently used out first.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +38,15 @@ Expected<CacheEntry> readCacheEntry(const std::string &configuredDir,
                                     const std::string &key);
 Status writeCacheEntry(const std::string &configuredDir,
                        const std::string &key, const CacheEntry &entry);
+
+/// The most bytes the cache directory may hold: $SEQC_CACHE_MAX_MB
+/// megabytes (default 512). Past it, writing an entry removes the least
+/// recently used ones (a read counts as a use).
+Expected<uint64_t> cacheSizeLimit();
+/// Removes the least recently used entries of `dir` until its entries
+/// total at most `limitBytes`, never the entry named `keep`.
+void evictLeastRecentlyUsed(const std::string &dir, uint64_t limitBytes,
+                            const std::string &keep);
 
 } // namespace seqc
 

@@ -200,12 +200,24 @@ static void gatherStructors(llvm::Module &m, llvm::StringRef array,
   irb.CreateRetVoid();
 }
 
+StageClock::StageClock(const CompileOptions &options)
+    : onEvent(options.onEvent), start(std::chrono::steady_clock::now()) {}
+
+void StageClock::done(const std::string &stage) {
+  auto now = std::chrono::steady_clock::now();
+  if (onEvent)
+    onEvent({CompileEvent::Kind::Stage, stage,
+             std::chrono::duration<double>(now - start).count()});
+  start = now;
+}
+
 Expected<CompiledObject>
 seqc::compileToObject(std::string_view source, const std::string &bufferName,
                       const CompileOptions &options, llvm::TargetMachine &tm,
                       const ModuleHook &hook, bool gatherCudaStructors) {
   if (options.optLevel < 0 || options.optLevel > 3)
     return Status::error("optLevel must be 0 to 3");
+  StageClock clock(options);
 
   mlir::DialectRegistry registry;
   registerDialects(registry);
@@ -238,6 +250,7 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
       mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &ctx);
   if (!module)
     return fail("cannot parse " + bufferName);
+  clock.done("parse and verify");
 
   if (options.profile != Profile::None) {
     mlir::PassManager profile(&ctx);
@@ -249,6 +262,7 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     profile.addPass(createSeqProfileCalls(calls));
     if (mlir::failed(profile.run(*module)))
       return fail("cannot instrument " + bufferName + " for profiling");
+    clock.done("profiling instrumentation");
   }
 
   CompiledObject result;
@@ -287,12 +301,15 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
   }
   if (mlir::failed(pm.run(*module)))
     return fail("compilation of " + bufferName + " failed");
+  clock.done(options.target == Target::CPU ? "MLIR passes (CPU pipeline)"
+                                           : "MLIR passes (CUDA pipeline)");
 
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       mlir::translateModuleToLLVMIR(*module, llvmContext, bufferName);
   if (!llvmModule)
     return fail("cannot translate " + bufferName + " to LLVM IR");
+  clock.done("translation to LLVM IR");
   llvmModule->setDataLayout(tm.createDataLayout());
   llvmModule->setTargetTriple(tm.getTargetTriple());
   if (options.target == Target::CUDA && gatherCudaStructors) {
@@ -326,6 +343,7 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
   if (llvm::Error err = optimize(llvmModule.get()))
     return Status::error("LLVM optimization failed: " +
                          llvm::toString(std::move(err)));
+  clock.done("LLVM optimization");
 
   if (perfMapRequested())
     exposeLocalFunctions(*llvmModule);
@@ -338,5 +356,6 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     return Status::error("the target cannot emit object files");
   codegen.run(*llvmModule);
   result.object.assign(buffer.begin(), buffer.end());
+  clock.done("code generation");
   return result;
 }

@@ -14,6 +14,7 @@
 
 #include "llvm/Target/TargetMachine.h"
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -65,6 +66,19 @@ Expected<CompiledObject> compileToObject(std::string_view source,
 /// linking) and unload them (call before unlinking).
 const char *cudaInitSymbol();
 const char *cudaFiniSymbol();
+
+/// Reports the time of each stage of a compile through
+/// CompileOptions::onEvent: done(name) ends the stage that began when the
+/// clock was made or at the last done().
+class StageClock {
+public:
+  explicit StageClock(const CompileOptions &options);
+  void done(const std::string &stage);
+
+private:
+  std::function<void(const CompileEvent &)> onEvent;
+  std::chrono::steady_clock::time_point start;
+};
 
 /// The version of seqc (part of cache keys and object metadata).
 const char *seqcVersion();

@@ -32,6 +32,7 @@ using namespace seqc;
 const std::vector<RuntimeSymbol> &seqc::runtimeSymbols() {
   static const std::vector<RuntimeSymbol> symbols = {
       {"seqc_rt_check_failed", reinterpret_cast<void *>(&seqc_rt_check_failed)},
+      {"__truncsfbf2", reinterpret_cast<void *>(&seqc_rt_truncsfbf2)},
       {"_mlir_memref_to_llvm_alloc",
        reinterpret_cast<void *>(&_mlir_memref_to_llvm_alloc)},
       {"_mlir_memref_to_llvm_aligned_alloc",
@@ -230,6 +231,12 @@ loadObject(const std::string &object, std::vector<FunctionSignature> functions,
 // Engine
 //===----------------------------------------------------------------------===//
 
+static void report(const CompileOptions &options, CompileEvent::Kind kind,
+                   const std::string &what) {
+  if (options.onEvent)
+    options.onEvent({kind, what, 0});
+}
+
 struct Engine::Impl {
   std::mutex mutex;
   /// Modules by cache key, kept while someone holds them.
@@ -280,6 +287,7 @@ Engine::compileResolved(std::string_view source, const CompileOptions &options,
       if (auto hit = it->second.lock()) {
         result->impl = hit;
         result->status = CacheStatus::MemoryHit;
+        report(options, CompileEvent::Kind::CacheHit, "memory");
         return result;
       }
   }
@@ -293,6 +301,7 @@ Engine::compileResolved(std::string_view source, const CompileOptions &options,
       if (loaded) {
         result->impl = *loaded;
         result->status = CacheStatus::DiskHit;
+        report(options, CompileEvent::Kind::CacheHit, "disk");
         std::lock_guard<std::mutex> lock(impl->mutex);
         impl->memory[key] = *loaded;
         return result;
@@ -303,14 +312,17 @@ Engine::compileResolved(std::string_view source, const CompileOptions &options,
     }
   }
 
+  report(options, CompileEvent::Kind::CacheMiss, "");
   Expected<CompiledObject> compiled =
       compileToObject(source, bufferName, options, **tm);
   if (!compiled)
     return compiled.status();
+  StageClock clock(options);
   Expected<std::shared_ptr<CompiledModule::Impl>> loaded =
       loadObject(compiled->object, compiled->functions, compiled->unsupported);
   if (!loaded)
     return loaded.status();
+  clock.done("JIT link");
   result->impl = *loaded;
   result->status = CacheStatus::Compiled;
   if (options.useCache) {

@@ -107,6 +107,7 @@ struct CpuMatmul : OpRewritePattern<OpTy> {
       rewriter.setInsertionPoint(epilogue->op);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
+    kb.checksFor(op);
     int64_t off = batched ? 1 : 0;
     // A's sizes; a fused prologue's A is never built, its init has them.
     Value aShape = prologue ? prologue->op.getDpsInits()[0] : A;
@@ -116,21 +117,21 @@ struct CpuMatmul : OpRewritePattern<OpTy> {
     // The shapes must agree (upstream run-time verification reports a
     // mismatch first; this keeps the kernel memory-safe regardless).
     kb.check(kb.cmp(arith::CmpIPredicate::eq, kb.dim(B, off), K),
-             "matmul: the reduction sizes of the operands differ ({0} vs {1})",
+             "the reduction sizes of the operands differ ({0} vs {1})",
              {kb.dim(B, off), K});
     // The kernel takes M and N (and the batch) from the init.
     kb.check(kb.cmp(arith::CmpIPredicate::eq, kb.dim(init, off), M),
-             "matmul: the init has {0} rows but A has {1}",
+             "the init has {0} rows but A has {1}",
              {kb.dim(init, off), M});
     kb.check(kb.cmp(arith::CmpIPredicate::eq, kb.dim(init, off + 1), N),
-             "matmul: the init has {0} columns but B has {1}",
+             "the init has {0} columns but B has {1}",
              {kb.dim(init, off + 1), N});
     if (batched) {
       kb.check(kb.cmp(arith::CmpIPredicate::eq, kb.dim(B, 0), batch),
-               "matmul: the batch sizes of the operands differ ({0} vs {1})",
+               "the batch sizes of the operands differ ({0} vs {1})",
                {kb.dim(B, 0), batch});
       kb.check(kb.cmp(arith::CmpIPredicate::eq, kb.dim(init, 0), batch),
-               "matmul: the init's batch size is {0} but A's is {1}",
+               "the init's batch size is {0} but A's is {1}",
                {kb.dim(init, 0), batch});
     }
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());

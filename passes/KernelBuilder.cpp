@@ -484,7 +484,30 @@ SmallVector<Value> KernelBuilder::inlineBlock(Block &body, ValueRange args,
 }
 
 void KernelBuilder::check(Value ok, StringRef message, ValueRange args) {
-  seq::CheckOp::create(b, ok, b.getStringAttr(message), args);
+  seq::CheckOp::create(b, ok, b.getStringAttr(checkPrefix + message.str()),
+                       args);
+}
+
+/// The first file:line:col inside `loc` (fused, named and call-site
+/// locations wrap one), or empty.
+static std::string fileLocation(Location loc) {
+  std::string found;
+  loc->walk([&](Location inner) {
+    if (auto fl = dyn_cast<FileLineColLoc>(inner)) {
+      found = (fl.getFilename().getValue() + ":" + Twine(fl.getLine()) + ":" +
+               Twine(fl.getColumn()))
+                  .str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found;
+}
+
+void KernelBuilder::checksFor(Operation *op) {
+  std::string where = fileLocation(op->getLoc());
+  checkPrefix = op->getName().getStringRef().str() +
+                (where.empty() ? "" : " at " + where) + ": ";
 }
 
 //===----------------------------------------------------------------------===//
@@ -494,6 +517,7 @@ void KernelBuilder::check(Value ok, StringRef message, ValueRange args) {
 DimSizes DimSizes::checkAndCollect(KernelBuilder &kb, Operation *op) {
   DimSizes result;
   result.kb = &kb;
+  kb.checksFor(op);
   cast<seq::ShapeSignatureOpInterface>(op).buildShapeSignature(result.sig);
   const seq::ShapeSignature &sig = result.sig;
   auto isOperand = [&](const seq::TensorDecl &d) {

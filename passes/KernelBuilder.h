@@ -180,11 +180,17 @@ public:
   llvm::SmallVector<Value> inlineBlock(mlir::Block &body, ValueRange args,
                                        const mlir::IRMapping *base = nullptr);
 
-  /// Emits a run-time check.
+  /// Emits a run-time check. Its message names the op being lowered and
+  /// its source location ("seq.ssd at graph.mlir:3:8: ..."), once
+  /// checksFor() has said which op that is.
   void check(Value ok, llvm::StringRef message, ValueRange args = {});
+  /// The op whose run-time checks the following check() calls emit.
+  void checksFor(mlir::Operation *op);
 
 private:
   mlir::ImplicitLocOpBuilder &b;
+  /// "seq.ssd at graph.mlir:3:8: ", or empty before checksFor().
+  std::string checkPrefix;
   mlir::Block *allocaBlock = nullptr;
   bool fastMath = false;
   bool contract = false;

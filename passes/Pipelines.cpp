@@ -4,6 +4,7 @@
 #include "seqc/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -37,6 +38,14 @@ void seqc::buildLowerToLLVMPipeline(OpPassManager &pm, bool gpuHost) {
   expand.opMnemonics = {"rsqrt"};
   pm.addPass(math::createMathExpandOpsPass(expand));
   pm.addPass(createSeqMathToLibm());
+  // bf16 arithmetic left in loops (a bf16-accumulating linalg.matmul) runs
+  // in f32 with a rounding after each op: without AVX-512 BF16, LLVM would
+  // promote it the same way but through __truncsfbf2, a libcall the host
+  // may not have. The conversions then become integer code (ExpandBf16).
+  arith::ArithEmulateUnsupportedFloatsOptions bf16Arithmetic;
+  bf16Arithmetic.sourceTypeStrs = {"bf16"};
+  bf16Arithmetic.targetTypeStr = "f32";
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(bf16Arithmetic));
   pm.addPass(createSeqExpandBf16());
   pm.addPass(createConvertVectorToLLVMPass());
   FinalizeMemRefToLLVMConversionPassOptions memrefOpts;

@@ -2,8 +2,10 @@
 
 #include "seqc/seqc_runtime.h"
 
+#include "seqc/Npy.h"
 #include "seqc/Signature.h"
 #include "seqc/Tensor.h"
+#include "seqc/Weights.h"
 
 #include "CApiSupport.h"
 #include "Runtime.h"
@@ -88,18 +90,143 @@ extern "C" int64_t seqc_tensor_numel(const seqc_tensor *t) {
 extern "C" void *seqc_tensor_data(seqc_tensor *t) {
   return t ? t->tensor.data() : nullptr;
 }
+extern "C" void seqc_tensor_destroy(seqc_tensor *t) { delete t; }
+
+static seqc_view cView(const Tensor &t);
+
 extern "C" seqc_view seqc_tensor_view(const seqc_tensor *t) {
+  return t ? cView(t->tensor) : seqc_view{};
+}
+
+#define SEQC_REQUIRE(ptr)                                                      \
+  do {                                                                         \
+    if (!(ptr))                                                                \
+      return capi::fail(SEQC_ERROR_INVALID_ARGUMENT, #ptr " is NULL");         \
+  } while (0)
+
+static seqc_view cView(const Tensor &t) {
   seqc_view v{};
-  if (!t)
-    return v;
-  v.dtype = static_cast<seqc_dtype>(t->tensor.dtype());
-  v.data = const_cast<void *>(t->tensor.data());
-  v.rank = static_cast<int32_t>(t->tensor.rank());
-  v.shape = t->tensor.shape().data();
+  v.dtype = static_cast<seqc_dtype>(t.dtype());
+  v.data = const_cast<void *>(t.data());
+  v.rank = static_cast<int32_t>(t.rank());
+  v.shape = t.shape().data();
   v.strides = nullptr;
   return v;
 }
-extern "C" void seqc_tensor_destroy(seqc_tensor *t) { delete t; }
+
+extern "C" seqc_status seqc_tensor_read_npy(const char *path,
+                                            seqc_tensor **tensor) {
+  SEQC_REQUIRE(path);
+  SEQC_REQUIRE(tensor);
+  Expected<Tensor> t = npy::read(path);
+  if (!t)
+    return capi::fail(SEQC_ERROR_IO, t.message());
+  *tensor = capi::wrap(t.take());
+  capi::clearError();
+  return SEQC_OK;
+}
+
+/// A contiguous copy of a (possibly strided) view.
+static Expected<Tensor> contiguousCopy(const TensorView &view) {
+  Expected<Tensor> copy = Tensor::zeros(view.dtype, view.shape);
+  if (!copy || copy->numel() == 0)
+    return copy;
+  if (!view.data)
+    return Status::error("the view has no data");
+  size_t elt = dtypeSize(view.dtype);
+  std::vector<int64_t> strides = view.effectiveStrides();
+  std::vector<int64_t> at(view.shape.size(), 0);
+  auto *out = static_cast<uint8_t *>(copy->data());
+  const auto *in = static_cast<const uint8_t *>(view.data);
+  for (int64_t n = 0; n < copy->numel(); ++n) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < at.size(); ++d)
+      offset += at[d] * strides[d];
+    std::memcpy(out + n * elt, in + offset * static_cast<int64_t>(elt), elt);
+    for (size_t d = at.size(); d-- > 0;) {
+      if (++at[d] < view.shape[d])
+        break;
+      at[d] = 0;
+    }
+  }
+  return copy;
+}
+
+extern "C" seqc_status seqc_tensor_write_npy(const char *path,
+                                             const seqc_view *view) {
+  SEQC_REQUIRE(path);
+  SEQC_REQUIRE(view);
+  Expected<TensorView> v = capi::toView(*view, 0);
+  if (!v)
+    return capi::fail(SEQC_ERROR_INVALID_ARGUMENT, v.message());
+  Expected<Tensor> t = contiguousCopy(*v);
+  if (!t)
+    return capi::fail(SEQC_ERROR_INVALID_ARGUMENT, t.message());
+  Status written = npy::write(path, *t);
+  if (!written)
+    return capi::fail(SEQC_ERROR_IO, written.message());
+  capi::clearError();
+  return SEQC_OK;
+}
+
+struct seqc_weights {
+  std::vector<weights::NamedTensor> tensors;
+  std::string path;
+};
+
+extern "C" seqc_status seqc_weights_read(const char *path,
+                                         seqc_weights **result) {
+  SEQC_REQUIRE(path);
+  SEQC_REQUIRE(result);
+  Expected<std::vector<weights::NamedTensor>> tensors = weights::read(path);
+  if (!tensors)
+    return capi::fail(SEQC_ERROR_IO, tensors.message());
+  *result = new seqc_weights{tensors.take(), path};
+  capi::clearError();
+  return SEQC_OK;
+}
+
+extern "C" size_t seqc_weights_count(const seqc_weights *w) {
+  return w ? w->tensors.size() : 0;
+}
+
+extern "C" const char *seqc_weights_name(const seqc_weights *w, size_t index) {
+  if (!w || index >= w->tensors.size())
+    return nullptr;
+  return w->tensors[index].name.c_str();
+}
+
+extern "C" seqc_status seqc_weights_find(const seqc_weights *w,
+                                         const char *name, seqc_view *view) {
+  SEQC_REQUIRE(w);
+  SEQC_REQUIRE(name);
+  SEQC_REQUIRE(view);
+  for (const weights::NamedTensor &t : w->tensors)
+    if (t.name == name) {
+      *view = cView(t.tensor);
+      capi::clearError();
+      return SEQC_OK;
+    }
+  return capi::fail(SEQC_ERROR_NOT_FOUND, "'" + w->path +
+                                              "' has no tensor named '" +
+                                              name + "'");
+}
+
+extern "C" seqc_status seqc_weights_view(const seqc_weights *w, size_t index,
+                                         seqc_view *view) {
+  SEQC_REQUIRE(w);
+  SEQC_REQUIRE(view);
+  if (index >= w->tensors.size())
+    return capi::fail(SEQC_ERROR_INVALID_ARGUMENT,
+                      "tensor index " + std::to_string(index) +
+                          " is out of range ('" + w->path + "' has " +
+                          std::to_string(w->tensors.size()) + ")");
+  *view = cView(w->tensors[index].tensor);
+  capi::clearError();
+  return SEQC_OK;
+}
+
+extern "C" void seqc_weights_destroy(seqc_weights *w) { delete w; }
 
 extern "C" seqc_status seqc_set_num_threads(int64_t threads) {
   if (threads < 1)

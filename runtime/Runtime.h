@@ -31,6 +31,14 @@ void *_mlir_memref_to_llvm_alloc(size_t size);
 void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
 void _mlir_memref_to_llvm_free(void *ptr);
 
+/* f32 -> bf16, round to nearest even (compiler-rt's __truncsfbf2). LLVM
+ * calls it for bf16 values it must round on hosts without AVX-512 BF16 (a
+ * select of bf16 values, say), and GCC 12's libgcc does not have it. The
+ * bf16 comes back in the low 16 bits of the result register, as the x86-64
+ * ABI returns __bf16; the JIT binds __truncsfbf2 to it, and the runtime
+ * archive defines a weak __truncsfbf2 for ahead-of-time objects. */
+float seqc_rt_truncsfbf2(float value);
+
 /* The thread pool. `fn(ctx, begin, end)` is called on disjoint ranges that
  * cover [0, count), on the pool's threads and the caller's; the call returns
  * when all are done. Thread count: SEQC_NUM_THREADS, else the hardware's. */

@@ -2,6 +2,8 @@
 
 #include "seqc/Tensor.h"
 
+#include "Runtime.h"
+
 #include <cstdlib>
 #include <cstring>
 
@@ -97,6 +99,13 @@ Tensor Tensor::adopt(DType dtype, std::vector<int64_t> shape, void *data,
   return t;
 }
 
+Expected<Tensor> Tensor::clone() const {
+  Expected<Tensor> copy = zeros(type, dims);
+  if (copy && byteSize() > 0)
+    std::memcpy(copy->data(), data(), byteSize());
+  return copy;
+}
+
 int64_t Tensor::numel() const { return checkedNumel(dims).value_or(0); }
 
 TensorView Tensor::view() const {
@@ -185,4 +194,16 @@ float seqc::halfToFloat(uint16_t h) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
+}
+
+extern "C" float seqc_rt_truncsfbf2(float value) {
+  uint32_t bits = seqc::floatToBF16(value);
+  float result;
+  std::memcpy(&result, &bits, sizeof(result));
+  return result;
+}
+
+// Weak: a C library or libgcc that has it wins.
+extern "C" __attribute__((weak)) float __truncsfbf2(float value) {
+  return seqc_rt_truncsfbf2(value);
 }

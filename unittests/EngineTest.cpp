@@ -75,10 +75,13 @@ TEST(Engine, ArgumentErrors) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.message(),
             "argument 0 (arg0) must be tensor<2x?x3xf32> but dimension 0 is 3");
-  // The dynamic T of a and b disagree: caught by the run-time check.
+  // The dynamic T of a and b disagree: caught by the run-time check, which
+  // names the op and its source location.
   r = fn.call({ok->view(), other->view()});
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.message(), "dimension 1 (T) of b is 6 but a has 5");
+  EXPECT_EQ(r.message(),
+            "seq.linear_scan at <input>:3:12: dimension 1 (T) of b is 6 but a "
+            "has 5");
   TensorView null = ok->view();
   null.data = nullptr;
   r = fn.call({null, ok->view()});

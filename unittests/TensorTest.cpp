@@ -22,6 +22,25 @@ TEST(Tensor, ZerosAndViews) {
   EXPECT_EQ(v.effectiveStrides(), (std::vector<int64_t>{12, 4, 1}));
 }
 
+TEST(Tensor, CopiesShareStorageAndClonesDoNot) {
+  Expected<Tensor> t = Tensor::zeros(DType::F32, {2, 3});
+  ASSERT_TRUE(t);
+  Tensor shared = *t;
+  Expected<Tensor> cloned = t->clone();
+  ASSERT_TRUE(cloned);
+  t->dataAs<float>()[4] = 7.0f;
+  EXPECT_EQ(shared.dataAs<float>()[4], 7.0f);
+  EXPECT_EQ(cloned->dataAs<float>()[4], 0.0f);
+  EXPECT_NE(cloned->data(), t->data());
+  EXPECT_EQ(cloned->shape(), t->shape());
+  EXPECT_EQ(cloned->dtype(), t->dtype());
+  Expected<Tensor> empty = Tensor::zeros(DType::BF16, {0, 5});
+  ASSERT_TRUE(empty);
+  Expected<Tensor> emptyClone = empty->clone();
+  ASSERT_TRUE(emptyClone);
+  EXPECT_EQ(emptyClone->typeString(), "tensor<0x5xbf16>");
+}
+
 TEST(Tensor, OverflowingShapesAreErrors) {
   EXPECT_FALSE(Tensor::zeros(DType::F32, {int64_t(1) << 40, int64_t(1) << 40}));
   EXPECT_FALSE(checkedNumel({-1, 4}));

@@ -4,7 +4,10 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace seqc::seq;
@@ -16,7 +19,33 @@ using namespace seqc::seq;
 #define GET_ATTRDEF_CLASSES
 #include "Seq/SeqAttrs.cpp.inc"
 
+/// Upstream's parser prefixes every error of a custom op's parser with
+/// "custom op 'NAME' ", and ODS's attribute checks start theirs with
+/// "'NAME' op ": an invalid attribute value said the op's name twice. The
+/// handler rewrites such a message in place and passes it on (failure():
+/// the tool's own handler, registered earlier, reports it).
+static LogicalResult polishDiagnostic(Diagnostic &diag) {
+  std::string text = diag.str();
+  size_t at = text.find("custom op '");
+  if (at == std::string::npos)
+    return failure();
+  size_t nameEnd = text.find('\'', at + 11);
+  if (nameEnd == std::string::npos)
+    return failure();
+  std::string quoted = text.substr(at + 10, nameEnd - at - 9); // 'NAME'
+  std::string doubled = "custom op " + quoted + " " + quoted + " op ";
+  if (text.compare(at, doubled.size(), doubled) != 0)
+    return failure();
+  std::string fixed = text.substr(0, at) + quoted + " op " +
+                      text.substr(at + doubled.size());
+  for (DiagnosticArgument &arg : diag.getArguments())
+    arg = DiagnosticArgument(StringRef());
+  diag << std::move(fixed);
+  return failure();
+}
+
 void SeqDialect::initialize() {
+  getContext()->getDiagEngine().registerHandler(polishDiagnostic);
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "Seq/SeqAttrs.cpp.inc"
@@ -25,4 +54,69 @@ void SeqDialect::initialize() {
 #define GET_OP_LIST
 #include "Seq/SeqOps.cpp.inc"
       >();
+}
+
+//===----------------------------------------------------------------------===//
+// Misspellings
+//===----------------------------------------------------------------------===//
+
+StringRef seqc::seq::nearestName(StringRef name, ArrayRef<StringRef> known) {
+  StringRef best;
+  unsigned bestDistance = ~0u;
+  for (StringRef candidate : known) {
+    unsigned d = name.edit_distance(candidate, /*AllowReplacements=*/true);
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  // A likely misspelling: a few edits, and fewer than half the letters.
+  unsigned allowed = std::max<unsigned>(1, std::min<size_t>(3, name.size() / 2));
+  return bestDistance <= allowed ? best : StringRef();
+}
+
+LogicalResult seqc::seq::verifyKnownAttributes(Operation *op,
+                                               ArrayRef<StringRef> inherent) {
+  for (NamedAttribute attr : op->getDiscardableAttrs()) {
+    StringRef name = attr.getName().strref();
+    if (name.contains('.'))
+      continue;
+    InFlightDiagnostic diag = op->emitOpError()
+                              << "has no attribute '" << name << "'";
+    // Internal names (operandSegmentSizes) are not for users to write.
+    SmallVector<StringRef> userNames;
+    for (StringRef n : inherent)
+      if (n != "operandSegmentSizes" && n != "resultSegmentSizes")
+        userNames.push_back(n);
+    if (StringRef near = nearestName(name, userNames); !near.empty())
+      diag << " (did you mean '" << near << "'?)";
+    else if (userNames.empty())
+      diag << " (it takes none)";
+    else
+      diag << " (its attributes: " << llvm::join(userNames, ", ") << ")";
+    return diag;
+  }
+  return success();
+}
+
+/// The parser of every `seq.NAME` that is not an op: an error naming the
+/// nearest op. (A ParseOpHook is a function_ref, so this is a plain
+/// function; the name it was called for is in the operation state.)
+static ParseResult rejectUnknownOp(OpAsmParser &parser, OperationState &state) {
+  StringRef unknown = state.name.getStringRef();
+  SmallVector<StringRef> names;
+  for (RegisteredOperationName op :
+       parser.getContext()->getRegisteredOperations())
+    if (op.getDialectNamespace() == "seq")
+      names.push_back(op.getStringRef());
+  InFlightDiagnostic diag = parser.emitError(parser.getNameLoc())
+                            << "is not an op of the seq dialect";
+  if (StringRef near = nearestName(unknown, names); !near.empty())
+    diag << " (did you mean '" << near << "'?)";
+  return failure();
+}
+
+std::optional<Dialect::ParseOpHook>
+SeqDialect::getParseOperationHook(StringRef) const {
+  return ParseOpHook(rejectUnknownOp);
 }

@@ -28,6 +28,32 @@
 
 #include "Seq/SeqInterfaces.h.inc"
 
+namespace seqc::seq {
+
+/// An error naming each undotted attribute of `op` that is not one of its
+/// own (`inherent`), with the nearest known name: a misspelled attribute
+/// must not silently keep its default. Dialect-prefixed attributes
+/// (`seq.name`, `foo.bar`) are allowed.
+mlir::LogicalResult verifyKnownAttributes(mlir::Operation *op,
+                                          llvm::ArrayRef<llvm::StringRef> inherent);
+
+/// The name among `known` closest to `name` by edit distance, if it is close
+/// enough to be a likely misspelling; empty otherwise.
+llvm::StringRef nearestName(llvm::StringRef name,
+                            llvm::ArrayRef<llvm::StringRef> known);
+
+/// The op trait behind verifyKnownAttributes.
+template <typename ConcreteType>
+class KnownAttributesOnly
+    : public mlir::OpTrait::TraitBase<ConcreteType, KnownAttributesOnly> {
+public:
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op) {
+    return verifyKnownAttributes(op, ConcreteType::getAttributeNames());
+  }
+};
+
+} // namespace seqc::seq
+
 #define GET_OP_CLASSES
 #include "Seq/SeqOps.h.inc"
 

@@ -28,6 +28,12 @@ def Seq_Dialect : Dialect {
     op with `T = 1`.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    /// Called for `seq.NAME` ops that do not exist: an error that suggests
+    /// the nearest op name.
+    std::optional<ParseOpHook>
+    getParseOperationHook(::llvm::StringRef opName) const override;
+  }];
 }
 
 #endif // SEQ_DIALECT_TD

@@ -417,5 +417,50 @@ ParallelForOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Syntax shared by the ops
+//===----------------------------------------------------------------------===//
+
+static const char *ordinal(size_t n) {
+  static const char *names[] = {"1st", "2nd", "3rd", "4th", "5th",
+                                "6th", "7th", "8th", "9th"};
+  return n < 9 ? names[n] : "next";
+}
+
+/// `%a, %b, ...`: the op's required operands, named by `names` ("a, b") in
+/// the message when one is missing.
+template <typename... Operands>
+static ParseResult parseRequiredOperands(OpAsmParser &parser, StringRef names,
+                                         Operands &...operands) {
+  SmallVector<StringRef> nameList;
+  names.split(nameList, ", ");
+  SmallVector<OpAsmParser::UnresolvedOperand *> slots{&operands...};
+  assert(nameList.size() == slots.size() && "one name per operand");
+  for (auto [i, slot] : llvm::enumerate(slots)) {
+    SMLoc loc = parser.getCurrentLocation();
+    auto missing = [&] {
+      return parser.emitError(loc)
+             << "takes " << slots.size() << " operands (" << names
+             << ") before its optional groups, but its " << ordinal(i)
+             << " operand, '" << nameList[i] << "', is missing";
+    };
+    if (i > 0 && parser.parseOptionalComma())
+      return missing();
+    OptionalParseResult parsed = parser.parseOptionalOperand(*slot);
+    if (!parsed.has_value())
+      return missing();
+    if (failed(*parsed))
+      return failure();
+  }
+  return success();
+}
+
+template <typename... Values>
+static void printRequiredOperands(OpAsmPrinter &printer, Operation *,
+                                  StringRef, Values... values) {
+  SmallVector<Value> list{values...};
+  llvm::interleaveComma(list, printer, [&](Value v) { printer << v; });
+}
+
 #define GET_OP_CLASSES
 #include "Seq/SeqOps.cpp.inc"

@@ -17,17 +17,42 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
+// Undotted attributes that are not the op's own are verifier errors.
+def Seq_KnownAttributesOnly : NativeOpTrait<"KnownAttributesOnly"> {
+  let cppNamespace = "::seqc::seq";
+}
+
 class Seq_Op<string mnemonic, list<Trait> traits = []>
     : Op<Seq_Dialect, mnemonic,
-         !listconcat(traits, [DeclareOpInterfaceMethods<
+         !listconcat(traits, [Seq_KnownAttributesOnly,
+                              DeclareOpInterfaceMethods<
                                   Seq_ShapeSignatureOpInterface>])> {
   let hasVerifier = 1;
 }
 
+// The required operands are written `%a, %b, ...` through
+// custom<RequiredOperands>("\"a, b\"", $a, $b): a missing one is an error
+// naming it (a plain `$a `,` $b` says only "expected ','").
+//
 // Shapes and element types are checked by the op verifiers (through the shape
 // signature), which name the operand and the dimension of every mismatch.
-defvar Tensor = AnyRankedTensor;
-defvar OptTensor = Optional<AnyRankedTensor>;
+//
+// The operand tables of the generated reference say the element types the
+// verifier accepts. The constraints check rankedness only: the shape
+// signature checks element types with messages that name the operand (and
+// the operand whose type a data tensor must share), which ODS's positional
+// "operand #3 must be ..." would replace.
+class Seq_TensorOf<string summary>
+    : Type<CPred<"::llvm::isa<::mlir::RankedTensorType>($_self)">,
+           summary, "::mlir::RankedTensorType">;
+def Seq_DataTensor : Seq_TensorOf<
+    "ranked tensor of f32, f16 or bf16 (every data operand and result of the "
+    "op has the same element type)">;
+def Seq_StateTensor : Seq_TensorOf<"ranked tensor of f32 (states stay f32)">;
+def Seq_ParamTensor : Seq_TensorOf<
+    "ranked tensor of f32 or of the op's data element type">;
+def Seq_IndexTensor : Seq_TensorOf<"ranked tensor of i32">;
+def Seq_LoadTensor : Seq_TensorOf<"ranked tensor of i64">;
 
 //===----------------------------------------------------------------------===//
 // Scans
@@ -50,11 +75,12 @@ def Seq_LinearScanOp : Seq_Op<"linear_scan", [Pure]> {
         -> (tensor<2x16x8xf32>, tensor<2x8xf32>)
     ```
   }];
-  let arguments = (ins Tensor:$a, Tensor:$b, OptTensor:$init,
+  let arguments = (ins Seq_DataTensor:$a, Seq_DataTensor:$b,
+                       Optional<Seq_StateTensor>:$init,
                    DefaultValuedAttr<BoolAttr, "false">:$reverse);
-  let results = (outs Tensor:$h, Tensor:$last);
+  let results = (outs Seq_DataTensor:$h, Seq_StateTensor:$last);
   let assemblyFormat = [{
-    $a `,` $b (`init` `(` $init^ `)`)? attr-dict
+    custom<RequiredOperands>("\"a, b\"", $a, $b) (`init` `(` $init^ `)`)? attr-dict
     `:` functional-type(operands, results)
   }];
 }
@@ -121,15 +147,18 @@ def Seq_SelectiveScanOp : Seq_Op<"selective_scan",
     - `y[t,d] = sum_n C[t,g,n] * h[t,d,n] + skip[d] * u[t,d]`; with `gate`,
       `y *= z * sigmoid(z)`.
   }];
-  let arguments = (ins Tensor:$u, Tensor:$delta, Tensor:$A, Tensor:$B,
-                   Tensor:$C, OptTensor:$skip, OptTensor:$gate,
-                   OptTensor:$delta_bias, OptTensor:$init,
+  let arguments = (ins Seq_DataTensor:$u, Seq_DataTensor:$delta,
+                       Seq_ParamTensor:$A, Seq_DataTensor:$B,
+                   Seq_DataTensor:$C, Optional<Seq_ParamTensor>:$skip,
+                   Optional<Seq_DataTensor>:$gate,
+                   Optional<Seq_ParamTensor>:$delta_bias,
+                   Optional<Seq_StateTensor>:$init,
                    DefaultValuedAttr<BoolAttr, "false">:$delta_softplus,
                    DefaultValuedAttr<Seq_DiscretizationAttr,
                        "::seqc::seq::Discretization::zoh_euler">:$discretization);
-  let results = (outs Tensor:$y, Tensor:$last);
+  let results = (outs Seq_DataTensor:$y, Seq_StateTensor:$last);
   let assemblyFormat = [{
-    $u `,` $delta `,` $A `,` $B `,` $C
+    custom<RequiredOperands>("\"u, delta, A, B, C\"", $u, $delta, $A, $B, $C)
     (`skip` `(` $skip^ `)`)? (`gate` `(` $gate^ `)`)?
     (`delta_bias` `(` $delta_bias^ `)`)? (`init` `(` $init^ `)`)?
     attr-dict `:` functional-type(operands, results)
@@ -152,14 +181,17 @@ def Seq_SsdOp : Seq_Op<"ssd", [Pure, AttrSizedOperandSegments]> {
     semiseparable mask of `dt * A`. `chunk_size` is a hint (0: the compiler
     chooses); any value gives the same result to float rounding.
   }];
-  let arguments = (ins Tensor:$x, Tensor:$dt, Tensor:$A, Tensor:$B, Tensor:$C,
-                   OptTensor:$skip, OptTensor:$gate, OptTensor:$dt_bias,
-                   OptTensor:$init,
+  let arguments = (ins Seq_DataTensor:$x, Seq_DataTensor:$dt, Seq_ParamTensor:$A,
+                       Seq_DataTensor:$B, Seq_DataTensor:$C,
+                   Optional<Seq_ParamTensor>:$skip,
+                   Optional<Seq_DataTensor>:$gate,
+                   Optional<Seq_ParamTensor>:$dt_bias,
+                   Optional<Seq_StateTensor>:$init,
                    DefaultValuedAttr<BoolAttr, "false">:$dt_softplus,
                    DefaultValuedAttr<I64Attr, "0">:$chunk_size);
-  let results = (outs Tensor:$y, Tensor:$last);
+  let results = (outs Seq_DataTensor:$y, Seq_StateTensor:$last);
   let assemblyFormat = [{
-    $x `,` $dt `,` $A `,` $B `,` $C
+    custom<RequiredOperands>("\"x, dt, A, B, C\"", $x, $dt, $A, $B, $C)
     (`skip` `(` $skip^ `)`)? (`gate` `(` $gate^ `)`)?
     (`dt_bias` `(` $dt_bias^ `)`)? (`init` `(` $init^ `)`)?
     attr-dict `:` functional-type(operands, results)
@@ -175,8 +207,8 @@ def Seq_SemiseparableMaskOp : Seq_Op<"semiseparable_mask", [Pure]> {
     directly, never differences of one long cumulative sum, so the mask stays
     accurate when partial sums are large.
   }];
-  let arguments = (ins Tensor:$log_a);
-  let results = (outs Tensor:$mask);
+  let arguments = (ins Seq_DataTensor:$log_a);
+  let results = (outs Seq_DataTensor:$mask);
   let assemblyFormat = "$log_a attr-dict `:` functional-type(operands, results)";
 }
 
@@ -205,8 +237,9 @@ def Seq_LinearAttentionOp : Seq_Op<"linear_attention",
 
     `chunk_size` is an algorithm hint, as for `seq.ssd`.
   }];
-  let arguments = (ins Tensor:$q, Tensor:$k, Tensor:$v, OptTensor:$decay,
-                   OptTensor:$init,
+  let arguments = (ins Seq_DataTensor:$q, Seq_DataTensor:$k, Seq_DataTensor:$v,
+                       Optional<Seq_DataTensor>:$decay,
+                   Optional<Seq_StateTensor>:$init,
                    DefaultValuedAttr<Seq_FeatureMapAttr,
                        "::seqc::seq::FeatureMap::identity">:$feature_map,
                    DefaultValuedAttr<BoolAttr, "true">:$causal,
@@ -214,9 +247,9 @@ def Seq_LinearAttentionOp : Seq_Op<"linear_attention",
                    DefaultValuedAttr<F32Attr, "1.0">:$scale,
                    DefaultValuedAttr<F32Attr, "1.0e-6">:$eps,
                    DefaultValuedAttr<I64Attr, "0">:$chunk_size);
-  let results = (outs Tensor:$o, Tensor:$last);
+  let results = (outs Seq_DataTensor:$o, Seq_StateTensor:$last);
   let assemblyFormat = [{
-    $q `,` $k `,` $v (`decay` `(` $decay^ `)`)? (`init` `(` $init^ `)`)?
+    custom<RequiredOperands>("\"q, k, v\"", $q, $k, $v) (`decay` `(` $decay^ `)`)? (`init` `(` $init^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
 }
@@ -230,11 +263,14 @@ def Seq_RandomFeaturesOp : Seq_Op<"random_features", [Pure]> {
     (last dimension `2M`). Feed the result to `seq.linear_attention` with the
     `identity` feature map.
   }];
-  let arguments = (ins Tensor:$x, Tensor:$omega,
+  let arguments = (ins Seq_DataTensor:$x, Seq_DataTensor:$omega,
                    DefaultValuedAttr<Seq_RandomFeaturesAttr,
                        "::seqc::seq::RandomFeatures::positive">:$kind);
-  let results = (outs Tensor:$features);
-  let assemblyFormat = "$x `,` $omega attr-dict `:` functional-type(operands, results)";
+  let results = (outs Seq_DataTensor:$features);
+  let assemblyFormat = [{
+    custom<RequiredOperands>("\"x, omega\"", $x, $omega) attr-dict
+    `:` functional-type(operands, results)
+  }];
 }
 
 def Seq_AttentionOp : Seq_Op<"attention", [Pure]> {
@@ -248,13 +284,13 @@ def Seq_AttentionOp : Seq_Op<"attention", [Pure]> {
     `i' - j < W`. A query that sees no key outputs 0. `scale` defaults to
     `1/sqrt(K)`. Lowerings never materialize `T x S` scores.
   }];
-  let arguments = (ins Tensor:$q, Tensor:$k, Tensor:$v,
+  let arguments = (ins Seq_DataTensor:$q, Seq_DataTensor:$k, Seq_DataTensor:$v,
                    DefaultValuedAttr<BoolAttr, "true">:$causal,
                    DefaultValuedAttr<I64Attr, "0">:$window,
                    OptionalAttr<F32Attr>:$scale);
-  let results = (outs Tensor:$o);
+  let results = (outs Seq_DataTensor:$o);
   let assemblyFormat = [{
-    $q `,` $k `,` $v attr-dict `:` functional-type(operands, results)
+    custom<RequiredOperands>("\"q, k, v\"", $q, $k, $v) attr-dict `:` functional-type(operands, results)
   }];
 }
 
@@ -272,12 +308,14 @@ def Seq_CausalConv1dOp : Seq_Op<"causal_conv1d",
     `none` (default) or `silu`. `last` holds the last `W-1` inputs, oldest
     first.
   }];
-  let arguments = (ins Tensor:$x, Tensor:$w, OptTensor:$bias, OptTensor:$init,
+  let arguments = (ins Seq_DataTensor:$x, Seq_ParamTensor:$w,
+                       Optional<Seq_ParamTensor>:$bias,
+                       Optional<Seq_StateTensor>:$init,
                    DefaultValuedAttr<Seq_ActivationAttr,
                        "::seqc::seq::Activation::none">:$activation);
-  let results = (outs Tensor:$y, Tensor:$last);
+  let results = (outs Seq_DataTensor:$y, Seq_StateTensor:$last);
   let assemblyFormat = [{
-    $x `,` $w (`bias` `(` $bias^ `)`)? (`init` `(` $init^ `)`)?
+    custom<RequiredOperands>("\"x, w\"", $x, $w) (`bias` `(` $bias^ `)`)? (`init` `(` $init^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
 }
@@ -305,15 +343,17 @@ def Seq_RouteOp : Seq_Op<"route", [Pure, AttrSizedOperandSegments]> {
       tokens whose first choice is `i` and `P_i` the mean of
       `softmax(logits)_i` (plain logits).
   }];
-  let arguments = (ins Tensor:$logits, OptTensor:$bias, OptTensor:$noise_eps,
-                   OptTensor:$noise_logits,
+  let arguments = (ins Seq_DataTensor:$logits, Optional<Seq_ParamTensor>:$bias,
+                       Optional<Seq_DataTensor>:$noise_eps,
+                   Optional<Seq_DataTensor>:$noise_logits,
                    I64Attr:$k,
                    DefaultValuedAttr<Seq_ScoreAttr,
                        "::seqc::seq::Score::softmax_topk">:$score,
                    DefaultValuedAttr<BoolAttr, "false">:$normalize,
                    DefaultValuedAttr<F32Attr, "1.0">:$routed_scale,
                    DefaultValuedAttr<F32Attr, "0.0">:$aux_loss_coef);
-  let results = (outs Tensor:$weights, Tensor:$indices, Tensor:$aux);
+  let results = (outs Seq_DataTensor:$weights, Seq_IndexTensor:$indices,
+                      Seq_StateTensor:$aux);
   let assemblyFormat = [{
     $logits (`bias` `(` $bias^ `)`)?
     (`noise` `(` $noise_eps^ `,` $noise_logits `)`)?
@@ -337,14 +377,16 @@ def Seq_MoeFfnOp : Seq_Op<"moe_ffn", [Pure]> {
       `load[e]` counts the accepted choices of expert `e`. An index outside
       `[0, E)` is a run-time error.
   }];
-  let arguments = (ins Tensor:$x, Tensor:$weights, Tensor:$indices,
-                   Tensor:$w_up, Tensor:$w_down, OptTensor:$w_gate,
+  let arguments = (ins Seq_DataTensor:$x, Seq_DataTensor:$weights,
+                       Seq_IndexTensor:$indices,
+                   Seq_DataTensor:$w_up, Seq_DataTensor:$w_down,
+                   Optional<Seq_DataTensor>:$w_gate,
                    DefaultValuedAttr<Seq_ActivationAttr,
                        "::seqc::seq::Activation::silu">:$activation,
                    DefaultValuedAttr<F32Attr, "0.0">:$capacity_factor);
-  let results = (outs Tensor:$y, Tensor:$load);
+  let results = (outs Seq_DataTensor:$y, Seq_LoadTensor:$load);
   let assemblyFormat = [{
-    $x `,` $weights `,` $indices `,` $w_up `,` $w_down
+    custom<RequiredOperands>("\"x, weights, indices, w_up, w_down\"", $x, $weights, $indices, $w_up, $w_down)
     (`gate_proj` `(` $w_gate^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];

@@ -20,6 +20,7 @@
 #include "seqc/Signature.h"
 #include "seqc/Tensor.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -33,6 +34,19 @@ namespace seqc {
 enum class Target { CPU, CUDA, CUDAEmulated };
 
 enum class Profile { None, Calls, Ops };
+
+/// What a compile is doing, reported as it happens through
+/// CompileOptions::onEvent (tools print progress and stage times with it).
+struct CompileEvent {
+  enum class Kind {
+    CacheHit,  ///< `what`: "memory" or "disk"; nothing is compiled
+    CacheMiss, ///< the module is compiled now (stages follow)
+    Stage,     ///< the stage `what` took `seconds`
+  };
+  Kind kind;
+  std::string what;
+  double seconds = 0;
+};
 
 struct CompileOptions {
   Target target = Target::CPU;
@@ -67,6 +81,8 @@ struct CompileOptions {
   /// Fuse elementwise glue into the seq ops and matmuls (the default);
   /// false materializes every intermediate (for measuring what fusion saves).
   bool fuse = true;
+  /// Called on the compiling thread as the compile proceeds (may be empty).
+  std::function<void(const CompileEvent &)> onEvent;
 };
 
 /// Where a compiled module's code came from.

@@ -81,6 +81,8 @@ struct TensorView {
 };
 
 /// An owning, contiguous, row-major host tensor (64-byte aligned storage).
+/// Copies share storage, as a shared_ptr does (a copy is cheap, and writes
+/// through one are seen by all); clone() makes an independent copy.
 class Tensor {
 public:
   Tensor() = default;
@@ -103,6 +105,8 @@ public:
     return static_cast<const T *>(data());
   }
   TensorView view() const;
+  /// A tensor with the same type and values in storage of its own.
+  Expected<Tensor> clone() const;
   /// "tensor<2x3xf32>".
   std::string typeString() const;
 

@@ -13,6 +13,9 @@
 |*   seqc_module_function(module, "main", &fn);                               *|
 |*   seqc_function_call(fn, inputs, 2, outputs, 1);                           *|
 |*                                                                            *|
+|* Tensors, .npy files and weight files (seqc_weights_read) are in           *|
+|* seqc_runtime.h: an ahead-of-time host has them without the JIT.           *|
+|*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
 #ifndef SEQC_C_H
@@ -41,6 +44,13 @@ typedef enum seqc_cache_status {
   SEQC_CACHE_DISK_HIT = 2    /* loaded from the disk cache */
 } seqc_cache_status;
 
+/* What a profiled build times (seqc_function_call_stats reports it). */
+typedef enum seqc_profile {
+  SEQC_PROFILE_NONE = 0,
+  SEQC_PROFILE_CALLS = 1, /* every call a public function makes (layers) */
+  SEQC_PROFILE_OPS = 2    /* every compute op, each run on its own */
+} seqc_profile;
+
 typedef struct seqc_compile_options {
   seqc_target target;
   int reference;        /* nonzero: the reference lowering (the oracle) */
@@ -49,9 +59,11 @@ typedef struct seqc_compile_options {
   int num_threads;      /* 0: keep the pool's count */
   int use_cache;        /* nonzero: memory and disk cache */
   const char *cache_dir; /* NULL: $SEQC_CACHE_DIR, $XDG_CACHE_HOME/seqc, ... */
+  int fuse;             /* nonzero (default): elementwise glue fused into ops */
+  seqc_profile profile; /* default SEQC_PROFILE_NONE */
 } seqc_compile_options;
 
-/* The defaults: CPU, fast pipeline, -O3, cache on. */
+/* The defaults: CPU, fast pipeline, -O3, cache on, fused, no profile. */
 void seqc_compile_options_init(seqc_compile_options *options);
 
 seqc_status seqc_engine_create(seqc_engine **engine);
@@ -96,8 +108,26 @@ seqc_status seqc_function_call(const seqc_function *function,
                                const seqc_view *inputs, size_t num_inputs,
                                seqc_tensor **outputs, size_t num_outputs);
 
-/* Reads a .npy file into a new tensor. */
-seqc_status seqc_tensor_read_npy(const char *path, seqc_tensor **tensor);
+/* A call's measurements. Before the call, set the arrays (or NULL) with room
+ * for seqc_function_num_regions() values; the call fills them (the regions
+ * of a build with a profile, else none) and the byte counts. */
+typedef struct seqc_call_stats {
+  size_t allocated_bytes; /* every buffer the call allocated, summed */
+  size_t peak_bytes;      /* the most held at once */
+  double *region_seconds; /* per profile region: time spent in it */
+  int64_t *region_calls;  /* per profile region: times it ran */
+} seqc_call_stats;
+
+/* The profile regions of a function compiled with a profile (0 without). */
+size_t seqc_function_num_regions(const seqc_function *function);
+/* NULL when `index` is out of range. */
+const char *seqc_function_region_name(const seqc_function *function,
+                                      size_t index);
+/* seqc_function_call, also measuring the call into `stats`. */
+seqc_status seqc_function_call_stats(const seqc_function *function,
+                                     const seqc_view *inputs, size_t num_inputs,
+                                     seqc_tensor **outputs, size_t num_outputs,
+                                     seqc_call_stats *stats);
 
 #ifdef __cplusplus
 } /* extern "C" */

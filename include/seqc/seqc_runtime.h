@@ -66,6 +66,29 @@ seqc_view seqc_tensor_view(const seqc_tensor *tensor);
 /* Destroying NULL does nothing. */
 void seqc_tensor_destroy(seqc_tensor *tensor);
 
+/* Reads a .npy file (f32, f16, i32, i64) into a new tensor. */
+seqc_status seqc_tensor_read_npy(const char *path, seqc_tensor **tensor);
+/* Writes a tensor (or any view) as a .npy file, atomically. */
+seqc_status seqc_tensor_write_npy(const char *path, const seqc_view *view);
+
+/* The named tensors of a weights file: .safetensors (F32, F16, BF16, I32,
+ * I64) or .npz (stored or deflated members). Every field is checked; a
+ * malformed file is an error naming it and the problem. */
+typedef struct seqc_weights seqc_weights;
+seqc_status seqc_weights_read(const char *path, seqc_weights **weights);
+size_t seqc_weights_count(const seqc_weights *weights);
+/* The name of tensor `index` (file order); NULL when out of range. */
+const char *seqc_weights_name(const seqc_weights *weights, size_t index);
+/* A view of the tensor named `name` (SEQC_ERROR_NOT_FOUND if none), valid
+ * while `weights` lives. */
+seqc_status seqc_weights_find(const seqc_weights *weights, const char *name,
+                              seqc_view *view);
+/* A view of tensor `index`, valid while `weights` lives. */
+seqc_status seqc_weights_view(const seqc_weights *weights, size_t index,
+                              seqc_view *view);
+/* Destroying NULL does nothing. */
+void seqc_weights_destroy(seqc_weights *weights);
+
 /* Threads of the runtime's pool (process-wide). */
 seqc_status seqc_set_num_threads(int64_t threads);
 int64_t seqc_get_num_threads(void);

@@ -102,14 +102,36 @@ expect_error("invalid IR",
              "")
 expect_error("unknown function", [static, "-e", "nope"], "no public function @nope")
 # Arguments.
-expect_error("too few inputs", [static, "--input", a], "@main takes 2 arguments but 1 --input")
+expect_error("too few inputs", [static, "--input", a],
+             "argument 1 of @main ('arg1', tensor<2x8x4xf32>) is not bound: 1 --input file binds "
+             "the arguments before it (@main takes 2 arguments)")
+expect_error("too many inputs", [static, "--input", a, "--input", a, "--input", a],
+             "@main has 2 arguments but 3 --input files were given")
 expect_error("wrong dtype", [static] + inputs([a, npy("i.npy", np.ones((2, 8, 4), np.int32))]),
              "argument 1 (arg1) must have element type f32 but has i32")
 expect_error("wrong rank", [static] + inputs([a, npy("r.npy", f32(np.ones((2, 8))))]),
              "argument 1 (arg1) must have rank 3")
 expect_error("wrong shape", [static] + inputs([a, npy("s.npy", f32(np.ones((2, 9, 4))))]),
              "argument 1 (arg1) must be tensor<2x8x4xf32> but dimension 1 is 9")
-expect_error("random dynamic", [ssd, "--random-inputs"], "--random-inputs needs static shapes")
+# Weights: a tensor missing from the files names the argument and the files.
+WEIGHTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tools", "Inputs",
+                       "weights.mlir")
+npz = os.path.join(tmp, "proj.npz")
+np.savez(npz, **{"proj.w": f32(np.ones((4, 3)))})
+x24 = npy("x24.npy", f32(np.ones((2, 4))))
+expect_error("weight missing from .npz", [WEIGHTS, "--weights", npz, "--input", x24],
+             "argument 2 of @main ('proj.b', tensor<3xf32>) is in none of the --weights files ('"
+             + npz + "') and 1 --input file binds the arguments before it")
+expect_error(".npy given to --weights", [WEIGHTS, "--weights", x24],
+             "is a .npy file (one unnamed array), not a file of named tensors")
+expect_error("bad --dynamic-size", [ssd, "--random-inputs", "--dynamic-size", "x"],
+             "--dynamic-size needs a non-negative size")
+expect_error("bad --threads", [static, "--random-inputs", "--threads", "0"],
+             "--threads needs a number of threads")
+expect_error("bad --memory-limit", [static, "--random-inputs", "--memory-limit", "12Q"],
+             "--memory-limit needs a positive size")
+expect_error("--memory-limit exceeded", [static, "--random-inputs", "--memory-limit", "64"],
+             "memory")
 # .npy files.
 expect_error("npy missing", [static, "--input", os.path.join(tmp, "none.npy"), "--input", a],
              "cannot open")
@@ -132,7 +154,7 @@ expect_error("npy version", [static, "--input", raw("v.npy", good.replace(b"\x01
                              "--input", a], "unsupported .npy version")
 # Run-time checks of dynamic dimensions (the verifier cannot see them).
 expect_error("dynamic T mismatch", [ssd] + inputs(ssd_inputs(T_dt=9)),
-             "dimension 1 (T) of dt is 9 but x has 8")
+             "seq.ssd at " + ssd + ":3:12: dimension 1 (T) of dt is 9 but x has 8")
 expect_error("dynamic H % G", [ssd] + inputs(ssd_inputs(G=3, H=4)),
              "H = 4 is not a multiple of G = 3")
 expect_error("dynamic A length", [ssd] + inputs(ssd_inputs(A_len=5)),
@@ -162,4 +184,10 @@ if not os.path.exists("/dev/nvidia0"):
 
 # The output directory is a file.
 expect_error("output dir is a file", [static, "--random-inputs", "--output-dir", a], "is not a directory")
+
+# Dynamic shapes run with --random-inputs (--dynamic-size, default 32).
+proc = subprocess.run([SEQC_RUN, ssd, "--random-inputs", "--dynamic-size", "5", "--print"],
+                      capture_output=True, text=True)
+c.expect("--random-inputs with dynamic shapes", proc.returncode == 0 and
+         "tensor<5x5x5x5xf32>" in proc.stdout, proc.stderr)
 c.finish()

@@ -1,18 +1,21 @@
 //===- seqc-aot-run.cpp - run a function of an ahead-of-time library -----===//
 //
-//   seqc-aot-run LIB.so [-e NAME] [--prefix P] [--input A.npy]...
-//                [--random-inputs [--seed N]] [--output-dir DIR] [--bench N]
+//   seqc-aot-run LIB.so [-e NAME] [--prefix P] [--weights FILE]...
+//                [--input A.npy]... [--random-inputs [--seed N]
+//                [--dynamic-size N]] [--output-dir DIR] [--bench N]
 //
 // seqc-run for shared libraries made by seqc-compile: it learns the
 // functions' types from the library's `<prefix>signatures`, binds inputs
-// (.npy files, or deterministic random data of any element type, bf16
-// included), calls `<prefix><NAME>` and writes the results. It links only
+// (tensors of .safetensors / .npz files by argument name, .npy files in
+// order, or deterministic random data of any element type, bf16 included;
+// the same rules as seqc-run's), calls `<prefix><NAME>` and writes the results. It links only
 // seqc's runtime (no MLIR or LLVM), so it runs on machines that have neither
 // (a GPU machine running a --target cuda library). Inputs of CUDA functions
 // are placed in managed memory once, so timed calls run the kernels only.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Arguments.h"
 #include "CudaDriver.h"
 #include "seqc/Npy.h"
 #include "seqc/Signature.h"
@@ -46,9 +49,20 @@ namespace {
 }
 
 const char *kUsage =
-    "usage: seqc-aot-run LIB.so [-e NAME] [--prefix P] [--input A.npy]...\n"
-    "                    [--random-inputs [--seed N]] [--output-dir DIR] "
-    "[--bench N]\n";
+    "usage: seqc-aot-run LIB.so [-e NAME] [--prefix P] [--weights FILE]...\n"
+    "                    [--input A.npy]... [--random-inputs [--seed N]\n"
+    "                    [--dynamic-size N]] [--output-dir DIR] [--bench N]\n"
+    "\n"
+    "Runs a function of a library made by seqc-compile.\n"
+    "  -e NAME            the function (default: main, or the only one)\n"
+    "  --prefix P         the library's symbol prefix (default: seqc_)\n"
+    "  --weights FILE     binds arguments by name (their seq.name) to the\n"
+    "                     tensors of a .safetensors or .npz file (repeatable)\n"
+    "  --input A.npy      binds the next argument not bound by --weights\n"
+    "  --random-inputs    deterministic data for the other arguments; --seed N;\n"
+    "                     dynamic dimensions take --dynamic-size N (default 32)\n"
+    "  --output-dir DIR   writes result0.npy, result1.npy, ...\n"
+    "  --bench N          N timed calls after the first; prints the median\n";
 
 bool parseCount(const std::string &s, uint64_t &out) {
   if (s.empty() || s.size() > 18 || !std::all_of(s.begin(), s.end(), ::isdigit))
@@ -74,9 +88,8 @@ struct Library {
 
 int main(int argc, char **argv) {
   std::string lib, entry, prefix = "seqc_", outDir;
-  std::vector<std::string> inputs;
-  bool random = false;
-  uint64_t seed = 0, bench = 0;
+  ArgumentSources sources;
+  uint64_t bench = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -92,12 +105,19 @@ int main(int argc, char **argv) {
     } else if (a == "--prefix") {
       prefix = value();
     } else if (a == "--input") {
-      inputs.push_back(value());
+      sources.inputFiles.push_back(value());
+    } else if (a == "--weights") {
+      sources.weightFiles.push_back(value());
     } else if (a == "--random-inputs") {
-      random = true;
+      sources.random = true;
     } else if (a == "--seed") {
-      if (!parseCount(value(), seed))
+      if (!parseCount(value(), sources.seed))
         fail("--seed needs a non-negative integer");
+    } else if (a == "--dynamic-size") {
+      uint64_t n;
+      if (!parseCount(value(), n) || n > (1u << 30))
+        fail("--dynamic-size needs a non-negative size (at most 2^30)");
+      sources.dynamicSize = static_cast<int64_t>(n);
     } else if (a == "--output-dir") {
       outDir = value();
     } else if (a == "--bench") {
@@ -113,8 +133,9 @@ int main(int argc, char **argv) {
   }
   if (lib.empty())
     fail(std::string("no library\n") + kUsage);
-  if (random && !inputs.empty())
-    fail("--random-inputs and --input cannot be combined");
+  Expected<LoadedArguments> loaded = loadArguments(sources);
+  if (!loaded)
+    fail(loaded.message());
 
   Library L;
   // A path without a slash would be searched for, not opened.
@@ -149,37 +170,14 @@ int main(int argc, char **argv) {
   if (!fn)
     fail(lib + " has no entry point " + prefix + cIdentifier(sig->name));
 
-  // Inputs: files or random data.
-  std::vector<Tensor> args;
-  if (random) {
-    for (size_t i = 0; i < sig->inputs.size(); ++i) {
-      const TensorSpec &spec = sig->inputs[i];
-      for (int64_t d : spec.shape)
-        if (d < 0)
-          fail("--random-inputs needs static shapes, but argument " +
-               std::to_string(i) + " is " + spec.typeString());
-      Expected<Tensor> t =
-          randomTensor(spec.dtype, spec.shape, seed * 1000003ULL + i);
-      if (!t)
-        fail(t.message());
-      args.push_back(t.take());
-    }
-  } else {
-    for (const std::string &p : inputs) {
-      Expected<Tensor> t = npy::read(p);
-      if (!t)
-        fail(t.message());
-      args.push_back(t.take());
-    }
-  }
-  if (args.size() != sig->inputs.size())
-    fail("@" + sig->name + " takes " + std::to_string(sig->inputs.size()) +
-         " arguments but " + std::to_string(args.size()) + " were given");
+  Expected<std::vector<Tensor>> args = bindArguments(*sig, *loaded);
+  if (!args)
+    fail(args.message());
 
   // CUDA functions: the inputs go to managed memory once, here.
   std::vector<std::unique_ptr<void, void (*)(void *)>> managed;
   std::vector<seqc_view> views;
-  for (const Tensor &t : args) {
+  for (const Tensor &t : *args) {
     TensorView v = t.view();
     void *data = v.data;
     if (sig->cuda && t.byteSize() > 0) {

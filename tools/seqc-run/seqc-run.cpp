@@ -2,27 +2,31 @@
 //
 //   seqc-run FILE.mlir [-e NAME] [--target cpu|cuda] [--weights FILE]...
 //            [--input A.npy]... [--random-inputs [--seed N]]
-//            [--output-dir DIR] [--print] [--bench N] [--reference]
+//            [--dynamic-size N] [--output-dir DIR] [--print] [--bench N]
+//            [--reference] [--threads N] [--memory-limit SIZE] [-v]
 //
 // Any bad input prints one `error: ...` line to stderr and exits 1, before
 // any output file is written.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Arguments.h"
 #include "CudaDriver.h"
 #include "seqc/Engine.h"
 #include "seqc/Npy.h"
-#include "seqc/Weights.h"
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <sys/stat.h>
+#include <thread>
 #include <vector>
 
 using namespace seqc;
@@ -43,13 +47,19 @@ struct Options {
   bool reference = false;
   Profile profile = Profile::None;
   bool fuse = true;
+  bool verbose = false;
+  int threads = 0;
+  size_t memoryLimit = 0;
+  int64_t dynamicSize = 32;
 };
 
 const char *kUsage =
     "usage: seqc-run FILE.mlir [-e NAME] [--target cpu|cuda] "
-    "[--weights FILE]... [--input A.npy]... [--random-inputs [--seed N]] "
-    "[--output-dir DIR] [--print] [--bench N] [--profile[=ops]] [--no-fuse]\n"
-    "                [--reference]\n"
+    "[--weights FILE]... [--input A.npy]... [--random-inputs [--seed N]\n"
+    "                [--dynamic-size N]] [--output-dir DIR] [--print] "
+    "[--bench N] [--profile[=ops]]\n"
+    "                [--no-fuse] [--reference] [--threads N] "
+    "[--memory-limit SIZE] [-v]\n"
     "\n"
     "Compiles FILE.mlir through seqc's JIT and runs one function.\n"
     "  -e NAME            the function to run (default: main, or the only\n"
@@ -62,7 +72,8 @@ const char *kUsage =
     "  --input A.npy      binds the next argument not bound by --weights\n"
     "                     (repeat, in order)\n"
     "  --random-inputs    deterministic data for every argument not bound by\n"
-    "                     --weights; --seed N\n"
+    "                     --weights; --seed N; dynamic dimensions take\n"
+    "                     --dynamic-size N (default 32)\n"
     "  --output-dir DIR   writes result0.npy, result1.npy, ...\n"
     "  --print            prints the results\n"
     "  --bench N          one warm-up call, then N timed calls\n"
@@ -73,7 +84,25 @@ const char *kUsage =
     "                     (unfused, every result materialized)\n"
     "  --no-fuse          materializes every intermediate (no elementwise\n"
     "                     fusion into seq ops or matmuls), for comparison\n"
-    "  --reference        lowers through the reference lowering (the oracle)\n";
+    "  --reference        lowers through the reference lowering (the oracle)\n"
+    "  --threads N        threads of the runtime's pool (default: every core,\n"
+    "                     or SEQC_NUM_THREADS)\n"
+    "  --memory-limit SIZE  the most one call may allocate at once (bytes, or\n"
+    "                     with K, M, G: 512M; default: physical memory)\n"
+    "  -v, --verbose      prints each compile stage's time and whether the\n"
+    "                     compile cache hit (to stderr)\n"
+    "\n"
+    "Environment:\n"
+    "  SEQC_NUM_THREADS   threads of the runtime's pool (default: every core)\n"
+    "  SEQC_CACHE_DIR     the compile cache (default: $XDG_CACHE_HOME/seqc,\n"
+    "                     else ~/.cache/seqc)\n"
+    "  SEQC_CACHE_MAX_MB  the cache's size bound in megabytes (default 512;\n"
+    "                     least recently used entries go first)\n"
+    "  SEQC_PERF_MAP      1: writes /tmp/perf-PID.map for perf to name JIT'd\n"
+    "                     code\n"
+    "  CUDA_HOME          the CUDA toolkit for --target cuda (default\n"
+    "                     /usr/local/cuda)\n"
+    "  SEQC_LIBCUDA       the CUDA driver library (default libcuda.so.1)\n";
 
 [[noreturn]] void fail(const std::string &message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
@@ -87,6 +116,25 @@ bool parseUnsigned(const std::string &s, uint64_t &out) {
     if (c < '0' || c > '9')
       return false;
   out = std::stoull(s);
+  return true;
+}
+
+/// A byte count, with an optional K, M or G suffix (powers of 1024).
+bool parseSize(const std::string &s, size_t &out) {
+  if (s.empty())
+    return false;
+  uint64_t scale = 1;
+  std::string digits = s;
+  switch (s.back()) {
+  case 'K': case 'k': scale = 1ull << 10; digits.pop_back(); break;
+  case 'M': case 'm': scale = 1ull << 20; digits.pop_back(); break;
+  case 'G': case 'g': scale = 1ull << 30; digits.pop_back(); break;
+  default: break;
+  }
+  uint64_t n;
+  if (!parseUnsigned(digits, n) || n > (UINT64_MAX >> 30))
+    return false;
+  out = static_cast<size_t>(n * scale);
   return true;
 }
 
@@ -151,6 +199,23 @@ Options parseArgs(int argc, char **argv) {
       o.reference = true;
     } else if (arg == "--no-fuse") {
       o.fuse = false;
+    } else if (arg == "-v" || arg == "--verbose") {
+      o.verbose = true;
+    } else if (arg == "--threads") {
+      uint64_t n;
+      if (!parseUnsigned(takeValue(), n) || n == 0 || n > 4096)
+        fail("--threads needs a number of threads from 1 to 4096");
+      o.threads = static_cast<int>(n);
+    } else if (arg == "--memory-limit") {
+      std::string v = takeValue();
+      if (!parseSize(v, o.memoryLimit) || o.memoryLimit == 0)
+        fail("--memory-limit needs a positive size in bytes, or with K, M "
+             "or G (512M, 4G), not '" + v + "'");
+    } else if (arg == "--dynamic-size") {
+      uint64_t n;
+      if (!parseUnsigned(takeValue(), n) || n > (1u << 30))
+        fail("--dynamic-size needs a non-negative size (at most 2^30)");
+      o.dynamicSize = static_cast<int64_t>(n);
     } else if (arg == "--profile") {
       if (!hasInline)
         o.profile = Profile::Calls;
@@ -170,8 +235,6 @@ Options parseArgs(int argc, char **argv) {
   }
   if (o.file.empty())
     fail("no input file (usage: seqc-run FILE.mlir [options], see --help)");
-  if (o.randomInputs && !o.inputs.empty())
-    fail("--random-inputs and --input cannot be combined");
   return o;
 }
 
@@ -191,67 +254,6 @@ std::string pickEntry(const CompiledModule &module, const std::string &asked) {
     list += (list.empty() ? "@" : ", @") + n;
   fail("the module has several public functions (" + list +
        ") and none is @main: choose one with -e");
-}
-
-/// Tensors from --weights files, by name, with the file each came from.
-struct WeightSet {
-  struct Entry {
-    Tensor tensor;
-    std::string file;
-    bool used = false;
-  };
-  std::map<std::string, Entry> byName;
-  std::vector<std::string> order; // file order, for messages
-};
-
-WeightSet readWeights(const std::vector<std::string> &files) {
-  WeightSet set;
-  for (const std::string &file : files) {
-    Expected<std::vector<weights::NamedTensor>> tensors = weights::read(file);
-    if (!tensors)
-      fail(tensors.message());
-    for (weights::NamedTensor &t : *tensors) {
-      auto [it, fresh] = set.byName.emplace(
-          t.name, WeightSet::Entry{std::move(t.tensor), file});
-      if (!fresh)
-        fail("tensor '" + t.name + "' is in both '" + it->second.file +
-             "' and '" + file + "'");
-      set.order.push_back(t.name);
-    }
-  }
-  return set;
-}
-
-/// Binds the arguments whose name is a tensor of `set`, checking element
-/// type and shape; the others are left empty (nullptr) in the result.
-std::vector<const Tensor *> bindWeights(const FunctionSignature &sig,
-                                        WeightSet &set) {
-  std::vector<const Tensor *> bound(sig.inputs.size(), nullptr);
-  for (size_t i = 0; i < sig.inputs.size(); ++i) {
-    const TensorSpec &spec = sig.inputs[i];
-    auto it = set.byName.find(spec.name);
-    if (it == set.byName.end())
-      continue;
-    WeightSet::Entry &e = it->second;
-    std::string what = "tensor '" + spec.name + "' of '" + e.file + "' is " +
-                       e.tensor.typeString() + " but argument " +
-                       std::to_string(i) + " of @" + sig.name + " is " +
-                       spec.typeString();
-    if (e.tensor.dtype() != spec.dtype ||
-        e.tensor.rank() != (int64_t)spec.shape.size())
-      fail(what);
-    for (size_t d = 0; d < spec.shape.size(); ++d)
-      if (spec.shape[d] >= 0 && spec.shape[d] != e.tensor.shape()[d])
-        fail(what);
-    e.used = true;
-    bound[i] = &e.tensor;
-  }
-  for (const std::string &name : set.order)
-    if (!set.byName[name].used)
-      fail("tensor '" + name + "' of '" + set.byName[name].file +
-           "' names no argument of @" + sig.name +
-           " (arguments are named by their seq.name attribute)");
-  return bound;
 }
 
 double median(std::vector<double> v) {
@@ -342,20 +344,76 @@ void writeResults(const std::string &dir, const std::vector<Tensor> &results) {
   }
 }
 
+/// What the user sees while a compile runs: after a second of compiling,
+/// one line saying so (a cold compile of a model takes several seconds);
+/// with -v, whether the cache hit and each stage's time.
+class CompileProgress {
+public:
+  CompileProgress(std::string file, bool verbose)
+      : file(std::move(file)), verbose(verbose) {}
+  ~CompileProgress() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      finished = true;
+    }
+    wake.notify_all();
+    if (announcer.joinable())
+      announcer.join();
+  }
+
+  void event(const CompileEvent &e) {
+    switch (e.kind) {
+    case CompileEvent::Kind::CacheHit:
+      if (verbose)
+        std::fprintf(stderr, "seqc-run: %s: %s cache hit\n", file.c_str(),
+                     e.what.c_str());
+      break;
+    case CompileEvent::Kind::CacheMiss:
+      if (verbose)
+        std::fprintf(stderr, "seqc-run: %s: not in the cache, compiling\n",
+                     file.c_str());
+      else
+        announcer = std::thread([this] { announceIfSlow(); });
+      break;
+    case CompileEvent::Kind::Stage:
+      if (verbose)
+        std::fprintf(stderr, "seqc-run:   %-28s %8.3f s\n", e.what.c_str(),
+                     e.seconds);
+      break;
+    }
+  }
+
+private:
+  void announceIfSlow() {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (!wake.wait_for(lock, std::chrono::seconds(1), [&] { return finished; }))
+      std::fprintf(stderr, "seqc-run: compiling %s (not in cache)...\n",
+                   file.c_str());
+  }
+
+  std::string file;
+  bool verbose;
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool finished = false;
+  std::thread announcer;
+};
+
 } // namespace
 
 int main(int argc, char **argv) {
   Options opts = parseArgs(argc, argv);
 
-  // Inputs are read before compiling: a bad file is reported at once.
-  std::vector<Tensor> inputs;
-  for (const std::string &path : opts.inputs) {
-    Expected<Tensor> t = npy::read(path);
-    if (!t)
-      fail(t.message());
-    inputs.push_back(t.take());
-  }
-  WeightSet weightSet = readWeights(opts.weights);
+  // Files are read before compiling: a bad one is reported at once.
+  ArgumentSources sources;
+  sources.weightFiles = opts.weights;
+  sources.inputFiles = opts.inputs;
+  sources.random = opts.randomInputs;
+  sources.seed = opts.seed;
+  sources.dynamicSize = opts.dynamicSize;
+  Expected<LoadedArguments> loaded = loadArguments(sources);
+  if (!loaded)
+    fail(loaded.message());
 
   if (opts.target == Target::CUDA && !cudaDeviceAvailable())
     fail("no CUDA device");
@@ -366,10 +424,18 @@ int main(int argc, char **argv) {
   copts.reference = opts.reference;
   copts.profile = opts.profile;
   copts.fuse = opts.fuse;
-  Expected<std::shared_ptr<CompiledModule>> module =
-      engine.compileFile(opts.file, copts);
+  copts.numThreads = opts.threads;
+  copts.memoryLimit = opts.memoryLimit;
+  Expected<std::shared_ptr<CompiledModule>> module = [&] {
+    CompileProgress progress(opts.file, opts.verbose);
+    copts.onEvent = [&](const CompileEvent &e) { progress.event(e); };
+    return engine.compileFile(opts.file, copts);
+  }();
   if (!module)
     fail(module.message());
+  if (opts.verbose && !(*module)->cacheNote().empty())
+    std::fprintf(stderr, "seqc-run: cache: %s\n",
+                 (*module)->cacheNote().c_str());
 
   std::string entry = pickEntry(**module, opts.entry);
   Expected<Function> fn = (*module)->function(entry);
@@ -379,53 +445,19 @@ int main(int argc, char **argv) {
 
   // Arguments named in --weights first, then --input files (or random
   // data) for the rest, in order.
-  std::vector<const Tensor *> bound = bindWeights(sig, weightSet);
-  std::vector<size_t> unbound;
-  for (size_t i = 0; i < sig.inputs.size(); ++i)
-    if (!bound[i])
-      unbound.push_back(i);
-  if (opts.randomInputs) {
-    for (size_t i : unbound) {
-      const TensorSpec &spec = sig.inputs[i];
-      for (int64_t d : spec.shape)
-        if (d < 0)
-          fail("--random-inputs needs static shapes, but argument " +
-               std::to_string(i) + " (" + spec.name + ") has type " +
-               spec.typeString());
-      Expected<Tensor> t =
-          randomTensor(spec.dtype, spec.shape, opts.seed * 1000003ULL + i);
-      if (!t)
-        fail(t.message());
-      inputs.push_back(t.take());
-    }
-  } else if (inputs.size() != unbound.size()) {
-    if (opts.weights.empty())
-      fail("@" + entry + " takes " + std::to_string(sig.inputs.size()) +
-           " arguments but " + std::to_string(inputs.size()) +
-           " --input files were given");
-    std::string names;
-    for (size_t i : unbound)
-      names += (names.empty() ? "" : ", ") + sig.inputs[i].name;
-    fail("@" + entry + " has " + std::to_string(unbound.size()) +
-         (unbound.size() == 1 ? " argument" : " arguments") +
-         " not bound by --weights" +
-         (unbound.empty() ? "" : " (" + names + ")") + " but " +
-         std::to_string(inputs.size()) +
-         (inputs.size() == 1 ? " --input file was" : " --input files were") +
-         " given");
-  }
-  for (size_t j = 0; j < unbound.size(); ++j)
-    bound[unbound[j]] = &inputs[j];
+  Expected<std::vector<Tensor>> args = bindArguments(sig, *loaded);
+  if (!args)
+    fail(args.message());
 
   std::vector<TensorView> views;
-  for (const Tensor *t : bound)
-    views.push_back(t->view());
+  for (const Tensor &t : *args)
+    views.push_back(t.view());
   // On the GPU, the inputs are placed in managed memory once: calls then
   // use them in place (timed calls time the kernels, not the staging).
   std::vector<std::unique_ptr<void, void (*)(void *)>> managed;
   if (opts.target == Target::CUDA)
     for (size_t i = 0; i < views.size(); ++i) {
-      size_t bytes = bound[i]->byteSize();
+      size_t bytes = (*args)[i].byteSize();
       if (bytes == 0)
         continue;
       std::string error;

@@ -155,7 +155,7 @@ func.func @linear_scan_init_type(%a: tensor<2x16x8xf16>, %h0: tensor<2x8xf16>) {
 // -----
 
 func.func @unranked(%a: tensor<*xf32>) {
-  // expected-error @+1 {{'seq.linear_scan' op operand #0 must be ranked tensor of any type values, but got 'tensor<*xf32>'}}
+  // expected-error @+1 {{'seq.linear_scan' op operand #0 must be ranked tensor of f32, f16 or bf16}}
   %h, %l = seq.linear_scan %a, %a : (tensor<*xf32>, tensor<*xf32>) -> (tensor<2x16x8xf32>, tensor<2x8xf32>)
   return
 }
@@ -725,5 +725,75 @@ func.func @yield_outside_scan(%x: f32) {
 func.func @check_placeholder(%c: i1, %a: index) {
   // expected-error @+1 {{'seq.check' op message refers to {1} but only 1 values are given}}
   seq.check %c, "got {0} and {1}" (%a : index)
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Misspellings: attributes, op names, missing operands, invalid values
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @misspelled_attribute(%q: tensor<1x8x2x4xf32>) {
+  // expected-error @+1 {{'seq.attention' op has no attribute 'casual' (did you mean 'causal'?)}}
+  %o = seq.attention %q, %q, %q {casual = false}
+    : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> (tensor<1x8x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @misspelled_attribute_on_ssd(%x: tensor<1x8x2x4xf32>, %dt: tensor<1x8x2xf32>, %A: tensor<2xf32>,
+                                       %B: tensor<1x8x1x3xf32>) {
+  // expected-error @+1 {{'seq.ssd' op has no attribute 'dt_softpuls' (did you mean 'dt_softplus'?)}}
+  %y, %l = seq.ssd %x, %dt, %A, %B, %B {dt_softpuls = true}
+    : (tensor<1x8x2x4xf32>, tensor<1x8x2xf32>, tensor<2xf32>, tensor<1x8x1x3xf32>, tensor<1x8x1x3xf32>)
+      -> (tensor<1x8x2x4xf32>, tensor<1x2x4x3xf32>)
+  return
+}
+
+// -----
+
+func.func @unknown_attribute(%a: tensor<2x16x8xf32>) {
+  // expected-error @+1 {{'seq.linear_scan' op has no attribute 'frobnicate' (its attributes: reverse)}}
+  %h, %l = seq.linear_scan %a, %a {frobnicate = 1 : i64}
+    : (tensor<2x16x8xf32>, tensor<2x16x8xf32>) -> (tensor<2x16x8xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @misspelled_op(%a: tensor<2x16x8xf32>) {
+  // expected-error @+1 {{custom op 'seq.linear_scn' is not an op of the seq dialect (did you mean 'seq.linear_scan'?)}}
+  %h, %l = seq.linear_scn %a, %a : (tensor<2x16x8xf32>, tensor<2x16x8xf32>) -> (tensor<2x16x8xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @missing_operand(%a: tensor<2x16x8xf32>) {
+  // expected-error @+1 {{custom op 'seq.linear_scan' takes 2 operands (a, b) before its optional groups, but its 2nd operand, 'b', is missing}}
+  %h, %l = seq.linear_scan %a : (tensor<2x16x8xf32>, tensor<2x16x8xf32>) -> (tensor<2x16x8xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @missing_operand_before_group(%x: tensor<1x8x2x4xf32>, %dt: tensor<1x8x2xf32>, %A: tensor<2xf32>,
+                                        %B: tensor<1x8x1x3xf32>) {
+  // expected-error @+1 {{custom op 'seq.ssd' takes 5 operands (x, dt, A, B, C) before its optional groups, but its 5th operand, 'C', is missing}}
+  %y, %l = seq.ssd %x, %dt, %A, %B skip(%A)
+    : (tensor<1x8x2x4xf32>, tensor<1x8x2xf32>, tensor<2xf32>, tensor<1x8x1x3xf32>, tensor<2xf32>)
+      -> (tensor<1x8x2x4xf32>, tensor<1x2x4x3xf32>)
+  return
+}
+
+// -----
+
+func.func @invalid_attribute_value(%a: tensor<2x16x8xf32>) {
+  // The op is named once (the parser and ODS used to say it twice).
+  // expected-error @+1 {{'seq.linear_scan' op attribute 'reverse' failed to satisfy constraint: bool attribute}}
+  %h, %l = seq.linear_scan %a, %a {reverse = 3 : i64}
+    : (tensor<2x16x8xf32>, tensor<2x16x8xf32>) -> (tensor<2x16x8xf32>, tensor<2x8xf32>)
   return
 }

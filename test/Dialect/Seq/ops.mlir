@@ -23,6 +23,11 @@ func.func @linear_scan(%a: tensor<2x16x8xf32>, %b: tensor<2x16x8xf32>, %h0: tens
   // CHECK: seq.linear_scan {{.*}} : (tensor<?x?xf32>, tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?xf32>)
   %h4, %last4 = seq.linear_scan %ad, %ad
     : (tensor<?x?xf32>, tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?xf32>)
+  // Attributes with a dialect prefix are allowed (unknown undotted ones are
+  // errors: invalid.mlir).
+  // CHECK: seq.linear_scan {{.*}} {foo.bar = 1 : i64, seq.note = "kept"} :
+  %h5, %last5 = seq.linear_scan %a, %b {seq.note = "kept", foo.bar = 1 : i64}
+    : (tensor<2x16x8xf32>, tensor<2x16x8xf32>) -> (tensor<2x16x8xf32>, tensor<2x8xf32>)
   return
 }
 

@@ -602,5 +602,10 @@ Expected<std::vector<NamedTensor>> weights::read(const std::string &path) {
     return parseNpz(bytes->data(), bytes->size(), what);
   if (bytes->size() >= 4 && bytes->compare(0, 4, "PK\x05\x06", 4) == 0)
     return parseNpz(bytes->data(), bytes->size(), what); // an empty archive
+  if (bytes->size() >= 6 && bytes->compare(0, 6, "\x93NUMPY", 6) == 0)
+    return Status::error(
+        what + " is a .npy file (one unnamed array), not a file of named "
+               "tensors (.safetensors or .npz): bind it to an argument with "
+               "--input, or store it by name with numpy.savez");
   return parseSafetensors(bytes->data(), bytes->size(), what);
 }
