@@ -59,3 +59,21 @@ foreach(pc seqc seqc-runtime)
   install(FILES ${PROJECT_BINARY_DIR}/${pc}.pc
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endforeach()
+
+# The documentation: the generated op / attribute / pass reference and the
+# guides.
+install(FILES
+  ${PROJECT_BINARY_DIR}/docs/generated/SeqOps.md
+  ${PROJECT_BINARY_DIR}/docs/generated/SeqAttrs.md
+  ${PROJECT_BINARY_DIR}/docs/generated/SeqPasses.md
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/seqc/reference)
+file(GLOB SEQC_GUIDES ${PROJECT_SOURCE_DIR}/docs/*.md)
+install(FILES ${SEQC_GUIDES} DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/seqc)
+
+# lit + FileCheck tests of a user's own pipelines against this install:
+# `seqc-lit init DIR` writes a lit.cfg.py that loads share/seqc/lit/seqc_lit.py
+# (docs/testing.md).
+install(FILES ${PROJECT_SOURCE_DIR}/tools/seqc-lit/seqc_lit.py
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/seqc/lit)
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/seqc-lit/seqc-lit
+  DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -3,6 +3,7 @@
 #include "seqc/seqc.h"
 
 #include "TestModules.h"
+#include "seqc/Weights.h"
 
 #include <gtest/gtest.h>
 
@@ -244,6 +245,114 @@ TEST_F(CApiTest, ConcurrentCallsWithPerThreadErrors) {
   for (auto &th : threads)
     th.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+} // namespace
+
+namespace {
+
+TEST_F(CApiTest, ProfiledCallsReportTheirRegions) {
+  seqc_compile_options options;
+  seqc_compile_options_init(&options);
+  EXPECT_EQ(options.fuse, 1);
+  EXPECT_EQ(options.profile, SEQC_PROFILE_NONE);
+  options.profile = SEQC_PROFILE_OPS;
+  options.fuse = 0;
+  seqc_module *profiled = nullptr;
+  ASSERT_EQ(seqc_compile(engine, kSource, std::strlen(kSource), "test.mlir",
+                         &options, &profiled),
+            SEQC_OK)
+      << lastError();
+  seqc_function *fn = nullptr;
+  ASSERT_EQ(seqc_module_function(profiled, "main", &fn), SEQC_OK);
+  size_t regions = seqc_function_num_regions(fn);
+  ASSERT_GE(regions, 1u);
+  EXPECT_NE(std::string(seqc_function_region_name(fn, 0)).find("seq.linear_scan"),
+            std::string::npos)
+      << seqc_function_region_name(fn, 0);
+  EXPECT_EQ(seqc_function_region_name(fn, regions), nullptr);
+  EXPECT_EQ(seqc_function_num_regions(scan), 0u);
+
+  std::vector<float> a(2 * 5 * 3, 0.5f), b(2 * 5 * 3, 1.0f);
+  seqc_view in[2] = {view(a.data(), {2, 5, 3}), view(b.data(), {2, 5, 3})};
+  seqc_tensor *out[2] = {nullptr, nullptr};
+  std::vector<double> seconds(regions, -1);
+  std::vector<int64_t> calls(regions, -1);
+  seqc_call_stats stats{0, 0, seconds.data(), calls.data()};
+  ASSERT_EQ(seqc_function_call_stats(fn, in, 2, out, 2, &stats), SEQC_OK)
+      << lastError();
+  EXPECT_GT(stats.allocated_bytes, 0u);
+  EXPECT_GT(stats.peak_bytes, 0u);
+  EXPECT_EQ(calls[0], 1);
+  EXPECT_GE(seconds[0], 0.0);
+  seqc_tensor_destroy(out[0]);
+  seqc_tensor_destroy(out[1]);
+
+  options.profile = static_cast<seqc_profile>(7);
+  seqc_module *bad = nullptr;
+  EXPECT_EQ(seqc_compile(engine, kSource, std::strlen(kSource), nullptr,
+                         &options, &bad),
+            SEQC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "unknown profile 7");
+  seqc_function_destroy(fn);
+  seqc_module_destroy(profiled);
+}
+
+/// The runtime's C API reads weights and .npy files by itself (what an
+/// ahead-of-time host links).
+TEST(CRuntime, WeightsByNameAndNpyFiles) {
+  std::string dir = ::testing::TempDir();
+  std::string safetensors = dir + "/capi-weights.safetensors";
+  seqc::Expected<seqc::Tensor> w = seqc::Tensor::zeros(seqc::DType::F32, {2, 3});
+  seqc::Expected<seqc::Tensor> b = seqc::Tensor::zeros(seqc::DType::BF16, {3});
+  ASSERT_TRUE(w && b);
+  for (int i = 0; i < 6; ++i)
+    w->dataAs<float>()[i] = float(i);
+  ASSERT_TRUE(seqc::weights::writeSafetensors(
+      safetensors, {{"proj.w", *w}, {"proj.b", *b}}));
+
+  seqc_weights *weights = nullptr;
+  ASSERT_EQ(seqc_weights_read(safetensors.c_str(), &weights), SEQC_OK)
+      << lastError();
+  ASSERT_EQ(seqc_weights_count(weights), 2u);
+  EXPECT_EQ(seqc_weights_name(weights, 2), nullptr);
+  seqc_view v;
+  ASSERT_EQ(seqc_weights_find(weights, "proj.w", &v), SEQC_OK);
+  EXPECT_EQ(v.dtype, SEQC_F32);
+  ASSERT_EQ(v.rank, 2);
+  EXPECT_EQ(v.shape[1], 3);
+  EXPECT_EQ(static_cast<float *>(v.data)[5], 5.0f);
+  ASSERT_EQ(seqc_weights_find(weights, "proj.b", &v), SEQC_OK);
+  EXPECT_EQ(v.dtype, SEQC_BF16);
+  EXPECT_EQ(seqc_weights_find(weights, "proj.c", &v), SEQC_ERROR_NOT_FOUND);
+  EXPECT_EQ(lastError(), "'" + safetensors + "' has no tensor named 'proj.c'");
+  EXPECT_EQ(seqc_weights_view(weights, 9, &v), SEQC_ERROR_INVALID_ARGUMENT);
+
+  // A strided view (every other column) written and read back.
+  std::string npy = dir + "/capi-strided.npy";
+  ASSERT_EQ(seqc_weights_find(weights, "proj.w", &v), SEQC_OK);
+  int64_t shape[2] = {2, 2}, strides[2] = {3, 2};
+  seqc_view strided{SEQC_F32, v.data, 2, shape, strides};
+  ASSERT_EQ(seqc_tensor_write_npy(npy.c_str(), &strided), SEQC_OK)
+      << lastError();
+  seqc_tensor *back = nullptr;
+  ASSERT_EQ(seqc_tensor_read_npy(npy.c_str(), &back), SEQC_OK);
+  auto *data = static_cast<float *>(seqc_tensor_data(back));
+  EXPECT_EQ(data[0], 0.0f);
+  EXPECT_EQ(data[1], 2.0f);
+  EXPECT_EQ(data[2], 3.0f);
+  EXPECT_EQ(data[3], 5.0f);
+  seqc_tensor_destroy(back);
+
+  // A .npy is not a weights file, and says so.
+  seqc_weights *wrong = nullptr;
+  EXPECT_EQ(seqc_weights_read(npy.c_str(), &wrong), SEQC_ERROR_IO);
+  EXPECT_NE(lastError().find("is a .npy file (one unnamed array)"),
+            std::string::npos)
+      << lastError();
+  EXPECT_EQ(seqc_weights_read(nullptr, &wrong), SEQC_ERROR_INVALID_ARGUMENT);
+  seqc_weights_destroy(weights);
+  seqc_weights_destroy(nullptr);
 }
 
 } // namespace
