@@ -38,6 +38,7 @@ extern "C" void seqc_compile_options_init(seqc_compile_options *o) {
   o->cache_dir = nullptr;
   o->fuse = 1;
   o->profile = SEQC_PROFILE_NONE;
+  o->strict = 0;
 }
 
 extern "C" seqc_status seqc_engine_create(seqc_engine **engine) {
@@ -74,6 +75,7 @@ static Expected<CompileOptions> toOptions(const seqc_compile_options *o) {
   if (o->cache_dir)
     opts.cacheDir = o->cache_dir;
   opts.fuse = o->fuse != 0;
+  opts.strict = o->strict != 0;
   opts.profile = o->profile == SEQC_PROFILE_CALLS ? Profile::Calls
                  : o->profile == SEQC_PROFILE_OPS ? Profile::Ops
                                                   : Profile::None;

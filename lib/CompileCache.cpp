@@ -100,7 +100,8 @@ std::string seqc::cacheKey(std::string_view source, std::string_view bufferName,
      << "\ncpu " << tm.getTargetCPU() << "\nfeatures "
      << tm.getTargetFeatureString() << "\nreference " << options.reference
      << "\nopt " << options.optLevel << "\nprofile " << static_cast<int>(options.profile)
-     << "\nfuse " << options.fuse << "\nperf-map " << perfMapRequested()
+     << "\nfuse " << options.fuse << "\nstrict " << options.strict
+     << "\nperf-map " << perfMapRequested()
      << "\ntarget "
      << static_cast<int>(options.target) << "\nchip " << options.cudaChip
      << "\nblock-threads " << options.cudaBlockThreads

@@ -225,16 +225,19 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
 
   // The first error becomes the message, with its location.
   std::string firstError;
+  // Remarks (fallbacks from the fast lowerings) go to onEvent.
   mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &diag) {
-    if (diag.getSeverity() != mlir::DiagnosticSeverity::Error ||
-        !firstError.empty())
-      return mlir::success();
     std::string loc;
     llvm::raw_string_ostream los(loc);
     if (auto fl = mlir::dyn_cast<mlir::FileLineColLoc>(diag.getLocation()))
       los << fl.getFilename().getValue() << ":" << fl.getLine() << ":"
           << fl.getColumn() << ": ";
-    firstError = loc + diag.str();
+    if (diag.getSeverity() == mlir::DiagnosticSeverity::Remark &&
+        options.onEvent)
+      options.onEvent({CompileEvent::Kind::Remark, loc + diag.str(), 0});
+    if (diag.getSeverity() == mlir::DiagnosticSeverity::Error &&
+        firstError.empty())
+      firstError = loc + diag.str();
     return mlir::success();
   });
   auto fail = [&](const std::string &fallback) {
@@ -282,6 +285,7 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     CpuPipelineOptions cpu;
     cpu.reference = options.reference;
     cpu.fuse = options.fuse;
+    cpu.strict = options.strict;
     buildCpuPipeline(pm, cpu);
   } else {
     if (options.reference)
@@ -289,6 +293,7 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     CudaPipelineOptions cuda;
     cuda.emulate = options.target == Target::CUDAEmulated;
     cuda.fuse = options.fuse;
+    cuda.strict = options.strict;
     if (!options.cudaChip.empty())
       cuda.chip = options.cudaChip;
     if (options.cudaBlockThreads)

@@ -40,7 +40,7 @@ struct CpuAttention : OpRewritePattern<seq::AttentionOp> {
   LogicalResult matchAndRewrite(seq::AttentionOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allF32(op))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
     auto qType = cast<RankedTensorType>(op.getQ().getType());
     auto kType = cast<RankedTensorType>(op.getK().getType());
     auto vType = cast<RankedTensorType>(op.getV().getType());
@@ -49,7 +49,7 @@ struct CpuAttention : OpRewritePattern<seq::AttentionOp> {
     if (ShapedType::isDynamic(H) || ShapedType::isDynamic(K) ||
         ShapedType::isDynamic(Hkv) || ShapedType::isDynamic(V) || Hkv == 0 ||
         H % Hkv != 0)
-      return failure();
+      return rewriter.notifyMatchFailure(op, "needs static H, K, Hkv and V, with H a multiple of Hkv");
     const int64_t lanes = target.vectorWidth;
     const int64_t Kpad = roundUp(K, lanes);
 

@@ -55,7 +55,7 @@ struct CpuElementwiseMap : OpRewritePattern<linalg::GenericOp> {
                                 PatternRewriter &rewriter) const override {
     std::optional<ElementwiseStage> stage = ElementwiseStage::match(op);
     if (!stage || (fuse && fusesIntoMatmul(op)))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "not a 2-D elementwise map, or fused into a matmul");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     auto type = cast<RankedTensorType>(op->getResult(0).getType());
@@ -100,11 +100,11 @@ struct CpuRowSum : OpRewritePattern<linalg::GenericOp> {
                                 PatternRewriter &rewriter) const override {
     std::optional<ElementwiseStage> stage = ElementwiseStage::matchRowSum(op);
     if (!stage)
-      return failure();
+      return rewriter.notifyMatchFailure(op, "not a row sum");
     // The column count comes from an input read at (m, n).
     auto fullIt = llvm::find(stage->access, ElementwiseStage::Access::Full);
     if (fullIt == stage->access.end())
-      return failure();
+      return rewriter.notifyMatchFailure(op, "no input read at (m, n)");
     unsigned fullInput = fullIt - stage->access.begin();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);

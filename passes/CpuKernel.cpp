@@ -120,16 +120,3 @@ bool seqc::allF32(Operation *op) {
          llvm::all_of(op->getResultTypes(), isF32);
 }
 
-LogicalResult seqc::applyKernelLowerings(Operation *module,
-                                         RewritePatternSet &&patterns) {
-  populateReferenceScanPatterns(patterns);
-  populateReferenceStateSpacePatterns(patterns);
-  populateReferenceAttentionPatterns(patterns);
-  populateReferenceConvPatterns(patterns);
-  populateReferenceMoEPatterns(patterns);
-  GreedyRewriteConfig config;
-  config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-  config.enableFolding(false);
-  config.enableConstantCSE(false);
-  return applyPatternsGreedily(module, std::move(patterns), config);
-}

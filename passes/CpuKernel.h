@@ -61,13 +61,25 @@ inline int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 /// fast kernels' type; others take the reference lowering).
 bool allF32(mlir::Operation *op);
 
+/// What a kernel lowering does with an op no fast pattern takes: a remark
+/// naming the op and why each fast pattern declined it, or, `strict`, an
+/// error that fails the pass. `target` names the fast path ("CPU", "GPU").
+struct FallbackPolicy {
+  llvm::StringRef target;
+  bool strict = false;
+};
+
 /// Applies `patterns` (kernel lowerings, then the reference lowering of
 /// every op family for whatever they decline) to `module`: kernels are
 /// created at module level while their callers are rewritten, and nothing
 /// folds (to_buffer(to_tensor(m)) would fold to m, hiding a kernel's read of
-/// its input from the bufferization analysis; see Pipelines.cpp).
+/// its input from the bufferization analysis; see Pipelines.cpp). Every
+/// fallback is reported as `policy` says (FallbackReport.cpp); fast patterns
+/// decline with rewriter.notifyMatchFailure(op, reason) so the report can
+/// say why.
 mlir::LogicalResult applyKernelLowerings(mlir::Operation *module,
-                                         mlir::RewritePatternSet &&patterns);
+                                         mlir::RewritePatternSet &&patterns,
+                                         const FallbackPolicy &policy);
 
 } // namespace seqc
 

@@ -37,14 +37,14 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   LogicalResult matchAndRewrite(seq::LinearAttentionOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allF32(op))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
     auto qType = cast<RankedTensorType>(op.getQ().getType());
     auto vType = cast<RankedTensorType>(op.getV().getType());
     int64_t H = qType.getDimSize(2), K = qType.getDimSize(3);
     int64_t V = vType.getDimSize(3), staticT = qType.getDimSize(1);
     if (ShapedType::isDynamic(H) || ShapedType::isDynamic(K) ||
         ShapedType::isDynamic(V))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "needs static H, K and V");
     int64_t decayRank =
         op.getDecay() ? cast<RankedTensorType>(op.getDecay().getType()).getRank()
                       : 0;

@@ -60,16 +60,16 @@ struct CpuMatmul : OpRewritePattern<OpTy> {
                                 PatternRewriter &rewriter) const override {
     constexpr bool batched = std::is_same_v<OpTy, linalg::BatchMatmulOp>;
     if (!op.hasPureTensorSemantics() || op->getNumResults() != 1)
-      return failure();
+      return rewriter.notifyMatchFailure(op, "needs tensor operands and one result");
     // Only the default (row-major, untransposed) indexing maps.
     SmallVector<AffineMap> defaults(
         OpTy::getDefaultIndexingMaps(op->getContext()));
     if (op.getIndexingMapsArray() != defaults)
-      return failure();
+      return rewriter.notifyMatchFailure(op, "needs the default indexing maps (no transposed operands)");
     Value A = op.getDpsInputs()[0], B = op.getDpsInputs()[1];
     Value init = op.getDpsInits()[0];
     if (!isF32Tensor(A) || !isF32Tensor(B) || !isF32Tensor(init))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
 
     // Elementwise producer of A and consumer of the result, fused when
     // nothing else needs the intermediate (2-D matmuls).

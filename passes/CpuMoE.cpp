@@ -36,7 +36,7 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
   LogicalResult matchAndRewrite(seq::MoeFfnOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allF32(op))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);

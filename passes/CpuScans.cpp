@@ -38,7 +38,7 @@ struct CpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
   LogicalResult matchAndRewrite(seq::LinearScanOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allF32(op))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
@@ -155,7 +155,7 @@ struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
   LogicalResult matchAndRewrite(seq::SelectiveScanOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allF32(op))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
     auto aType = cast<RankedTensorType>(op.getA().getType());
     auto bType = cast<RankedTensorType>(op.getB().getType());
     int64_t N = aType.getDimSize(1), G = bType.getDimSize(2);
@@ -165,7 +165,7 @@ struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
     // straddle two B/C groups so B and C are one broadcast per step.
     if (ShapedType::isDynamic(N) || N > 64 || ShapedType::isDynamic(G) ||
         ShapedType::isDynamic(D) || (G > 1 && (D / G) % lanes != 0))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "needs static N <= 64, static D and G, and D / G a multiple of the vector width when G > 1");
 
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
@@ -290,11 +290,11 @@ struct CpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
   LogicalResult matchAndRewrite(seq::CausalConv1dOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allF32(op))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
     auto wType = cast<RankedTensorType>(op.getW().getType());
     int64_t W = wType.getDimSize(1), D = wType.getDimSize(0);
     if (ShapedType::isDynamic(W) || W < 1 || W > 16 || ShapedType::isDynamic(D))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "needs a static width W in [1, 16] and a static D");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);

@@ -73,14 +73,14 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
   LogicalResult matchAndRewrite(seq::SsdOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allF32(op))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
     auto xType = cast<RankedTensorType>(op.getX().getType());
     auto bType = cast<RankedTensorType>(op.getB().getType());
     int64_t H = xType.getDimSize(2), P = xType.getDimSize(3);
     int64_t G = bType.getDimSize(2), N = bType.getDimSize(3);
     if (ShapedType::isDynamic(H) || ShapedType::isDynamic(P) ||
         ShapedType::isDynamic(G) || ShapedType::isDynamic(N) || H % G != 0)
-      return failure();
+      return rewriter.notifyMatchFailure(op, "needs static H, P, G and N");
     const int64_t lanes = target.vectorWidth;
     int64_t staticT = xType.getDimSize(1);
     bool recurrent = !ShapedType::isDynamic(staticT) && staticT < 16;

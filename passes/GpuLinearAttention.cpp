@@ -45,7 +45,7 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   LogicalResult matchAndRewrite(seq::LinearAttentionOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allFloat(op))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "needs float (f32, f16, bf16) operands");
     Value decay = op.getDecay();
     int64_t decayRank =
         decay ? cast<RankedTensorType>(decay.getType()).getRank() : 0;
@@ -54,7 +54,7 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     // memory.
     if (decayRank == 4 &&
         (ShapedType::isDynamic(kStatic) || kStatic > KMaxDecay))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "a per-channel decay needs a static K of at most 128");
     const int64_t KG = decayRank == 4 ? kStatic : 1;
 
     Type mmaType = target.tensorCoreType({op.getQ(), op.getK(), op.getV()},

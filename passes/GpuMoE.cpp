@@ -53,7 +53,7 @@ struct GpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
     if (!isFloat(op.getX()) || !isFloat(op.getWeights()) ||
         !isFloat(op.getWUp()) || !isFloat(op.getWDown()) ||
         (op.getWGate() && !isFloat(op.getWGate())) || !isFloat(op.getY()))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "needs float tokens, weights and results");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
@@ -417,7 +417,7 @@ struct GpuRoute : OpRewritePattern<seq::RouteOp> {
                                 PatternRewriter &rewriter) const override {
     if (!isa<FloatType>(
             cast<ShapedType>(op.getLogits().getType()).getElementType()))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "needs float logits");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);

@@ -48,7 +48,7 @@ struct GpuSemiseparableMask : OpRewritePattern<seq::SemiseparableMaskOp> {
   LogicalResult matchAndRewrite(seq::SemiseparableMaskOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allFloat(op))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "needs float (f32, f16, bf16) operands");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
@@ -96,7 +96,7 @@ struct GpuAssociativeScan : OpRewritePattern<seq::AssociativeScanOp> {
   LogicalResult matchAndRewrite(seq::AssociativeScanOp op,
                                 PatternRewriter &rewriter) const override {
     if (!RegionCaptures::of(op.getCombiner()).scalarOnly())
-      return failure();
+      return rewriter.notifyMatchFailure(op, "its combiner captures values from outside other than scalars");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
@@ -186,7 +186,7 @@ struct GpuRandomFeatures : OpRewritePattern<seq::RandomFeaturesOp> {
   LogicalResult matchAndRewrite(seq::RandomFeaturesOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allFloat(op))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "needs float (f32, f16, bf16) operands");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);

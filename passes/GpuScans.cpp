@@ -36,7 +36,7 @@ struct GpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
   LogicalResult matchAndRewrite(seq::LinearScanOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allFloat(op))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "needs float (f32, f16, bf16) operands");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
@@ -165,7 +165,8 @@ struct GpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
     auto aType = cast<RankedTensorType>(op.getA().getType());
     int64_t N = aType.getDimSize(1);
     if (!allFloat(op) || ShapedType::isDynamic(N) || N > MaxStates)
-      return failure();
+      return rewriter.notifyMatchFailure(
+          op, "needs float operands and a static N of at most 64");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
@@ -325,7 +326,7 @@ struct GpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
   LogicalResult matchAndRewrite(seq::CausalConv1dOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allFloat(op))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "needs float (f32, f16, bf16) operands");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);

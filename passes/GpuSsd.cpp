@@ -43,7 +43,7 @@ struct GpuSsd : OpRewritePattern<seq::SsdOp> {
   LogicalResult matchAndRewrite(seq::SsdOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allFloat(op))
-      return failure();
+      return rewriter.notifyMatchFailure(op, "needs float (f32, f16, bf16) operands");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);

@@ -39,8 +39,10 @@ struct SeqLowerToCpu : seqc::impl::SeqLowerToCpuBase<SeqLowerToCpu> {
     seqc::populateCpuMoEPatterns(patterns, target);
     seqc::populateCpuMatmulPatterns(patterns, target, fuse);
     seqc::populateCpuElementwisePatterns(patterns, target, fuse);
-    // Whatever has no kernel takes the reference lowering.
-    if (failed(seqc::applyKernelLowerings(getOperation(), std::move(patterns))))
+    // Whatever has no kernel takes the reference lowering, reported.
+    seqc::FallbackPolicy policy{"CPU", strict};
+    if (failed(seqc::applyKernelLowerings(getOperation(), std::move(patterns),
+                                          policy)))
       return signalPassFailure();
   }
 };

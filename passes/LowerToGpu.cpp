@@ -57,8 +57,10 @@ struct SeqLowerToGpu : seqc::impl::SeqLowerToGpuBase<SeqLowerToGpu> {
     seqc::populateGpuRowPatterns(patterns, target);
     seqc::populateGpuLinalgPatterns(patterns, target);
     seqc::populateGpuLinearAttentionPatterns(patterns, target);
-    // Whatever has no kernel takes the reference lowering.
-    if (failed(seqc::applyKernelLowerings(getOperation(), std::move(patterns))))
+    // Whatever has no kernel takes the reference lowering, reported.
+    seqc::FallbackPolicy policy{"GPU", strict};
+    if (failed(seqc::applyKernelLowerings(getOperation(), std::move(patterns),
+                                          policy)))
       return signalPassFailure();
   }
 };

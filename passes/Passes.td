@@ -31,13 +31,17 @@ def SeqLowerToCpu : Pass<"seq-lower-to-cpu", "::mlir::ModuleOp"> {
     on seqc's thread pool (`seq.parallel_for`), bridged to the tensor graph
     with `bufferization.to_buffer` / `to_tensor`. Kernels keep recurrent
     states in vector registers of the target's width. Ops (or element
-    types) without a fast kernel take the reference lowering.
+    types) without a fast kernel take the reference lowering, and a remark
+    says so, naming the op, its types and why each fast kernel declined it
+    (matmuls left to generic loops too); with `strict` that is an error.
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
            "f32 lanes per vector (0: the host's widest)">,
     Option<"fuse", "fuse", "bool", /*default=*/"true",
-           "Apply elementwise producers and consumers inside matmul kernels">
+           "Apply elementwise producers and consumers inside matmul kernels">,
+    Option<"strict", "strict", "bool", /*default=*/"false",
+           "An op without a fast kernel is an error (else a remark)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
@@ -59,7 +63,8 @@ def SeqLowerToGpu : Pass<"seq-lower-to-gpu", "::mlir::ModuleOp"> {
     (workgroup attributions). Matrix products of bf16 operands (f16 too in
     matmuls and attention) use the tensor cores (`nvvm.mma.sync` m16n8k16,
     f32 accumulators) on sm_80 and later. Ops without a GPU kernel take the
-    reference lowering.
+    reference lowering (host code over managed memory), and a remark says
+    so with the reasons; with `strict` that is an error.
 
     With `emulate`, the same kernels are emitted as host code instead: one
     thread-pool task per thread block, shared memory on the task's stack,
@@ -73,7 +78,9 @@ def SeqLowerToGpu : Pass<"seq-lower-to-gpu", "::mlir::ModuleOp"> {
            "Threads per thread block">,
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_80\"",
            "GPU architecture (sm_80 and later: bf16/f16 products on tensor "
-           "cores, mma.sync)">
+           "cores, mma.sync)">,
+    Option<"strict", "strict", "bool", /*default=*/"false",
+           "An op without a GPU kernel is an error (else a remark)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",

@@ -109,6 +109,7 @@ void seqc::buildCudaPipeline(OpPassManager &pm,
   gpu.emulate = opts.emulate;
   gpu.blockThreads = opts.blockThreads;
   gpu.chip = opts.chip;
+  gpu.strict = opts.strict;
   pm.addPass(createSeqLowerToGpu(gpu));
   // No canonicalization before bufferization, as in the CPU pipeline.
   if (opts.emulate) {
@@ -183,6 +184,7 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
     SeqLowerToCpuOptions cpu;
     cpu.vectorWidth = opts.vectorWidth;
     cpu.fuse = opts.fuse;
+    cpu.strict = opts.strict;
     pm.addPass(createSeqLowerToCpu(cpu));
   }
   // No canonicalization or CSE between the CPU kernels and bufferization:
@@ -227,6 +229,11 @@ struct CudaPipelineCLOptions
   Option<bool> fuse{*this, "fuse",
                     llvm::cl::desc("Fuse elementwise glue into seq ops"),
                     llvm::cl::init(true)};
+  Option<bool> strict{
+      *this, "strict",
+      llvm::cl::desc("an op without a fast kernel is an error (else a "
+                     "remark)"),
+      llvm::cl::init(false)};
 };
 
 struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
@@ -241,6 +248,11 @@ struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
                     llvm::cl::desc("Fuse elementwise glue into seq ops and "
                                    "matmuls"),
                     llvm::cl::init(true)};
+  Option<bool> strict{
+      *this, "strict",
+      llvm::cl::desc("an op without a fast kernel is an error (else a "
+                     "remark)"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -259,6 +271,7 @@ void seqc::registerPasses() {
         opts.blockThreads = cl.blockThreads;
         opts.emulate = cl.emulate;
         opts.fuse = cl.fuse;
+        opts.strict = cl.strict;
         buildCudaPipeline(pm, opts);
       });
   PassPipelineRegistration<CpuPipelineCLOptions>(
@@ -270,6 +283,7 @@ void seqc::registerPasses() {
         opts.reference = cl.reference;
         opts.vectorWidth = cl.vectorWidth;
         opts.fuse = cl.fuse;
+        opts.strict = cl.strict;
         buildCpuPipeline(pm, opts);
       });
   PassPipelineRegistration<>(

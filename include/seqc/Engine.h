@@ -42,6 +42,7 @@ struct CompileEvent {
     CacheHit,  ///< `what`: "memory" or "disk"; nothing is compiled
     CacheMiss, ///< the module is compiled now (stages follow)
     Stage,     ///< the stage `what` took `seconds`
+    Remark,    ///< `what`: an op took no fast lowering, and why ("FILE:L:C: ...")
   };
   Kind kind;
   std::string what;
@@ -81,6 +82,10 @@ struct CompileOptions {
   /// Fuse elementwise glue into the seq ops and matmuls (the default);
   /// false materializes every intermediate (for measuring what fusion saves).
   bool fuse = true;
+  /// An op without the target's fast lowering (one that would run the
+  /// reference loops, or on the host for CUDA) fails the compile with an
+  /// error naming it and why; without `strict` each is a Remark event.
+  bool strict = false;
   /// Called on the compiling thread as the compile proceeds (may be empty).
   std::function<void(const CompileEvent &)> onEvent;
 };

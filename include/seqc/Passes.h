@@ -36,6 +36,8 @@ struct CpuPipelineOptions {
   int64_t vectorWidth = 0;
   /// Fuse elementwise glue into seq ops and matmuls (fast pipeline).
   bool fuse = true;
+  /// An op without a fast kernel is an error, not a remark (fast pipeline).
+  bool strict = false;
 };
 
 /// Tensor-level graph (seq + linalg/tensor/arith/math ops in func.func) to
@@ -60,6 +62,8 @@ struct CudaPipelineOptions {
   /// Fold elementwise glue into the seq ops whose kernels apply it
   /// (seq-fuse-elementwise), as the CPU pipeline does.
   bool fuse = true;
+  /// An op without a GPU kernel is an error, not a remark.
+  bool strict = false;
 };
 
 /// Tensor-level graph to the LLVM dialect for the host, with the kernels as

@@ -61,6 +61,7 @@ typedef struct seqc_compile_options {
   const char *cache_dir; /* NULL: $SEQC_CACHE_DIR, $XDG_CACHE_HOME/seqc, ... */
   int fuse;             /* nonzero (default): elementwise glue fused into ops */
   seqc_profile profile; /* default SEQC_PROFILE_NONE */
+  int strict;           /* nonzero: an op without a fast lowering is an error */
 } seqc_compile_options;
 
 /* The defaults: CPU, fast pipeline, -O3, cache on, fused, no profile. */

@@ -62,9 +62,11 @@ def extreme_decays():
     B2 = f32(r.standard_normal((1, T, 1, 3)))
     C2 = f32(r.standard_normal((1, T, 1, 3)))
     out = [ty(u), "tensor<1x4x3xf32>"]
+    # D = 4 channels in one group: narrower than a vector, so the CPU kernel
+    # declines and the reference lowering runs (not strict on the CPU).
     y, last = run_seqc(one_op("selective_scan", [u, delta, A2, B2, C2], out,
                               attrs="discretization = #seq.discretization<zoh>"),
-                       [u, delta, A2, B2, C2])
+                       [u, delta, A2, B2, C2], cpu_strict=False)
     ry, rl = selective_scan(u, delta, A2, B2, C2, zoh=True)
     c.close("selective_scan (zoh) with dt*A from -1e-8 to -1e4", y, ry)
     # A semiseparable mask whose partial sums reach -3e4.

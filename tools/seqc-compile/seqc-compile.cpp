@@ -1,7 +1,7 @@
 //===- seqc-compile.cpp - ahead-of-time compilation to objects ------------===//
 //
 //   seqc-compile FILE.mlir -o OUT.o|OUT.so [--header OUT.h] [--prefix P]
-//                [--reference] [-O N] [--target cpu|cuda] [--chip SM]
+//                [--reference] [--strict] [-O N] [--target cpu|cuda] [--chip SM]
 //                [--cpu NAME]
 //
 // Writes an object file (or a shared library) with one C entry point per
@@ -56,7 +56,9 @@ int main(int argc, char **argv) {
       std::puts("usage: seqc-compile FILE.mlir -o OUT.o|OUT.so [--header "
                 "OUT.h] [--prefix P] [--reference] [-O N]\n"
                 "                    [--target cpu|cuda] [--chip SM] "
-                "[--cpu NAME]\n"
+                "[--cpu NAME] [--strict]\n"
+                "  --strict       an op without the target's fast lowering "
+                "is an error (else a remark)\n"
                 "  --target cuda  GPU kernels as an embedded cubin (the "
                 "CUDA toolkit's ptxas; PTX without it)\n"
                 "  --chip SM      the GPU architecture (default sm_90a)\n"
@@ -72,6 +74,8 @@ int main(int argc, char **argv) {
       opts.prefix = value();
     } else if (a == "--reference") {
       opts.compile.reference = true;
+    } else if (a == "--strict") {
+      opts.compile.strict = true;
     } else if (a == "--target") {
       std::string t = value();
       if (t == "cpu")
@@ -106,6 +110,10 @@ int main(int argc, char **argv) {
   if (!source)
     fail(source.message());
   opts.runtimeLibraryDir = runtimeDir();
+  opts.compile.onEvent = [](const CompileEvent &e) {
+    if (e.kind == CompileEvent::Kind::Remark)
+      std::fprintf(stderr, "remark: %s\n", e.what.c_str());
+  };
   Status s = compileAheadOfTime(*source, input, opts);
   if (!s)
     fail(s.message());

@@ -3,7 +3,8 @@
 //   seqc-run FILE.mlir [-e NAME] [--target cpu|cuda] [--weights FILE]...
 //            [--input A.npy]... [--random-inputs [--seed N]]
 //            [--dynamic-size N] [--output-dir DIR] [--print] [--bench N]
-//            [--reference] [--threads N] [--memory-limit SIZE] [-v]
+//            [--reference] [--strict] [--threads N] [--memory-limit SIZE]
+//            [-v]
 //
 // Any bad input prints one `error: ...` line to stderr and exits 1, before
 // any output file is written.
@@ -47,6 +48,7 @@ struct Options {
   bool reference = false;
   Profile profile = Profile::None;
   bool fuse = true;
+  bool strict = false;
   bool verbose = false;
   int threads = 0;
   size_t memoryLimit = 0;
@@ -58,7 +60,7 @@ const char *kUsage =
     "[--weights FILE]... [--input A.npy]... [--random-inputs [--seed N]\n"
     "                [--dynamic-size N]] [--output-dir DIR] [--print] "
     "[--bench N] [--profile[=ops]]\n"
-    "                [--no-fuse] [--reference] [--threads N] "
+    "                [--no-fuse] [--reference] [--strict] [--threads N] "
     "[--memory-limit SIZE] [-v]\n"
     "\n"
     "Compiles FILE.mlir through seqc's JIT and runs one function.\n"
@@ -85,6 +87,8 @@ const char *kUsage =
     "  --no-fuse          materializes every intermediate (no elementwise\n"
     "                     fusion into seq ops or matmuls), for comparison\n"
     "  --reference        lowers through the reference lowering (the oracle)\n"
+    "  --strict           an op without the target's fast lowering is an\n"
+    "                     error (else a remark on stderr)\n"
     "  --threads N        threads of the runtime's pool (default: every core,\n"
     "                     or SEQC_NUM_THREADS)\n"
     "  --memory-limit SIZE  the most one call may allocate at once (bytes, or\n"
@@ -199,6 +203,8 @@ Options parseArgs(int argc, char **argv) {
       o.reference = true;
     } else if (arg == "--no-fuse") {
       o.fuse = false;
+    } else if (arg == "--strict") {
+      o.strict = true;
     } else if (arg == "-v" || arg == "--verbose") {
       o.verbose = true;
     } else if (arg == "--threads") {
@@ -375,6 +381,9 @@ public:
       else
         announcer = std::thread([this] { announceIfSlow(); });
       break;
+    case CompileEvent::Kind::Remark:
+      std::fprintf(stderr, "remark: %s\n", e.what.c_str());
+      break;
     case CompileEvent::Kind::Stage:
       if (verbose)
         std::fprintf(stderr, "seqc-run:   %-28s %8.3f s\n", e.what.c_str(),
@@ -424,6 +433,7 @@ int main(int argc, char **argv) {
   copts.reference = opts.reference;
   copts.profile = opts.profile;
   copts.fuse = opts.fuse;
+  copts.strict = opts.strict;
   copts.numThreads = opts.threads;
   copts.memoryLimit = opts.memoryLimit;
   Expected<std::shared_ptr<CompiledModule>> module = [&] {
