@@ -67,7 +67,7 @@ install(FILES
   ${PROJECT_BINARY_DIR}/docs/generated/SeqAttrs.md
   ${PROJECT_BINARY_DIR}/docs/generated/SeqPasses.md
   DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/seqc/reference)
-file(GLOB SEQC_GUIDES ${PROJECT_SOURCE_DIR}/docs/*.md)
+file(GLOB SEQC_GUIDES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${SEQC_GUIDES} DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/seqc)
 
 # lit + FileCheck tests of a user's own pipelines against this install:

@@ -165,7 +165,9 @@ TEST_F(CApiTest, ArgumentMismatchesAreCallErrors) {
   EXPECT_EQ(lastError(), "argument 1 (arg1) must be tensor<2x?x3xf32> but dimension 2 is 4");
   in[1] = view(b.data(), {2, 6, 3});
   EXPECT_EQ(seqc_function_call(scan, in, 2, out, 2), SEQC_ERROR_CALL);
-  EXPECT_EQ(lastError(), "dimension 1 (T) of b is 6 but a has 5");
+  EXPECT_EQ(lastError(),
+            "seq.linear_scan at test.mlir:3:12: dimension 1 (T) of b is 6 but a "
+            "has 5");
   // What a C caller may store in the enum field (C++ may not even form it).
   in[1] = view(a.data(), {2, 5, 3});
   int bogus = 42;
