@@ -1,6 +1,7 @@
 //===- Aot.cpp - ahead-of-time compilation --------------------------------===//
 
 #include "seqc/Aot.h"
+#include "EntryPoints.h"
 
 #include "Compiler.h"
 #include "FileIO.h"
@@ -36,7 +37,7 @@ static void addEntryPoints(llvm::Module &m, const std::string &prefix,
   llvm::Type *i64 = llvm::Type::getInt64Ty(ctx);
   llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
   llvm::FunctionCallee invoke = m.getOrInsertFunction(
-      "seqc_rt_invoke_c",
+      seqc::rt::entry::kInvokeC,
       llvm::FunctionType::get(i32, {ptr, ptr, ptr, ptr, i64, ptr, i64}, false));
   std::string text = serializeSignatures(sigs);
   // The signatures, once, exported as `<prefix>signatures` (a C string):

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "seqc/Engine.h"
+#include "EntryPoints.h"
 
 #include "CompileCache.h"
 #include "Compiler.h"
@@ -31,7 +32,7 @@ using namespace seqc;
 
 const std::vector<RuntimeSymbol> &seqc::runtimeSymbols() {
   static const std::vector<RuntimeSymbol> symbols = {
-      {"seqc_rt_check_failed", reinterpret_cast<void *>(&seqc_rt_check_failed)},
+      {rt::entry::kCheckFailed, reinterpret_cast<void *>(&seqc_rt_check_failed)},
       {"__truncsfbf2", reinterpret_cast<void *>(&seqc_rt_truncsfbf2)},
       {"_mlir_memref_to_llvm_alloc",
        reinterpret_cast<void *>(&_mlir_memref_to_llvm_alloc)},
@@ -40,11 +41,13 @@ const std::vector<RuntimeSymbol> &seqc::runtimeSymbols() {
       {"_mlir_memref_to_llvm_free",
        reinterpret_cast<void *>(&_mlir_memref_to_llvm_free)},
       {"memrefCopy", reinterpret_cast<void *>(&memrefCopy)},
-      {"seqc_rt_parallel_for", reinterpret_cast<void *>(&seqc_rt_parallel_for)},
-      {"seqc_rt_invoke_c", reinterpret_cast<void *>(&seqc_rt_invoke_c)},
-      {"seqc_rt_profile_enter",
+      {rt::entry::kParallelFor,
+       reinterpret_cast<void *>(&seqc_rt_parallel_for)},
+      {rt::entry::kInvokeC, reinterpret_cast<void *>(&seqc_rt_invoke_c)},
+      {rt::entry::kProfileEnter,
        reinterpret_cast<void *>(&seqc_rt_profile_enter)},
-      {"seqc_rt_profile_exit", reinterpret_cast<void *>(&seqc_rt_profile_exit)},
+      {rt::entry::kProfileExit,
+       reinterpret_cast<void *>(&seqc_rt_profile_exit)},
       // The CUDA entry points of MLIR's GPU lowering (CudaRuntime.cpp).
       {"mgpuModuleLoad", reinterpret_cast<void *>(&mgpuModuleLoad)},
       {"mgpuModuleLoadJIT", reinterpret_cast<void *>(&mgpuModuleLoadJIT)},

@@ -1,6 +1,7 @@
 //===- LowerChecks.cpp - seq.check to calls into the runtime --------------===//
 
 #include "seqc/Passes.h"
+#include "EntryPoints.h"
 
 #include "Seq/SeqDialect.h"
 
@@ -20,7 +21,7 @@ namespace seqc {
 using namespace mlir;
 
 /// The runtime entry point (runtime/Errors.cpp).
-static constexpr StringLiteral kCheckFailed = "seqc_rt_check_failed";
+static constexpr StringLiteral kCheckFailed = seqc::rt::entry::kCheckFailed;
 /// seq.check carries at most this many values (the runtime's signature).
 static constexpr unsigned kMaxArgs = 4;
 

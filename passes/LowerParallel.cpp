@@ -1,6 +1,7 @@
 //===- LowerParallel.cpp - seq.parallel_for to the runtime's thread pool --===//
 
 #include "seqc/Passes.h"
+#include "EntryPoints.h"
 
 #include "Seq/SeqDialect.h"
 
@@ -43,7 +44,7 @@ struct SeqLowerParallel : seqc::impl::SeqLowerParallelBase<SeqLowerParallel> {
     Type i64 = IntegerType::get(ctx, 64);
     OpBuilder top = OpBuilder::atBlockBegin(module.getBody());
     FailureOr<LLVM::LLVMFuncOp> runtimeFn = LLVM::lookupOrCreateFn(
-        top, module, "seqc_rt_parallel_for", {i64, ptr, ptr},
+        top, module, seqc::rt::entry::kParallelFor, {i64, ptr, ptr},
         LLVM::LLVMVoidType::get(ctx));
     if (failed(runtimeFn))
       return signalPassFailure();

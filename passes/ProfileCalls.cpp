@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "seqc/Passes.h"
+#include "EntryPoints.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -19,8 +20,8 @@ namespace seqc {
 
 using namespace mlir;
 
-static constexpr StringLiteral kEnter = "seqc_rt_profile_enter";
-static constexpr StringLiteral kExit = "seqc_rt_profile_exit";
+static constexpr StringLiteral kEnter = seqc::rt::entry::kProfileEnter;
+static constexpr StringLiteral kExit = seqc::rt::entry::kProfileExit;
 
 /// The private declaration `@name(i64)`, created once.
 static func::FuncOp declare(ModuleOp module, StringRef name) {

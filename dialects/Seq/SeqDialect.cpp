@@ -61,17 +61,20 @@ void SeqDialect::initialize() {
 //===----------------------------------------------------------------------===//
 
 StringRef seqc::seq::nearestName(StringRef name, ArrayRef<StringRef> known) {
+  // A likely misspelling: a few edits, and fewer than half the letters.
+  // The bound also keeps a very long name from costing a full edit-distance
+  // table per candidate.
+  unsigned allowed = std::max<unsigned>(1, std::min<size_t>(3, name.size() / 2));
   StringRef best;
-  unsigned bestDistance = ~0u;
+  unsigned bestDistance = allowed + 1;
   for (StringRef candidate : known) {
-    unsigned d = name.edit_distance(candidate, /*AllowReplacements=*/true);
+    unsigned d = name.edit_distance(candidate, /*AllowReplacements=*/true,
+                                    /*MaxEditDistance=*/allowed + 1);
     if (d < bestDistance) {
       best = candidate;
       bestDistance = d;
     }
   }
-  // A likely misspelling: a few edits, and fewer than half the letters.
-  unsigned allowed = std::max<unsigned>(1, std::min<size_t>(3, name.size() / 2));
   return bestDistance <= allowed ? best : StringRef();
 }
 
