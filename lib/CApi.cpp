@@ -6,6 +6,8 @@
 
 #include "CApiSupport.h"
 
+#include <cstring>
+
 using namespace seqc;
 using capi::fail;
 
@@ -50,20 +52,32 @@ extern "C" seqc_status seqc_engine_create(seqc_engine **engine) {
 
 extern "C" void seqc_engine_destroy(seqc_engine *engine) { delete engine; }
 
+/// An enum field a C caller stored, as an int: C lets any int live in an
+/// enum variable, C++ does not (reading 7 as seqc_profile is undefined), so
+/// it is checked as an int before it is read as the enum.
+template <typename Enum> static int rawEnum(const Enum &field) {
+  int raw = 0;
+  std::memcpy(&raw, &field, sizeof(raw) < sizeof(field) ? sizeof(raw)
+                                                        : sizeof(field));
+  return raw;
+}
+
 static Expected<CompileOptions> toOptions(const seqc_compile_options *o) {
   CompileOptions opts;
   if (!o)
     return opts;
-  if (o->target != SEQC_TARGET_CPU && o->target != SEQC_TARGET_CUDA &&
-      o->target != SEQC_TARGET_CUDA_EMULATED)
-    return Status::error("unknown target " + std::to_string(o->target));
+  int target = rawEnum(o->target);
+  if (target != SEQC_TARGET_CPU && target != SEQC_TARGET_CUDA &&
+      target != SEQC_TARGET_CUDA_EMULATED)
+    return Status::error("unknown target " + std::to_string(target));
   if (o->opt_level < 0 || o->opt_level > 3)
     return Status::error("opt_level must be 0 to 3");
   if (o->num_threads < 0)
     return Status::error("num_threads must be >= 0");
-  if (o->profile != SEQC_PROFILE_NONE && o->profile != SEQC_PROFILE_CALLS &&
-      o->profile != SEQC_PROFILE_OPS)
-    return Status::error("unknown profile " + std::to_string(o->profile));
+  int profile = rawEnum(o->profile);
+  if (profile != SEQC_PROFILE_NONE && profile != SEQC_PROFILE_CALLS &&
+      profile != SEQC_PROFILE_OPS)
+    return Status::error("unknown profile " + std::to_string(profile));
   opts.target = o->target == SEQC_TARGET_CUDA            ? Target::CUDA
                 : o->target == SEQC_TARGET_CUDA_EMULATED ? Target::CUDAEmulated
                                                          : Target::CPU;
