@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 DIR=${SEQC_SANITIZE_DIR:-build-sanitize}
+# ccache keys on paths relative to the checkout, so a clone in another
+# folder (CI's) reuses what an earlier build compiled.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 if [ ! -f "$DIR/build.ninja" ]; then
   CC=clang-22 CXX=clang++-22 cmake -S . -B "$DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DSEQC_SANITIZE=address,undefined -DSEQC_FUZZ=ON
