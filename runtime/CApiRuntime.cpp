@@ -9,6 +9,7 @@
 
 #include "CApiSupport.h"
 #include "Runtime.h"
+#include "StridedCopy.h"
 
 #include <cstring>
 #include <mutex>
@@ -133,22 +134,9 @@ static Expected<Tensor> contiguousCopy(const TensorView &view) {
     return copy;
   if (!view.data)
     return Status::error("the view has no data");
-  size_t elt = dtypeSize(view.dtype);
-  std::vector<int64_t> strides = view.effectiveStrides();
-  std::vector<int64_t> at(view.shape.size(), 0);
-  auto *out = static_cast<uint8_t *>(copy->data());
-  const auto *in = static_cast<const uint8_t *>(view.data);
-  for (int64_t n = 0; n < copy->numel(); ++n) {
-    int64_t offset = 0;
-    for (size_t d = 0; d < at.size(); ++d)
-      offset += at[d] * strides[d];
-    std::memcpy(out + n * elt, in + offset * static_cast<int64_t>(elt), elt);
-    for (size_t d = at.size(); d-- > 0;) {
-      if (++at[d] < view.shape[d])
-        break;
-      at[d] = 0;
-    }
-  }
+  stridedCopy(static_cast<char *>(copy->data()),
+              static_cast<const char *>(view.data), dtypeSize(view.dtype),
+              view.shape, view.effectiveStrides());
   return copy;
 }
 

@@ -5,6 +5,7 @@
 #include "BlockCache.h"
 #include "CallScope.h"
 #include "CudaDriver.h"
+#include "StridedCopy.h"
 
 #include <algorithm>
 #include <cctype>
@@ -143,10 +144,9 @@ seqc::parseSignatures(const std::string &text) {
 /// offset, sizes[r], strides[r], all 8-byte words.
 static size_t descriptorWords(size_t rank) { return 3 + 2 * rank; }
 
-/// Copies a strided source into contiguous `dst` (elements of `elt` bytes).
-static void stridedCopy(char *dst, const char *src, size_t elt,
-                        const std::vector<int64_t> &shape,
-                        const std::vector<int64_t> &strides) {
+void seqc::stridedCopy(char *dst, const char *src, size_t elt,
+                       const std::vector<int64_t> &shape,
+                       const std::vector<int64_t> &strides) {
   size_t rank = shape.size();
   if (rank == 0) {
     std::memcpy(dst, src, elt);
