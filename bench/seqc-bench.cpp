@@ -37,9 +37,9 @@ using namespace seqc;
 using namespace seqc::bench;
 
 namespace seqc {
-// The CPU lowering's chunk-size model (passes/CpuPatterns.h, which pulls in
-// MLIR headers this benchmark does not otherwise need).
-int64_t chooseChunkSize(int64_t hint, int64_t N, int64_t lanes);
+// The strategy's chunk-size model on the host (passes/Transforms/Strategy.h,
+// which pulls in MLIR headers this benchmark does not otherwise need).
+int64_t hostModelChunkSize(int64_t stateDim, int64_t valueDim);
 } // namespace seqc
 
 namespace {
@@ -128,7 +128,7 @@ std::string fmaKernel(int lanes, long iters) {
   s += "  %c0 = arith.constant 0 : index\n";
   s += "  %n = tensor.dim %x, %c0 : tensor<?xf32>\n";
   s += "  %buf = memref.alloc(%n) : memref<?xf32>\n";
-  s += "  seq.parallel_for %n, @fma(%buf) : memref<?xf32>\n";
+  s += "  seq_rt.parallel_for %n, @fma(%buf) : memref<?xf32>\n";
   s += "  %r = bufferization.to_tensor %buf restrict writable : memref<?xf32> "
        "to tensor<?xf32>\n  return %r : tensor<?xf32>\n}\n";
   return s;
@@ -438,8 +438,9 @@ int main(int argc, char **argv) {
           if (!out)
             die(out.message());
         }
-      // The state dimension the cost model sees: N for ssd, K otherwise.
-      int64_t chosen = chooseChunkSize(0, which == 0 ? 128 : 64, hostLanes());
+      // The state the cost model sees: N x P for ssd, K x V otherwise.
+      int64_t chosen = which == 0 ? hostModelChunkSize(128, 64)
+                                  : hostModelChunkSize(64, 64);
       std::printf("  %-18s", name.c_str());
       double autoMs = median(times[0]), best = 1e30;
       for (size_t i = 0; i < fns.size(); ++i) {

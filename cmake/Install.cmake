@@ -65,6 +65,7 @@ endforeach()
 install(FILES
   ${PROJECT_BINARY_DIR}/docs/generated/SeqOps.md
   ${PROJECT_BINARY_DIR}/docs/generated/SeqAttrs.md
+  ${PROJECT_BINARY_DIR}/docs/generated/SeqRtOps.md
   ${PROJECT_BINARY_DIR}/docs/generated/SeqPasses.md
   DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/seqc/reference)
 file(GLOB SEQC_GUIDES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)

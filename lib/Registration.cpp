@@ -8,6 +8,7 @@
 #include "seqc/InitSeqc.h"
 
 #include "Seq/SeqDialect.h"
+#include "SeqRt/SeqRtDialect.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -51,7 +52,7 @@ void seqc::registerDialects(mlir::DialectRegistry &registry) {
   registry.addExtension(+[](mlir::MLIRContext *ctx, mlir::gpu::GPUDialect *) {
     mlir::gpu::LaunchFuncOp::attachInterface<LaunchFuncMemoryEffects>(*ctx);
   });
-  registry.insert<seq::SeqDialect>();
+  registry.insert<seq::SeqDialect, seq_rt::SeqRtDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::registerAllToLLVMIRTranslations(registry);

@@ -105,6 +105,12 @@ void seqc::buildCudaPipeline(OpPassManager &pm,
     pm.addPass(createCanonicalizerPass());
   }
   pm.addPass(createGenerateRuntimeVerificationPass());
+  // One plan per op for the chip (also when emulated: the kernels are the
+  // GPU's).
+  SeqSelectStrategyOptions strategy;
+  strategy.target = "gpu";
+  strategy.chip = opts.chip;
+  pm.addPass(createSeqSelectStrategy(strategy));
   SeqLowerToGpuOptions gpu;
   gpu.emulate = opts.emulate;
   gpu.blockThreads = opts.blockThreads;
@@ -181,6 +187,10 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
   if (opts.reference) {
     pm.addPass(createSeqLowerToReference());
   } else {
+    SeqSelectStrategyOptions strategy;
+    strategy.target = "cpu";
+    strategy.vectorWidth = opts.vectorWidth;
+    pm.addPass(createSeqSelectStrategy(strategy));
     SeqLowerToCpuOptions cpu;
     cpu.vectorWidth = opts.vectorWidth;
     cpu.fuse = opts.fuse;

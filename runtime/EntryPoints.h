@@ -12,7 +12,7 @@
 
 namespace seqc::rt::entry {
 
-/// A failed seq.check (seq-lower-checks).
+/// A failed seq_rt.check (seq-lower-checks).
 inline constexpr char kCheckFailed[] = "seqc_rt_check_failed";
 /// A kernel's task space on the thread pool (seq-lower-parallel).
 inline constexpr char kParallelFor[] = "seqc_rt_parallel_for";

@@ -63,4 +63,42 @@ def Seq_RandomFeatures : I32EnumAttr<"RandomFeatures",
 }
 def Seq_RandomFeaturesAttr : Seq_EnumAttr<Seq_RandomFeatures, "random_features">;
 
+//===----------------------------------------------------------------------===//
+// The strategy of a chunked-family op (seq-select-strategy)
+//===----------------------------------------------------------------------===//
+
+def Seq_PlanKind : I32EnumAttr<"PlanKind",
+    "how a sequence op is computed", [
+  I32EnumAttrCase<"recurrent", 0>,
+  I32EnumAttrCase<"chunked", 1>,
+  I32EnumAttrCase<"global", 2>
+]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::seqc::seq";
+}
+
+def Seq_PlanAttr : AttrDef<Seq_Dialect, "Plan"> {
+  let mnemonic = "plan";
+  let summary = "how one op is computed, chosen once for every target";
+  let description = [{
+    Set as the discardable attribute `seq.plan` on `seq.ssd` and
+    `seq.linear_attention` by `seq-select-strategy`, and read by the CPU and
+    GPU lowerings alike:
+
+    - `#seq.plan<recurrent>`: the recurrence, one step after another (decode,
+      short sequences);
+    - `#seq.plan<chunked, Q>`: chunks of `Q` steps (intra-chunk products,
+      chunk states, state passing over chunks, output correction);
+    - `#seq.plan<global>`: one state over the whole sequence (non-causal
+      linear attention).
+
+    A plan written in the input is kept (the pass fills in only missing
+    ones), so a test or a user can force one.
+  }];
+  let parameters = (ins EnumParameter<Seq_PlanKind>:$kind,
+                        DefaultValuedParameter<"int64_t", "0">:$chunk);
+  let assemblyFormat = "`<` $kind (`,` $chunk^)? `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // SEQ_ATTRS_TD

@@ -57,6 +57,51 @@ void SeqDialect::initialize() {
 }
 
 //===----------------------------------------------------------------------===//
+// Plans (seq-select-strategy)
+//===----------------------------------------------------------------------===//
+
+LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               PlanKind kind, int64_t chunk) {
+  if (kind == PlanKind::chunked && chunk <= 0)
+    return emitError() << "a chunked plan needs a chunk size above 0, got "
+                       << chunk;
+  if (kind != PlanKind::chunked && chunk != 0)
+    return emitError() << "only a chunked plan has a chunk size";
+  return success();
+}
+
+/// `seq.plan` is a #seq.plan on an op that has a choice of plans, and the
+/// plan is one that op has: a global plan only for non-causal linear
+/// attention, which has no other. Other `seq.` attributes (seq.name,
+/// seq.note, seq.profile_regions) are annotations kept as they are.
+LogicalResult SeqDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attr) {
+  if (attr.getName() != kPlanAttrName)
+    return success();
+  auto plan = dyn_cast<PlanAttr>(attr.getValue());
+  if (!plan)
+    return op->emitError() << "'" << kPlanAttrName
+                           << "' must be a #seq.plan, got " << attr.getValue();
+  bool global = plan.getKind() == PlanKind::global;
+  if (auto la = dyn_cast<LinearAttentionOp>(op)) {
+    if (global != !la.getCausal())
+      return op->emitError()
+             << "non-causal linear attention has the global plan only, "
+                "causal linear attention never (got "
+             << plan << ")";
+    return success();
+  }
+  if (isa<SsdOp>(op)) {
+    if (global)
+      return op->emitError() << "seq.ssd has no global plan";
+    return success();
+  }
+  return op->emitError() << "'" << kPlanAttrName << "' is for seq.ssd and "
+                         << "seq.linear_attention, not "
+                         << op->getName();
+}
+
+//===----------------------------------------------------------------------===//
 // Misspellings
 //===----------------------------------------------------------------------===//
 

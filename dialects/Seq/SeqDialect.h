@@ -30,6 +30,9 @@
 
 namespace seqc::seq {
 
+/// The discardable attribute holding an op's #seq.plan.
+inline constexpr llvm::StringLiteral kPlanAttrName = "seq.plan";
+
 /// An error naming each undotted attribute of `op` that is not one of its
 /// own (`inherent`), with the nearest known name: a misspelled attribute
 /// must not silently keep its default. Dialect-prefixed attributes

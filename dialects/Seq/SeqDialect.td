@@ -28,6 +28,8 @@ def Seq_Dialect : Dialect {
     op with `T = 1`.
   }];
   let useDefaultAttributePrinterParser = 1;
+  // `seq.plan` (seq-select-strategy) is checked wherever it appears.
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Called for `seq.NAME` ops that do not exist: an error that suggests
     /// the nearest op name.

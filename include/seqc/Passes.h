@@ -7,6 +7,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include "Seq/SeqDialect.h"
+#include "SeqRt/SeqRtDialect.h"
 
 #include <memory>
 #include <string>
@@ -18,7 +19,15 @@ class RewritePatternSet;
 namespace seqc {
 
 #define GEN_PASS_DECL
-#include "passes/Passes.h.inc"
+#include "passes/Transforms/Passes.h.inc"
+#define GEN_PASS_DECL
+#include "passes/Reference/Passes.h.inc"
+#define GEN_PASS_DECL
+#include "passes/CPU/Passes.h.inc"
+#define GEN_PASS_DECL
+#include "passes/GPU/Passes.h.inc"
+#define GEN_PASS_DECL
+#include "passes/RuntimeABI/Passes.h.inc"
 
 /// Patterns of the reference lowering, one entry per op family.
 void populateReferenceScanPatterns(mlir::RewritePatternSet &patterns);
@@ -83,7 +92,24 @@ bool cudaHasPtxas(const CudaPipelineOptions &opts);
 void buildLowerToLLVMPipeline(mlir::OpPassManager &pm, bool gpuHost = false);
 
 #define GEN_PASS_REGISTRATION
-#include "passes/Passes.h.inc"
+#include "passes/Transforms/Passes.h.inc"
+#define GEN_PASS_REGISTRATION
+#include "passes/Reference/Passes.h.inc"
+#define GEN_PASS_REGISTRATION
+#include "passes/CPU/Passes.h.inc"
+#define GEN_PASS_REGISTRATION
+#include "passes/GPU/Passes.h.inc"
+#define GEN_PASS_REGISTRATION
+#include "passes/RuntimeABI/Passes.h.inc"
+
+/// Registers every seqc pass, stage by stage (each stage's Passes.td).
+inline void registerSeqcPasses() {
+  registerSeqcTransformsPasses();
+  registerSeqcReferencePasses();
+  registerSeqcCPUPasses();
+  registerSeqcGPUPasses();
+  registerSeqcRuntimeABIPasses();
+}
 
 } // namespace seqc
 

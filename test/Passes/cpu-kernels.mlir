@@ -1,5 +1,5 @@
 // The fast CPU lowering: each seq op becomes kernels on memrefs dispatched
-// over a task space with seq.parallel_for, vectorized at the requested width.
+// over a task space with seq_rt.parallel_for, vectorized at the requested width.
 // RUN: seqc-opt %s --seq-lower-to-cpu=vector-width=8 > %t
 // RUN: FileCheck %s < %t
 // RUN: FileCheck %s --check-prefix=SCAN < %t
@@ -9,7 +9,7 @@
 // CHECK-LABEL: func.func @scan
 // CHECK: memref.alloc(%{{.*}}) {alignment = 64 : i64}
 // CHECK: bufferization.to_buffer %{{.*}} read_only
-// CHECK: seq.parallel_for %{{.*}}, @__seqc_linear_scan(
+// CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_linear_scan(
 // CHECK: bufferization.to_tensor %{{.*}} restrict writable
 func.func @scan(%a: tensor<2x100x300xf32>) -> tensor<2x100x300xf32> {
   %h, %l = seq.linear_scan %a, %a : (tensor<2x100x300xf32>, tensor<2x100x300xf32>) -> (tensor<2x100x300xf32>, tensor<2x300xf32>)
@@ -19,8 +19,8 @@ func.func @scan(%a: tensor<2x100x300xf32>) -> tensor<2x100x300xf32> {
 // SSD by chunks: C B^T per (batch, chunk, group) in its own kernel, then one
 // task per (batch, head) looping over chunks of the hinted size.
 // CHECK-LABEL: func.func @ssd_chunked
-// CHECK: seq.parallel_for %{{.*}}, @__seqc_ssd_cb(
-// CHECK: seq.parallel_for %{{.*}}, @__seqc_ssd_chunks(
+// CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_ssd_cb(
+// CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_ssd_chunks(
 func.func @ssd_chunked(%x: tensor<1x256x4x16xf32>, %dt: tensor<1x256x4xf32>, %A: tensor<4xf32>,
                        %B: tensor<1x256x1x32xf32>) -> tensor<1x256x4x16xf32> {
   %y, %l = seq.ssd %x, %dt, %A, %B, %B {chunk_size = 64 : i64}
@@ -32,7 +32,7 @@ func.func @ssd_chunked(%x: tensor<1x256x4x16xf32>, %dt: tensor<1x256x4xf32>, %A:
 // Decode (T = 1) takes the recurrence directly: no chunk machinery.
 // CHECK-LABEL: func.func @ssd_decode
 // CHECK-NOT: @__seqc_ssd_cb
-// CHECK: seq.parallel_for %{{.*}}, @__seqc_ssd_recurrent(
+// CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_ssd_recurrent(
 func.func @ssd_decode(%x: tensor<1x1x4x16xf32>, %dt: tensor<1x1x4xf32>, %A: tensor<4xf32>,
                       %B: tensor<1x1x1x32xf32>, %h0: tensor<1x4x16x32xf32>) -> tensor<1x4x16x32xf32> {
   %y, %l = seq.ssd %x, %dt, %A, %B, %B init(%h0)
@@ -43,8 +43,8 @@ func.func @ssd_decode(%x: tensor<1x1x4x16xf32>, %dt: tensor<1x1x4xf32>, %A: tens
 
 // Exact attention: K and V packed per kv head once, then the tiled kernel.
 // CHECK-LABEL: func.func @attention
-// CHECK: seq.parallel_for %{{.*}}, @__seqc_attention_pack(
-// CHECK: seq.parallel_for %{{.*}}, @__seqc_attention(
+// CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_attention_pack(
+// CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_attention(
 func.func @attention(%q: tensor<1x128x4x16xf32>, %k: tensor<1x128x2x16xf32>) -> tensor<1x128x4x16xf32> {
   %o = seq.attention %q, %k, %k : (tensor<1x128x4x16xf32>, tensor<1x128x2x16xf32>, tensor<1x128x2x16xf32>) -> (tensor<1x128x4x16xf32>)
   return %o : tensor<1x128x4x16xf32>
@@ -52,11 +52,11 @@ func.func @attention(%q: tensor<1x128x4x16xf32>, %k: tensor<1x128x2x16xf32>) -> 
 
 // MoE: plan (sequential), up and down projections (grouped GEMMs), combine.
 // CHECK-LABEL: func.func @moe
-// CHECK: seq.check
-// CHECK: seq.parallel_for %{{.*}}, @__seqc_moe_plan(
-// CHECK: seq.parallel_for %{{.*}}, @__seqc_moe_up(
-// CHECK: seq.parallel_for %{{.*}}, @__seqc_moe_down(
-// CHECK: seq.parallel_for %{{.*}}, @__seqc_moe_combine(
+// CHECK: seq_rt.check
+// CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_moe_plan(
+// CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_moe_up(
+// CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_moe_down(
+// CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_moe_combine(
 func.func @moe(%x: tensor<32x16xf32>, %w: tensor<32x2xf32>, %i: tensor<32x2xi32>,
                %wu: tensor<4x16x24xf32>, %wd: tensor<4x24x16xf32>) -> tensor<32x16xf32> {
   %y, %load = seq.moe_ffn %x, %w, %i, %wu, %wd {capacity_factor = 1.0 : f32}

@@ -6,7 +6,7 @@
 
 // CHECK: llvm.func @seqc_rt_parallel_for(i64, !llvm.ptr, !llvm.ptr)
 // CHECK-LABEL: func.func @run
-// CHECK-NOT: seq.parallel_for
+// CHECK-NOT: seq_rt.parallel_for
 // CHECK: llvm.alloca
 // CHECK: llvm.store
 // CHECK: %[[F:.*]] = constant @task$task
@@ -16,6 +16,6 @@
 // CHECK: call @task(
 func.func private @task(%b: index, %e: index, %m: memref<?xf32>)
 func.func @run(%n: index, %m: memref<?xf32>) {
-  seq.parallel_for %n, @task(%m) : memref<?xf32>
+  seq_rt.parallel_for %n, @task(%m) : memref<?xf32>
   return
 }

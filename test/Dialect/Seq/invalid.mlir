@@ -720,14 +720,6 @@ func.func @yield_outside_scan(%x: f32) {
   seq.yield %x : f32
 }
 
-// -----
-
-func.func @check_placeholder(%c: i1, %a: index) {
-  // expected-error @+1 {{'seq.check' op message refers to {1} but only 1 values are given}}
-  seq.check %c, "got {0} and {1}" (%a : index)
-  return
-}
-
 //===----------------------------------------------------------------------===//
 // Misspellings: attributes, op names, missing operands, invalid values
 //===----------------------------------------------------------------------===//
@@ -795,5 +787,61 @@ func.func @invalid_attribute_value(%a: tensor<2x16x8xf32>) {
   // expected-error @+1 {{'seq.linear_scan' op attribute 'reverse' failed to satisfy constraint: bool attribute}}
   %h, %l = seq.linear_scan %a, %a {reverse = 3 : i64}
     : (tensor<2x16x8xf32>, tensor<2x16x8xf32>) -> (tensor<2x16x8xf32>, tensor<2x8xf32>)
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// seq.plan (seq-select-strategy)
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @plan_chunk_zero(%x: tensor<1x8x2x4xf32>, %dt: tensor<1x8x2xf32>,
+                           %A: tensor<2xf32>, %B: tensor<1x8x1x4xf32>) {
+  // expected-error @+1 {{a chunked plan needs a chunk size above 0, got 0}}
+  %y, %l = seq.ssd %x, %dt, %A, %B, %B {seq.plan = #seq.plan<chunked, 0>}
+    : (tensor<1x8x2x4xf32>, tensor<1x8x2xf32>, tensor<2xf32>,
+       tensor<1x8x1x4xf32>, tensor<1x8x1x4xf32>)
+      -> (tensor<1x8x2x4xf32>, tensor<1x2x4x4xf32>)
+  return
+}
+
+// -----
+
+func.func @plan_global_ssd(%x: tensor<1x8x2x4xf32>, %dt: tensor<1x8x2xf32>,
+                           %A: tensor<2xf32>, %B: tensor<1x8x1x4xf32>) {
+  // expected-error @+1 {{seq.ssd has no global plan}}
+  %y, %l = seq.ssd %x, %dt, %A, %B, %B {seq.plan = #seq.plan<global>}
+    : (tensor<1x8x2x4xf32>, tensor<1x8x2xf32>, tensor<2xf32>,
+       tensor<1x8x1x4xf32>, tensor<1x8x1x4xf32>)
+      -> (tensor<1x8x2x4xf32>, tensor<1x2x4x4xf32>)
+  return
+}
+
+// -----
+
+func.func @plan_causal_global(%q: tensor<1x8x2x4xf32>) {
+  // expected-error @+1 {{non-causal linear attention has the global plan only, causal linear attention never (got #seq.plan<global>)}}
+  %o, %s = seq.linear_attention %q, %q, %q {seq.plan = #seq.plan<global>}
+    : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>)
+      -> (tensor<1x8x2x4xf32>, tensor<1x2x4x4xf32>)
+  return
+}
+
+// -----
+
+func.func @plan_not_a_plan(%a: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'seq.plan' is for seq.ssd and seq.linear_attention, not seq.linear_scan}}
+  %h, %l = seq.linear_scan %a, %a {seq.plan = #seq.plan<recurrent>}
+    : (tensor<2x8x4xf32>, tensor<2x8x4xf32>) -> (tensor<2x8x4xf32>, tensor<2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @plan_wrong_type(%a: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'seq.plan' must be a #seq.plan, got 3 : i64}}
+  %h, %l = seq.linear_scan %a, %a {seq.plan = 3 : i64}
+    : (tensor<2x8x4xf32>, tensor<2x8x4xf32>) -> (tensor<2x8x4xf32>, tensor<2x4xf32>)
   return
 }

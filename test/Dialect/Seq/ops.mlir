@@ -203,12 +203,3 @@ func.func @moe_ffn(%x: tensor<32x16xf32>, %w: tensor<32x2xf32>, %idx: tensor<32x
       -> (tensor<32x16xf32>, tensor<8xi64>)
   return
 }
-
-// CHECK-LABEL: func @check
-func.func @check(%c: i1, %a: index, %b: index) {
-  // CHECK: seq.check %{{.*}}, "dimension 1 (T) of dt is {0} but x has {1}"(%{{.*}}, %{{.*}} : index, index)
-  seq.check %c, "dimension 1 (T) of dt is {0} but x has {1}" (%a, %b : index, index)
-  // CHECK: seq.check %{{.*}}, "always"
-  seq.check %c, "always"
-  return
-}

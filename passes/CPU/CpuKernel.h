@@ -1,0 +1,37 @@
+//===- CpuKernel.h - what the CPU lowerings know of the host ----*- C++ -*-===//
+//
+// The fast CPU lowerings turn a seq op into kernels on buffers
+// (Common/Kernels.h), each a task space on the runtime's thread pool, over
+// the reference lowering for what they decline (Reference/Fallback.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SEQC_PASSES_CPU_CPUKERNEL_H
+#define SEQC_PASSES_CPU_CPUKERNEL_H
+
+#include "Common/Kernels.h"
+#include "Reference/Fallback.h"
+#include "Transforms/Strategy.h"
+
+namespace seqc {
+
+/// What the CPU lowerings know of the machine they compile for.
+struct CpuTarget {
+  /// f32 lanes of the widest vector the host computes with (AVX-512: 16,
+  /// AVX2: 8, NEON/SSE: 4).
+  int64_t vectorWidth = 8;
+  /// Per-core data cache sizes in bytes.
+  int64_t l1Bytes = 32 * 1024;
+  int64_t l2Bytes = 1024 * 1024;
+
+  /// The host, from its CPU features and cache geometry.
+  static CpuTarget host();
+  /// This CPU as the strategy sees it (Transforms/Strategy.h).
+  TargetDescription describe() const {
+    return TargetDescription::cpu(vectorWidth, l1Bytes, l2Bytes);
+  }
+};
+
+} // namespace seqc
+
+#endif // SEQC_PASSES_CPU_CPUKERNEL_H

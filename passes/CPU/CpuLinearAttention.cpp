@@ -1,0 +1,410 @@
+//===- CpuLinearAttention.cpp - chunked linear attention on the CPU -------===//
+//
+// Causal linear attention with a scalar decay per step (none, per head, or
+// data-dependent per (batch, step, head)) by chunks of Q steps, per (batch,
+// head), the K x V state in a stack buffer (the same scheme as SSD):
+//
+//   M = L o (q'_c k'_c^T)               L[i,j] = exp(cs_i - cs_j), j <= i
+//   O = M V_c + (exp(cs) o q'_c) S
+//   S = exp(cs_Q) S + (w o k'_c)^T V_c,  w_j = exp(cs_Q - cs_j)
+//
+// Per-key decays (GLA), normalized causal attention and short sequences run
+// the recurrence directly, vectorized over V. Non-causal attention is two
+// products: S = S0 + k'^T V, then O = q' S (normalized by q' . sum k').
+//
+//===----------------------------------------------------------------------===//
+
+#include "CPU/CpuPatterns.h"
+#include "CPU/Gemm.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace seqc;
+using arith::CmpIPredicate;
+
+namespace {
+
+struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
+  CpuLinearAttention(MLIRContext *ctx, const CpuTarget &target)
+      : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
+
+  LogicalResult matchAndRewrite(seq::LinearAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!allF32(op))
+      return rewriter.notifyMatchFailure(op, "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
+    auto qType = cast<RankedTensorType>(op.getQ().getType());
+    auto vType = cast<RankedTensorType>(op.getV().getType());
+    int64_t H = qType.getDimSize(2), K = qType.getDimSize(3);
+    int64_t V = vType.getDimSize(3);
+    if (ShapedType::isDynamic(H) || ShapedType::isDynamic(K) ||
+        ShapedType::isDynamic(V))
+      return rewriter.notifyMatchFailure(op, "needs static H, K and V");
+    int64_t decayRank =
+        op.getDecay() ? cast<RankedTensorType>(op.getDecay().getType()).getRank()
+                      : 0;
+    // Chunked, recurrent or global, and the chunk size: the strategy's plan.
+    TargetDescription machine = target.describe();
+    seq::PlanAttr chosen = *planFor(op, machine);
+    if (std::string why = planUnsupportedReason(op, chosen, machine);
+        !why.empty())
+      return rewriter.notifyMatchFailure(op, why);
+    seq::PlanKind plan = chosen.getKind();
+
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    DimSizes dims = DimSizes::checkAndCollect(kb, op);
+    Value Bsz = dims["B"];
+    auto oType = cast<RankedTensorType>(op.getO().getType());
+    auto sType = cast<RankedTensorType>(op.getLast().getType());
+    Value oBuf = allocBuffer(b, oType, dims.of("o"));
+    Value sBuf = allocBuffer(b, sType, dims.of("last"));
+    SmallVector<Value> args{readBuffer(b, op.getQ()), readBuffer(b, op.getK()),
+                            readBuffer(b, op.getV()), oBuf, sBuf};
+    int decayIndex = -1, initIndex = -1;
+    if (op.getDecay()) {
+      decayIndex = args.size();
+      args.push_back(readBuffer(b, op.getDecay()));
+    }
+    if (op.getInit()) {
+      initIndex = args.size();
+      args.push_back(readBuffer(b, op.getInit()));
+    }
+    Params p{H, K, V, decayRank, decayIndex, initIndex, op.getFeatureMap(),
+             op.getScale().convertToDouble(), op.getEps().convertToDouble(),
+             op.getNormalize(),
+             plan == seq::PlanKind::chunked ? chosen.getChunk() : target.vectorWidth};
+    switch (plan) {
+    case seq::PlanKind::chunked:
+      emitChunked(b, kb, args, Bsz, p);
+      break;
+    case seq::PlanKind::recurrent:
+      emitRecurrent(b, kb, args, Bsz, p);
+      break;
+    case seq::PlanKind::global:
+      emitGlobal(b, kb, args, Bsz, p);
+      break;
+    }
+    rewriter.replaceOp(op, {asTensor(b, oBuf, oType), asTensor(b, sBuf, sType)});
+    return success();
+  }
+
+  struct Params {
+    int64_t H, K, V, decayRank;
+    int decayIndex, initIndex;
+    seq::FeatureMap phi;
+    double scale, eps;
+    bool normalize;
+    int64_t Q;
+  };
+
+  /// The log decay of step t, head h (0 without decay).
+  static Value logDecay(KernelBuilder &k, ValueRange in, const Params &p,
+                        Value bi, Value t, Value h) {
+    if (p.decayRank == 1)
+      return k.mload(in[p.decayIndex], {h});
+    if (p.decayRank == 3)
+      return k.mload(in[p.decayIndex], {bi, t, h});
+    return k.f32(0.0);
+  }
+
+  /// S from init (or zeros) into the K x V buffer `S`.
+  void loadState(KernelBuilder &k, ValueRange in, const Params &p, Value bi,
+                 Value h, Value S) const {
+    if (p.initIndex >= 0) {
+      seqc::packRows(k, target,
+                     MatrixRef{in[p.initIndex],
+                               [&](Value kk, Value v) {
+                                 return SmallVector<Value>{bi, h, kk, v};
+                               }},
+                     k.idx(p.K), p.V, S);
+      return;
+    }
+    seqc::packRows(k, target, rowMajor(S), k.idx(p.K), p.V, S,
+                   [&](Value v, Value) { return k.vconst(0.0, target.vectorWidth); });
+  }
+
+  void storeState(KernelBuilder &k, ValueRange in, const Params &p, Value bi,
+                  Value h, Value S) const {
+    seqc::packRows(k, target, rowMajor(S), k.idx(p.K), p.V,
+                   MatrixRef{in[4], [&](Value kk, Value v) {
+                               return SmallVector<Value>{bi, h, kk, v};
+                             }});
+  }
+
+  /// Copies phi(x[bi, t0 + i, h, :]) * factor(i) for i < rows into `dst`
+  /// [rows x K] (vectorized over K).
+  void packRows(KernelBuilder &k, const Params &p, Value src, Value bi,
+                Value t0, Value h, Value rows, Value dst,
+                const std::function<Value(Value)> &factor) const {
+    const int64_t lanes = target.vectorWidth;
+    seqc::packRows(
+        k, target,
+        MatrixRef{src,
+                  [&](Value i, Value c) {
+                    return SmallVector<Value>{bi, k.add(t0, i), h, c};
+                  }},
+        rows, p.K, dst, [&](Value v, Value i) {
+          v = k.featureMap(p.phi, v);
+          return factor ? k.fmul(v, k.splat(factor(i), lanes)) : v;
+        });
+  }
+
+  void emitChunked(ImplicitLocOpBuilder &b, KernelBuilder &kb, ValueRange args,
+                   Value Bsz, const Params &p) const {
+    const int64_t lanes = target.vectorWidth;
+    const int64_t Q = p.Q, Qpad = roundUp(Q, lanes);
+    emitParallelKernel(
+        b, "linear_attention_chunks", kb.mul(Bsz, kb.idx(p.H)), args,
+        [&](KernelBuilder &k, Value task, ValueRange in) {
+          Value Qm = in[0], Km = in[1], Vm = in[2], O = in[3];
+          Value nT = k.mdim(Qm, 1);
+          Value h = k.rems(task, k.idx(p.H)), bi = k.divs(task, k.idx(p.H));
+          Value S = k.stackBuffer({p.K, p.V});
+          Value csS = k.stackBuffer({Qpad});
+          Value qs = k.stackBuffer({Q, p.K}), kp = k.stackBuffer({Q, p.K});
+          Value kT = k.stackBuffer({p.K, Qpad}), Mm = k.stackBuffer({Q, Qpad});
+          // The chunk's rows of v and o, contiguous (4 KiB apart in [B, T, H,
+          // V] for 16 heads of 64, which would evict each other from L1).
+          Value Vc = k.stackBuffer({Q, p.V}), Oc = k.stackBuffer({Q, p.V});
+          loadState(k, in, p, bi, h, S);
+          Value scale = k.f32(p.scale);
+          Value nChunks = k.divs(k.add(nT, k.idx(Q - 1)), k.idx(Q));
+          k.forEach(k.idx(0), nChunks, k.idx(1), [&](Value c) {
+            Value t0 = k.mul(c, k.idx(Q));
+            Value qlen = k.mins(k.idx(Q), k.sub(nT, t0));
+            for (int64_t i0 = 0; i0 < Qpad; i0 += lanes)
+              k.vstore(k.vconst(0.0, lanes), csS, {k.idx(i0)});
+            Value csLast =
+                k.loop(qlen, {k.f32(0.0)}, [&](Value i, ValueRange cum) {
+                  Value cs = k.fadd(cum[0],
+                                    logDecay(k, in, p, bi, k.add(t0, i), h));
+                  k.mstore(cs, csS, {i});
+                  return SmallVector<Value>{cs};
+                })[0];
+            // q' = phi(q) scale, k' = phi(k) and k'^T [K x Q], v rows.
+            packRows(k, p, Qm, bi, t0, h, qlen, qs,
+                     [&](Value) { return scale; });
+            packRows(k, p, Km, bi, t0, h, qlen, kp, nullptr);
+            transposeInto(k, target, rowMajor(kp), qlen, p.K, kT);
+            seqc::packRows(k, target,
+                           MatrixRef{Vm,
+                                     [&](Value j, Value v) {
+                                       return SmallVector<Value>{
+                                           bi, k.add(t0, j), h, v};
+                                     }},
+                           qlen, p.V, Vc);
+            emitGemm(k, target, {qlen, qlen, k.idx(p.K)}, rowMajor(qs),
+                     rowMajor(kT), rowMajor(Mm), GemmMode::Overwrite);
+            // M = L o (q' k'^T).
+            Value iota = k.viota(lanes);
+            k.forEach(k.idx(0), qlen, k.idx(1), [&](Value i) {
+              Value csI = k.splat(k.mload(csS, {i}), lanes);
+              Value iSplat = k.splat(i, lanes);
+              for (int64_t j0 = 0; j0 < Qpad; j0 += lanes) {
+                Value j = k.idx(j0);
+                Value cols = arith::AddIOp::create(k.builder(), iota,
+                                                   k.splat(j, lanes));
+                Value causal = k.cmp(CmpIPredicate::ule, cols, iSplat);
+                Value l = k.exp(k.fsub(csI, k.vload(csS, {j}, lanes)));
+                Value m = k.fmul(l, k.vload(Mm, {i, j}, lanes));
+                k.vstore(k.select(causal, m, k.vconst(0.0, lanes)), Mm, {i, j});
+              }
+            });
+            emitGemm(k, target, {qlen, k.idx(p.V), qlen}, rowMajor(Mm),
+                     rowMajor(Vc), rowMajor(Oc), GemmMode::Overwrite);
+            // O += (exp(cs) o q') S.
+            k.forEach(k.idx(0), qlen, k.idx(1), [&](Value i) {
+              Value e = k.splat(k.exp(k.mload(csS, {i})), lanes);
+              for (int64_t c0 = 0; c0 < p.K; c0 += lanes) {
+                Value mask = k.vmask(k.idx(p.K - c0), lanes);
+                SmallVector<Value> at{i, k.idx(c0)};
+                k.vstoreMasked(k.fmul(k.vloadMasked(qs, at, lanes, mask), e),
+                               qs, at, mask);
+              }
+            });
+            emitGemm(k, target, {qlen, k.idx(p.V), k.idx(p.K)}, rowMajor(qs),
+                     rowMajor(S), rowMajor(Oc), GemmMode::Accumulate);
+            k.forEach(k.idx(0), qlen, k.idx(1), [&](Value i) {
+              for (int64_t v0 = 0; v0 < p.V; v0 += lanes) {
+                Value mask = k.vmask(k.idx(p.V - v0), lanes);
+                k.vstoreMasked(k.vloadMasked(Oc, {i, k.idx(v0)}, lanes, mask),
+                               O, {bi, k.add(t0, i), h, k.idx(v0)}, mask);
+              }
+            });
+            // S = exp(cs_Q) S + (w o k')^T V_c.
+            Value decay = k.splat(k.exp(csLast), lanes);
+            k.forEach(k.idx(0), k.idx(p.K), k.idx(1), [&](Value kk) {
+              for (int64_t v0 = 0; v0 < p.V; v0 += lanes) {
+                Value mask = k.vmask(k.idx(p.V - v0), lanes);
+                SmallVector<Value> at{kk, k.idx(v0)};
+                k.vstoreMasked(
+                    k.fmul(k.vloadMasked(S, at, lanes, mask), decay), S, at,
+                    mask);
+              }
+            });
+            seqc::packRows(k, target, rowMajor(kp), qlen, p.K, kp,
+                           [&](Value v, Value j) {
+                             Value w = k.exp(
+                                 k.fsub(csLast, k.mload(csS, {j})));
+                             return k.fmul(v, k.splat(w, lanes));
+                           });
+            emitGemm(k, target, {k.idx(p.K), k.idx(p.V), qlen}, transposed(kp),
+                     rowMajor(Vc), rowMajor(S), GemmMode::Accumulate);
+          });
+          storeState(k, in, p, bi, h, S);
+        });
+  }
+
+  /// The recurrence, vectorized over V: per step every key row of S decays
+  /// (per key for GLA) and takes k'_t v_t; o_t = q'_t S (/ q'_t . z + eps).
+  void emitRecurrent(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                     ValueRange args, Value Bsz, const Params &p) const {
+    const int64_t lanes = target.vectorWidth;
+    emitParallelKernel(
+        b, "linear_attention_recurrent", kb.mul(Bsz, kb.idx(p.H)), args,
+        [&](KernelBuilder &k, Value task, ValueRange in) {
+          Value Qm = in[0], Km = in[1], Vm = in[2], O = in[3];
+          Value nT = k.mdim(Qm, 1);
+          Value h = k.rems(task, k.idx(p.H)), bi = k.divs(task, k.idx(p.H));
+          Value S = k.stackBuffer({p.K, p.V});
+          Value z = k.stackBuffer({roundUp(p.K, lanes)});
+          loadState(k, in, p, bi, h, S);
+          for (int64_t c0 = 0; c0 < roundUp(p.K, lanes); c0 += lanes)
+            k.vstore(k.vconst(0.0, lanes), z, {k.idx(c0)});
+          Value scale = k.f32(p.scale);
+          k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
+            SmallVector<Value> masks, vs, os;
+            for (int64_t v0 = 0; v0 < p.V; v0 += lanes) {
+              masks.push_back(k.vmask(k.idx(p.V - v0), lanes));
+              vs.push_back(k.vloadMasked(Vm, {bi, t, h, k.idx(v0)}, lanes,
+                                         masks.back()));
+              os.push_back(k.vconst(0.0, lanes));
+            }
+            Value scalarDecay = p.decayRank == 4
+                                    ? Value()
+                                    : k.exp(logDecay(k, in, p, bi, t, h));
+            SmallVector<Value> init(os);
+            init.push_back(k.f32(0.0)); // q' . z
+            SmallVector<Value> acc = k.loop(
+                k.idx(p.K), init, [&](Value kk, ValueRange c) {
+                  Value f = scalarDecay
+                                ? scalarDecay
+                                : k.exp(k.mload(in[p.decayIndex],
+                                                {bi, t, h, kk}));
+                  Value kp = k.featureMap(p.phi, k.mload(Km, {bi, t, h, kk}));
+                  Value qp = k.fmul(
+                      k.featureMap(p.phi, k.mload(Qm, {bi, t, h, kk})), scale);
+                  Value fs = k.splat(f, lanes), ks = k.splat(kp, lanes);
+                  Value qv = k.splat(qp, lanes);
+                  SmallVector<Value> next;
+                  for (size_t v = 0; v < vs.size(); ++v) {
+                    SmallVector<Value> at{kk, k.idx(v * lanes)};
+                    Value s = k.vloadMasked(S, at, lanes, masks[v]);
+                    s = k.vfma(ks, vs[v], k.fmul(fs, s));
+                    k.vstoreMasked(s, S, at, masks[v]);
+                    next.push_back(k.vfma(qv, s, c[v]));
+                  }
+                  Value zk = k.fadd(k.fmul(f, k.mload(z, {kk})), kp);
+                  k.mstore(zk, z, {kk});
+                  next.push_back(k.fadd(c.back(), k.fmul(qp, zk)));
+                  return next;
+                });
+            Value inv;
+            if (p.normalize)
+              inv = k.splat(k.fdiv(k.f32(1.0),
+                                   k.fadd(acc.back(), k.f32(p.eps))),
+                            lanes);
+            for (size_t v = 0; v < vs.size(); ++v) {
+              Value o = inv ? k.fmul(acc[v], inv) : acc[v];
+              k.vstoreMasked(o, O, {bi, t, h, k.idx(v * lanes)}, masks[v]);
+            }
+          });
+          storeState(k, in, p, bi, h, S);
+        });
+  }
+
+  /// Non-causal: S = S0 + k'^T V over the whole sequence, then O = q' S.
+  void emitGlobal(ImplicitLocOpBuilder &b, KernelBuilder &kb, ValueRange args,
+                  Value Bsz, const Params &p) const {
+    const int64_t lanes = target.vectorWidth;
+    const int64_t block = 64;
+    emitParallelKernel(
+        b, "linear_attention_global", kb.mul(Bsz, kb.idx(p.H)), args,
+        [&](KernelBuilder &k, Value task, ValueRange in) {
+          Value Qm = in[0], Km = in[1], Vm = in[2], O = in[3];
+          Value nT = k.mdim(Qm, 1);
+          Value h = k.rems(task, k.idx(p.H)), bi = k.divs(task, k.idx(p.H));
+          Value S = k.stackBuffer({p.K, p.V});
+          Value zs = k.stackBuffer({roundUp(p.K, lanes)});
+          Value rows = k.stackBuffer({block, p.K});
+          loadState(k, in, p, bi, h, S);
+          for (int64_t c0 = 0; c0 < roundUp(p.K, lanes); c0 += lanes)
+            k.vstore(k.vconst(0.0, lanes), zs, {k.idx(c0)});
+          Value nBlocks = k.divs(k.add(nT, k.idx(block - 1)), k.idx(block));
+          // S += k'^T V, z = sum k', block by block.
+          k.forEach(k.idx(0), nBlocks, k.idx(1), [&](Value c) {
+            Value t0 = k.mul(c, k.idx(block));
+            Value len = k.mins(k.idx(block), k.sub(nT, t0));
+            packRows(k, p, Km, bi, t0, h, len, rows, nullptr);
+            k.forEach(k.idx(0), len, k.idx(1), [&](Value j) {
+              for (int64_t c0 = 0; c0 < p.K; c0 += lanes) {
+                Value mask = k.vmask(k.idx(p.K - c0), lanes);
+                Value s = k.fadd(k.vloadMasked(zs, {k.idx(c0)}, lanes, mask),
+                                 k.vloadMasked(rows, {j, k.idx(c0)}, lanes,
+                                               mask));
+                k.vstoreMasked(s, zs, {k.idx(c0)}, mask);
+              }
+            });
+            MatrixRef vRows{Vm, [&](Value j, Value v) {
+                              return SmallVector<Value>{bi, k.add(t0, j), h, v};
+                            }};
+            emitGemm(k, target, {k.idx(p.K), k.idx(p.V), len}, transposed(rows),
+                     vRows, rowMajor(S), GemmMode::Accumulate);
+          });
+          // O = q' S (normalized by q' . z + eps).
+          Value scale = k.f32(p.scale);
+          k.forEach(k.idx(0), nBlocks, k.idx(1), [&](Value c) {
+            Value t0 = k.mul(c, k.idx(block));
+            Value len = k.mins(k.idx(block), k.sub(nT, t0));
+            packRows(k, p, Qm, bi, t0, h, len, rows,
+                     [&](Value) { return scale; });
+            MatrixRef oRows{O, [&](Value i, Value v) {
+                              return SmallVector<Value>{bi, k.add(t0, i), h, v};
+                            }};
+            emitGemm(k, target, {len, k.idx(p.V), k.idx(p.K)}, rowMajor(rows),
+                     rowMajor(S), oRows, GemmMode::Overwrite);
+            if (!p.normalize)
+              return;
+            k.forEach(k.idx(0), len, k.idx(1), [&](Value i) {
+              Value dot = k.loop(k.idx(p.K), {k.f32(0.0)},
+                                 [&](Value kk, ValueRange a) {
+                                   return SmallVector<Value>{k.fadd(
+                                       a[0], k.fmul(k.mload(rows, {i, kk}),
+                                                    k.mload(zs, {kk})))};
+                                 })[0];
+              Value inv = k.splat(
+                  k.fdiv(k.f32(1.0), k.fadd(dot, k.f32(p.eps))), lanes);
+              for (int64_t v0 = 0; v0 < p.V; v0 += lanes) {
+                Value mask = k.vmask(k.idx(p.V - v0), lanes);
+                SmallVector<Value> at{bi, k.add(t0, i), h, k.idx(v0)};
+                k.vstoreMasked(k.fmul(k.vloadMasked(O, at, lanes, mask), inv),
+                               O, at, mask);
+              }
+            });
+          });
+          storeState(k, in, p, bi, h, S);
+        });
+  }
+
+  CpuTarget target;
+};
+
+} // namespace
+
+void seqc::populateCpuLinearAttentionPatterns(RewritePatternSet &patterns,
+                                              const CpuTarget &target) {
+  patterns.add<CpuLinearAttention>(patterns.getContext(), target);
+}

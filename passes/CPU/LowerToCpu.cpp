@@ -1,0 +1,49 @@
+//===- LowerToCpu.cpp - seq ops to fast CPU kernels -----------------------===//
+
+#include "CPU/CpuPatterns.h"
+#include "seqc/Passes.h"
+
+#include "Seq/SeqDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace seqc {
+#define GEN_PASS_DEF_SEQLOWERTOCPU
+#include "passes/CPU/Passes.h.inc"
+} // namespace seqc
+
+using namespace mlir;
+
+namespace {
+struct SeqLowerToCpu : seqc::impl::SeqLowerToCpuBase<SeqLowerToCpu> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    seqc::CpuTarget target = seqc::CpuTarget::host();
+    if (vectorWidth > 0)
+      target.vectorWidth = vectorWidth;
+    RewritePatternSet patterns(&getContext());
+    seqc::populateCpuScanPatterns(patterns, target);
+    seqc::populateCpuSsdPatterns(patterns, target);
+    seqc::populateCpuLinearAttentionPatterns(patterns, target);
+    seqc::populateCpuAttentionPatterns(patterns, target);
+    seqc::populateCpuMoEPatterns(patterns, target);
+    seqc::populateCpuMatmulPatterns(patterns, target, fuse);
+    seqc::populateCpuElementwisePatterns(patterns, target, fuse);
+    // Whatever has no kernel takes the reference lowering, reported.
+    seqc::FallbackPolicy policy{"CPU", strict};
+    if (failed(seqc::applyKernelLowerings(getOperation(), std::move(patterns),
+                                          policy)))
+      return signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,75 @@
+//===- CPU/Passes.td - passes of the CPU target ------------*- tablegen -*-===//
+
+#ifndef SEQC_PASSES_CPU_PASSES_TD
+#define SEQC_PASSES_CPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def SeqLowerToCpu : Pass<"seq-lower-to-cpu", "::mlir::ModuleOp"> {
+  let summary = "Lower seq ops to fast, vectorized, multi-threaded CPU kernels";
+  let description = [{
+    Rewrites each seq op into kernels on memrefs that run over a task space
+    on seqc's thread pool (`seq_rt.parallel_for`), bridged to the tensor graph
+    with `bufferization.to_buffer` / `to_tensor`. Kernels keep recurrent
+    states in vector registers of the target's width. Ops (or element
+    types) without a fast kernel take the reference lowering, and a remark
+    says so, naming the op, its types and why each fast kernel declined it
+    (matmuls left to generic loops too); with `strict` that is an error.
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
+           "f32 lanes per vector (0: the host's widest)">,
+    Option<"fuse", "fuse", "bool", /*default=*/"true",
+           "Apply elementwise producers and consumers inside matmul kernels">,
+    Option<"strict", "strict", "bool", /*default=*/"false",
+           "An op without a fast kernel is an error (else a remark)">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::vector::VectorDialect", "::seqc::seq::SeqDialect",
+    "::seqc::seq_rt::SeqRtDialect"
+  ];
+}
+
+def SeqVectorMath : Pass<"seq-vector-math"> {
+  let summary = "Polynomial approximations of exp, log, erf, ... (fast path)";
+  let description = [{
+    Replaces `math` ops on f32 (scalars and vectors) by the upstream
+    polynomial approximations, which vectorize. Used by the fast CPU
+    pipeline; the reference pipeline keeps libm.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
+def SeqMathToLibm : Pass<"seq-math-to-libm", "::mlir::ModuleOp"> {
+  let summary = "Call libm for the math functions LLVM cannot lower exactly";
+  let description = [{
+    expm1, log1p, erf, erfc, the inverse and hyperbolic trigonometric
+    functions and cbrt become libm calls (vectors unrolled); every other math
+    op is left to the LLVM conversion, which keeps floor, fma, sqrt, exp, ...
+    as (vector) intrinsics.
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
+def SeqExpandBf16 : Pass<"seq-expand-bf16"> {
+  let summary = "Host bf16 conversions as integer arithmetic";
+  let description = [{
+    Rewrites `arith.truncf` to bf16 (round to nearest even, NaN kept) and
+    `arith.extf` from bf16 as bit operations on i32. LLVM would otherwise
+    call compiler-rt's `__truncsfbf2`, which neither the C library nor GCC 12's
+    libgcc provide: ahead-of-time libraries with bf16 failed to load.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+#endif // SEQC_PASSES_CPU_PASSES_TD

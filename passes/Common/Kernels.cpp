@@ -1,0 +1,96 @@
+//===- Kernels.cpp - kernels on buffers, shared by every target ----------===//
+
+#include "Common/Kernels.h"
+
+#include "SeqRt/SeqRtDialect.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+using namespace seqc;
+
+void seqc::emitParallelKernel(ImplicitLocOpBuilder &b, StringRef name,
+                              Value count, ValueRange args,
+                              const TaskBody &body) {
+  auto module =
+      b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  SmallVector<Type> types{b.getIndexType(), b.getIndexType()};
+  for (Value a : args)
+    types.push_back(a.getType());
+
+  func::FuncOp fn;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(module.getBody());
+    fn = func::FuncOp::create(b, ("__seqc_" + name).str(),
+                              b.getFunctionType(types, {}));
+    fn.setPrivate();
+    SymbolTable(module).insert(fn); // unique name
+    Block *entry = fn.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    KernelBuilder kb(b);
+    kb.setAllocaBlock(entry);
+    kb.setFastMath(true);
+    SmallVector<Value> shared(entry->getArguments().drop_front(2));
+    kb.forEach(entry->getArgument(0), entry->getArgument(1), kb.idx(1),
+               [&](Value task) { body(kb, task, shared); });
+    func::ReturnOp::create(b);
+  }
+  seq_rt::ParallelForOp::create(b, count, fn.getSymName(), args);
+}
+
+static MemRefType bufferTypeOf(RankedTensorType t) {
+  return MemRefType::get(t.getShape(), t.getElementType());
+}
+
+/// A view of any row-major slice: dynamic offset and outer strides, a
+/// contiguous innermost dimension (what vector loads need).
+static MemRefType stridedBufferTypeOf(RankedTensorType t) {
+  int64_t rank = t.getRank();
+  if (rank == 0)
+    return bufferTypeOf(t);
+  SmallVector<int64_t> strides(rank, ShapedType::kDynamic);
+  strides.back() = 1;
+  auto layout =
+      StridedLayoutAttr::get(t.getContext(), ShapedType::kDynamic, strides);
+  return MemRefType::get(t.getShape(), t.getElementType(), layout);
+}
+
+Value seqc::readBuffer(ImplicitLocOpBuilder &b, Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  // Inputs are read in place when they are slices of a larger tensor (the
+  // columns of a fused projection): no copy into a contiguous buffer.
+  return bufferization::ToBufferOp::create(b, stridedBufferTypeOf(type), tensor,
+                                           /*read_only=*/true);
+}
+
+Value seqc::allocBuffer(ImplicitLocOpBuilder &b, RankedTensorType type,
+                        ValueRange sizes) {
+  SmallVector<Value> dynamic;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (type.isDynamicDim(i))
+      dynamic.push_back(sizes[i]);
+  // 64-byte alignment: whole cache lines, aligned vector loads.
+  return memref::AllocOp::create(b, bufferTypeOf(type), dynamic,
+                                 b.getI64IntegerAttr(64));
+}
+
+Value seqc::asTensor(ImplicitLocOpBuilder &b, Value buffer,
+                     RankedTensorType type) {
+  return bufferization::ToTensorOp::create(b, type, buffer, /*restrict=*/true,
+                                           /*writable=*/true);
+}
+
+bool seqc::allF32(Operation *op) {
+  auto isF32 = [](Type t) {
+    auto shaped = dyn_cast<ShapedType>(t);
+    Type elt = shaped ? shaped.getElementType() : t;
+    return elt.isF32() || elt.isInteger();
+  };
+  return llvm::all_of(op->getOperandTypes(), isF32) &&
+         llvm::all_of(op->getResultTypes(), isF32);
+}
+

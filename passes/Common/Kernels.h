@@ -1,0 +1,56 @@
+//===- Kernels.h - kernels on buffers, shared by every target ---*- C++ -*-===//
+//
+// The fast lowerings (CPU and GPU) turn a seq op on tensors into kernels on
+// memrefs:
+//
+//   %xb = bufferization.to_buffer %x read_only        (operands)
+//   %yb = memref.alloc(...)                            (results)
+//   <kernels reading %xb, writing %yb>
+//   %y = bufferization.to_tensor %yb restrict writable
+//
+// One-shot bufferization then connects the kernels to the rest of the graph.
+// A CPU kernel (and an emulated GPU block) is a task of the runtime's thread
+// pool, dispatched with seq_rt.parallel_for.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SEQC_PASSES_COMMON_KERNELS_H
+#define SEQC_PASSES_COMMON_KERNELS_H
+
+#include "Common/KernelBuilder.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <functional>
+
+namespace seqc {
+
+/// The body of one task: `task` in [0, count), `args` the kernel's view of
+/// the shared arguments.
+using TaskBody =
+    std::function<void(KernelBuilder &kb, Value task, ValueRange args)>;
+
+/// Creates `func.func private @<name>(%begin: index, %end: index, args...)`
+/// that runs `body` for every task in [begin, end), and dispatches it over
+/// [0, count) with seq_rt.parallel_for at the builder's insertion point.
+void emitParallelKernel(mlir::ImplicitLocOpBuilder &b, llvm::StringRef name,
+                        Value count, ValueRange args, const TaskBody &body);
+
+/// The buffer of `tensor` (identity layout), for reading.
+Value readBuffer(mlir::ImplicitLocOpBuilder &b, Value tensor);
+/// A new buffer for a result of type `type` with dimension sizes `sizes`.
+Value allocBuffer(mlir::ImplicitLocOpBuilder &b, mlir::RankedTensorType type,
+                  ValueRange sizes);
+/// The tensor a kernel wrote into `buffer`.
+Value asTensor(mlir::ImplicitLocOpBuilder &b, Value buffer,
+               mlir::RankedTensorType type);
+
+inline int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+/// Whether every operand and result of `op` has an f32 element type (the
+/// fast kernels' type; others take the reference lowering).
+bool allF32(mlir::Operation *op);
+
+} // namespace seqc
+
+#endif // SEQC_PASSES_COMMON_KERNELS_H

@@ -1,0 +1,580 @@
+//===- GpuMoE.cpp - routed experts as grouped GEMMs on the GPU ------------===//
+//
+// moe_ffn in four kernels:
+//  1. dispatch (one block): a thread per expert walks the choices in token
+//     order, accepting while the expert has capacity (the SPEC's order) and
+//     counting `load`; one thread turns the counts into expert offsets; the
+//     experts' threads then write their accepted choices, in order, into one
+//     expert-sorted row list;
+//  2. up projection, a block per (tile of 32 sorted rows, tile of 32 hidden
+//     columns): the rows' token vectors are staged in shared memory tile by
+//     tile of D, each thread accumulates act(x W_gate[e]) * (x W_up[e]) for
+//     its (row, column) with its row's expert e (rows of one tile may span
+//     experts: each row reads its own expert's weights);
+//  3. down projection, the same over the hidden rows, times the choice's
+//     weight, into a per-choice contribution;
+//  4. combine: y[t] = sum over accepted choices j (in rank order) of their
+//     contributions.
+// Every sum is f32; operands may be bf16 / f16. When tokens and weights are
+// all bf16 on sm_80+, the projections run on tensor cores
+// instead (GpuGemm.h): dispatch pads each expert's rows to a multiple of 64,
+// so a block's 64 x 64 tile is one expert's, and the down projection reads
+// the hidden activations rounded to the weights' type (as grouped-GEMM MoE
+// implementations keep them).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common/Kernels.h"
+#include "Reference/ReferencePatterns.h"
+#include "GPU/GpuGemm.h"
+#include "GPU/GpuPatterns.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace seqc;
+
+namespace {
+
+using arith::CmpIPredicate;
+
+/// Sorted rows, output columns and reduction channels per tile.
+constexpr int64_t RT = 32, CT = 32, DT = 32;
+
+struct GpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
+  GpuMoeFfn(MLIRContext *ctx, const GpuTarget &target)
+      : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
+
+  LogicalResult matchAndRewrite(seq::MoeFfnOp op,
+                                PatternRewriter &rewriter) const override {
+    auto isFloat = [](Value v) {
+      return isa<FloatType>(cast<ShapedType>(v.getType()).getElementType());
+    };
+    if (!isFloat(op.getX()) || !isFloat(op.getWeights()) ||
+        !isFloat(op.getWUp()) || !isFloat(op.getWDown()) ||
+        (op.getWGate() && !isFloat(op.getWGate())) || !isFloat(op.getY()))
+      return rewriter.notifyMatchFailure(op, "needs float tokens, weights and results");
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    DimSizes dims = DimSizes::checkAndCollect(kb, op);
+    Value T = dims["T"], D = dims["D"], K = dims["k"], E = dims["E"],
+          F = dims["F"];
+    emitExpertIndexChecks(kb, op.getIndices(), T, K, E);
+    Value cap =
+        expertCapacity(kb, op.getCapacityFactor().convertToDouble(), T, K, E);
+    seq::Activation act = op.getActivation();
+    bool gated = static_cast<bool>(op.getWGate());
+
+    Type i32 = b.getI32Type(), f32 = b.getF32Type();
+    int64_t dyn = ShapedType::kDynamic;
+    Value TK = kb.mul(T, K);
+    // Tensor cores need one expert's weights per tile of rows: each expert's
+    // rows then start at a multiple of the tile height (padding rows hold
+    // choice -1), as grouped GEMMs do.
+    // The down projection rounds the f32 hidden activations: bf16 only.
+    Type mmaType = target.tensorCoreType(
+        {op.getX(), op.getWUp(), op.getWDown(), op.getWGate()},
+        /*allowF16=*/false);
+    bool mma = static_cast<bool>(mmaType);
+    int64_t pad = mma ? MmaTileGemm::tileM : 1;
+    Value rowsLen = kb.add(TK, kb.mul(E, kb.idx(pad - 1)));
+    auto yType = cast<RankedTensorType>(op.getY().getType());
+    auto loadType = cast<RankedTensorType>(op.getLoad().getType());
+    Value yBuf = allocBuffer(b, yType, dims.of("y"));
+    Value loadBuf = allocBuffer(b, loadType, {E});
+    // Per choice (t * k + j): accepted (1/0) and rank within its expert;
+    // expert offsets (E + 1) and the expert-sorted list of choices.
+    Value accepted = allocBuffer(b, RankedTensorType::get({dyn}, i32), {TK});
+    Value rank = allocBuffer(b, RankedTensorType::get({dyn}, i32), {TK});
+    Value offsets = allocBuffer(b, RankedTensorType::get({dyn}, i32),
+                                {kb.add(E, kb.idx(1))});
+    Value rows = allocBuffer(b, RankedTensorType::get({dyn}, i32), {rowsLen});
+    Value hidden =
+        allocBuffer(b, RankedTensorType::get({dyn, dyn}, f32), {rowsLen, F});
+    Value contrib =
+        allocBuffer(b, RankedTensorType::get({dyn, dyn}, f32), {TK, D});
+    Value X = readBuffer(b, op.getX()), W = readBuffer(b, op.getWeights()),
+          Idx = readBuffer(b, op.getIndices()), Up = readBuffer(b, op.getWUp()),
+          Down = readBuffer(b, op.getWDown());
+    Value Gate = gated ? readBuffer(b, op.getWGate()) : Value();
+
+    auto lt = [](KernelBuilder &k, Value a, Value c) {
+      return k.cmp(CmpIPredicate::slt, a, c);
+    };
+    auto toI32 = [](KernelBuilder &k, Value v) {
+      return arith::IndexCastOp::create(k.builder(), k.builder().getI32Type(),
+                                        v)
+          .getResult();
+    };
+    auto at = [](KernelBuilder &k, Value row, int64_t ld, Value col) {
+      return k.add(k.mul(row, k.idx(ld)), col);
+    };
+
+    // 1. Dispatch.
+    emitGpuKernel(
+        b, target, "moe_dispatch", kb.idx(1),
+        {Idx, accepted, rank, offsets, rows, loadBuf, cap}, {},
+        [&](GpuBlock &blk, ValueRange in, ValueRange) {
+          KernelBuilder &k = blk.kb;
+          Value idx = in[0], acc = in[1], rk = in[2], off = in[3], rws = in[4],
+                load = in[5], capacity = in[6];
+          Value nT = k.mdim(idx, 0), nK = k.mdim(idx, 1);
+          Value nE = k.sub(k.mdim(off, 0), k.idx(1));
+          Value nTK = k.mul(nT, nK);
+          if (pad > 1)
+            blk.phase(k.mdim(rws, 0), [&](Value r) {
+              k.mstore(toI32(k, k.idx(-1)), rws, {r});
+            });
+          blk.phase(nE, [&](Value e) {
+            auto used = k.loop(nTK, {k.idx(0)}, [&](Value c, ValueRange it) {
+              Value ce =
+                  k.i32ToIndex(k.mload(idx, {k.divs(c, nK), k.rems(c, nK)}));
+              Value mine = k.cmp(CmpIPredicate::eq, ce, e);
+              Value take = k.andi(mine, lt(k, it[0], capacity));
+              k.ifThen(mine, [&] {
+                k.mstore(arith::ExtUIOp::create(k.builder(),
+                                                k.builder().getI32Type(), take)
+                             .getResult(),
+                         acc, {c});
+                k.mstore(toI32(k, it[0]), rk, {c});
+              });
+              return SmallVector<Value>{
+                  k.select(take, k.add(it[0], k.idx(1)), it[0])};
+            });
+            k.mstore(k.indexToI64(used[0]), load, {e});
+          });
+          blk.phase(k.idx(1), [&](Value) {
+            k.mstore(toI32(k, k.idx(0)), off, {k.idx(0)});
+            k.loop(nE, {k.idx(0)}, [&](Value e, ValueRange it) {
+              Value count = arith::IndexCastOp::create(
+                  k.builder(), k.builder().getIndexType(), k.mload(load, {e}));
+              Value padded = k.mul(
+                  k.divs(k.add(count, k.idx(pad - 1)), k.idx(pad)), k.idx(pad));
+              Value n = k.add(it[0], padded);
+              k.mstore(toI32(k, n), off, {k.add(e, k.idx(1))});
+              return SmallVector<Value>{n};
+            });
+          });
+          blk.phase(
+              nTK,
+              [&](Value c) {
+                k.ifThen(k.cmp(CmpIPredicate::ne, k.mload(acc, {c}),
+                               toI32(k, k.idx(0))),
+                         [&] {
+                           Value e = k.i32ToIndex(
+                               k.mload(idx, {k.divs(c, nK), k.rems(c, nK)}));
+                           Value pos = k.add(k.i32ToIndex(k.mload(off, {e})),
+                                             k.i32ToIndex(k.mload(rk, {c})));
+                           k.mstore(toI32(k, c), rws, {pos});
+                         });
+              },
+              /*barrier=*/false);
+        });
+
+    // A grouped GEMM over the sorted rows: out[r, col] for r < offsets[E],
+    // reduction over `nIn` channels of `rowValue(r, chan)` (staged in shared
+    // memory) times `weight(e, chan, col)`, finished by `finish`.
+    // rowValue(k, args, sorted row, its choice, reduction channel).
+    using RowValue =
+        std::function<Value(KernelBuilder &, ValueRange, Value, Value, Value)>;
+    // finish(k, args, sorted row, its choice, output column, sums).
+    using Finish = std::function<void(KernelBuilder &, ValueRange, Value, Value,
+                                      Value, ArrayRef<Value>)>;
+    // What a block of a grouped GEMM knows: its tile's first sorted row and
+    // column, and the sizes.
+    struct GroupTile {
+      Value idx, rows, nIn, nOut, nK, nRows, r0, c0;
+    };
+    // A kernel of (rowTile x colTile) tiles over (sorted rows, output
+    // columns); blocks past the sorted rows have nothing to do (the grid is
+    // sized for every choice accepted and every expert padded).
+    auto groupedKernel =
+        [&](StringRef name, Value nOut, SmallVector<Value> args, Value nIn,
+            int64_t rowTile, int64_t colTile,
+            ArrayRef<SmallVector<int64_t>> shared,
+            const std::function<void(GpuBlock &, ValueRange, ValueRange,
+                                     const GroupTile &)> &body) {
+          size_t base = args.size();
+          args.append({Idx, offsets, rows, nIn, nOut});
+          Value rowTiles =
+              kb.divs(kb.add(rowsLen, kb.idx(rowTile - 1)), kb.idx(rowTile));
+          Value colTiles =
+              kb.divs(kb.add(nOut, kb.idx(colTile - 1)), kb.idx(colTile));
+          emitGpuKernel(
+              b, target, name, kb.mul(rowTiles, colTiles), args, shared,
+              [&](GpuBlock &blk, ValueRange in, ValueRange sh) {
+                KernelBuilder &k = blk.kb;
+                GroupTile t;
+                t.idx = in[base];
+                t.rows = in[base + 2];
+                t.nIn = in[base + 3];
+                t.nOut = in[base + 4];
+                Value off = in[base + 1];
+                t.nK = k.mdim(t.idx, 1);
+                Value nE = k.sub(k.mdim(off, 0), k.idx(1));
+                t.nRows = k.i32ToIndex(k.mload(off, {nE}));
+                Value nCT =
+                    k.divs(k.add(t.nOut, k.idx(colTile - 1)), k.idx(colTile));
+                t.r0 = k.mul(k.divs(blk.blockId, nCT), k.idx(rowTile));
+                t.c0 = k.mul(k.rems(blk.blockId, nCT), k.idx(colTile));
+                k.ifThen(lt(k, t.r0, t.nRows), [&] { body(blk, in, sh, t); });
+              });
+        };
+    auto expertOf = [](KernelBuilder &k, const GroupTile &t, Value choice) {
+      return k.i32ToIndex(
+          k.mload(t.idx, {k.divs(choice, t.nK), k.rems(choice, t.nK)}));
+    };
+    // On tensor cores (GpuGemm.h): a block per 64 x 64 tile, all of its rows
+    // one expert's (a tile's first row is never padding).
+    auto mmaGroupedGemm = [&](StringRef name, Value nOut,
+                              SmallVector<Value> args, ArrayRef<int> weightArgs,
+                              Value nIn, const RowValue &rowValue,
+                              const Finish &finish) {
+      groupedKernel(
+          (name + "_mma").str(), nOut, args, nIn, MmaTileGemm::tileM,
+          MmaTileGemm::tileN, MmaTileGemm::sharedShapes(weightArgs.size()),
+          [&](GpuBlock &blk, ValueRange in, ValueRange sh, const GroupTile &t) {
+            KernelBuilder &k = blk.kb;
+            Value e = expertOf(k, t, k.i32ToIndex(k.mload(t.rows, {t.r0})));
+            // Row i of the tile: its choice, or -1 (padding, past the end).
+            auto choiceOf = [&](Value i) {
+              Value r = k.add(t.r0, i);
+              return k.ifElse(
+                  lt(k, r, t.nRows), {k.builder().getIndexType()},
+                  [&]() -> SmallVector<Value> {
+                    return {k.i32ToIndex(k.mload(t.rows, {r}))};
+                  },
+                  [&]() -> SmallVector<Value> { return {k.idx(-1)}; })[0];
+            };
+            auto isRow = [&](Value choice) {
+              return k.cmp(CmpIPredicate::sge, choice, k.idx(0));
+            };
+            MmaTileGemm gemm;
+            gemm.multiplicand = mmaType;
+            gemm.depth = t.nIn;
+            gemm.a = [&](Value i, Value chan) {
+              Value choice = choiceOf(i);
+              return k.ifElse(
+                  k.andi(isRow(choice), lt(k, chan, t.nIn)), {f32},
+                  [&]() -> SmallVector<Value> {
+                    return {rowValue(k, in, k.add(t.r0, i), choice, chan)};
+                  },
+                  [&]() -> SmallVector<Value> { return {k.f32(0.0)}; })[0];
+            };
+            for (int w : weightArgs)
+              gemm.b.push_back([&, w](Value chan, Value j) {
+                Value col = k.add(t.c0, j);
+                return k.loadIf(k.andi(lt(k, chan, t.nIn), lt(k, col, t.nOut)),
+                                in[w], {e, chan, col}, k.f32(0.0));
+              });
+            gemm.finish = [&](Value i, Value j, ArrayRef<Value> sums) {
+              Value choice = choiceOf(i), col = k.add(t.c0, j);
+              k.ifThen(k.andi(isRow(choice), lt(k, col, t.nOut)), [&] {
+                finish(k, in, k.add(t.r0, i), choice, col, sums);
+              });
+            };
+            gemm.emit(blk, sh);
+          });
+    };
+    auto groupedGemm = [&](StringRef name, Value nOut, SmallVector<Value> args,
+                           ArrayRef<int> weightArgs, Value nIn,
+                           const RowValue &rowValue, const Finish &finish) {
+      if (mma)
+        return mmaGroupedGemm(name, nOut, args, weightArgs, nIn, rowValue,
+                              finish);
+      SmallVector<SmallVector<int64_t>> shared{{RT * DT}};
+      for (size_t i = 0; i < weightArgs.size(); ++i)
+        shared.push_back({RT * CT});
+      groupedKernel(
+          name, nOut, args, nIn, RT, CT, shared,
+          [&](GpuBlock &blk, ValueRange in, ValueRange sh, const GroupTile &t) {
+            KernelBuilder &k = blk.kb;
+            Value r0 = t.r0, c0 = t.c0, nI = t.nIn, nO = t.nOut,
+                  nRows = t.nRows;
+            auto choiceOf = [&](Value rr) {
+              return k.i32ToIndex(k.mload(t.rows, {k.add(r0, rr)}));
+            };
+            k.forEach(k.idx(0), nI, k.idx(DT), [&](Value d0) {
+              blk.phase2(k.idx(RT), k.idx(DT), [&](Value rr, Value dd) {
+                Value ok = k.andi(lt(k, k.add(r0, rr), nRows),
+                                  lt(k, k.add(d0, dd), nI));
+                Value v = k.ifElse(
+                    ok, {f32},
+                    [&]() -> SmallVector<Value> {
+                      return {rowValue(k, in, k.add(r0, rr), choiceOf(rr),
+                                       k.add(d0, dd))};
+                    },
+                    [&]() -> SmallVector<Value> { return {k.f32(0.0)}; })[0];
+                k.mstore(v, sh[0], {at(k, rr, DT, dd)});
+              });
+              Value first = k.cmp(CmpIPredicate::eq, d0, k.idx(0));
+              blk.phase2(k.idx(RT), k.idx(CT), [&](Value rr, Value cc) {
+                Value col = k.add(c0, cc);
+                Value ok = k.andi(lt(k, k.add(r0, rr), nRows), lt(k, col, nO));
+                k.ifThen(ok, [&] {
+                  Value e = expertOf(k, t, choiceOf(rr));
+                  Value n = k.mins(k.idx(DT), k.sub(nI, d0));
+                  for (size_t w = 0; w < weightArgs.size(); ++w) {
+                    Value wm = in[weightArgs[w]];
+                    auto dot =
+                        k.loop(n, {k.f32(0.0)}, [&](Value dd, ValueRange it) {
+                          Value xv = k.mload(sh[0], {at(k, rr, DT, dd)});
+                          Value wv = k.mload(wm, {e, k.add(d0, dd), col});
+                          return SmallVector<Value>{
+                              k.fadd(it[0], k.fmul(xv, wv))};
+                        });
+                    Value slot = at(k, rr, CT, cc);
+                    Value prev =
+                        k.select(first, k.f32(0.0), k.mload(sh[1 + w], {slot}));
+                    k.mstore(k.fadd(prev, dot[0]), sh[1 + w], {slot});
+                  }
+                });
+              });
+            });
+            blk.phase2(
+                k.idx(RT), k.idx(CT),
+                [&](Value rr, Value cc) {
+                  Value r = k.add(r0, rr), col = k.add(c0, cc);
+                  k.ifThen(k.andi(lt(k, r, nRows), lt(k, col, nO)), [&] {
+                    SmallVector<Value> sums;
+                    for (size_t w = 0; w < weightArgs.size(); ++w)
+                      sums.push_back(k.mload(sh[1 + w], {at(k, rr, CT, cc)}));
+                    finish(k, in, r, choiceOf(rr), col, sums);
+                  });
+                },
+                /*barrier=*/false);
+          });
+    };
+
+    // 2. Up projection: hidden[sorted row, f].
+    SmallVector<Value> upArgs{X, Up, hidden};
+    SmallVector<int> upWeights{1};
+    if (gated) {
+      upArgs.push_back(Gate);
+      upWeights.push_back(3);
+    }
+    size_t upIdx = upArgs.size(); // where groupedGemm puts the indices
+    groupedGemm(
+        "moe_up", F, upArgs, upWeights, D,
+        [&](KernelBuilder &k, ValueRange in, Value, Value choice, Value d) {
+          Value nK = k.mdim(in[upIdx], 1);
+          return k.mload(in[0], {k.divs(choice, nK), d});
+        },
+        [&](KernelBuilder &k, ValueRange in, Value r, Value, Value f,
+            ArrayRef<Value> sums) {
+          Value h = gated ? k.fmul(k.activation(act, sums[1]), sums[0])
+                          : k.activation(act, sums[0]);
+          k.mstore(h, in[2], {r, f});
+        });
+
+    // 3. Down projection times the choice's weight: contrib[choice, d].
+    size_t downIdx = 4;
+    groupedGemm(
+        "moe_down", D, {hidden, Down, contrib, W}, {1}, F,
+        [&](KernelBuilder &k, ValueRange in, Value r, Value, Value f) {
+          return k.mload(in[0], {r, f});
+        },
+        [&](KernelBuilder &k, ValueRange in, Value, Value choice, Value d,
+            ArrayRef<Value> sums) {
+          Value nK = k.mdim(in[downIdx], 1);
+          Value w = k.mload(in[3], {k.divs(choice, nK), k.rems(choice, nK)});
+          k.mstore(k.fmul(w, sums[0]), in[2], {choice, d});
+        });
+
+    // 4. Combine, in rank order as the definition sums.
+    emitItemKernel(
+        b, target, "moe_combine", kb, kb.mul(T, D), {contrib, accepted, yBuf},
+        [&](KernelBuilder &k, Value item, ValueRange in) {
+          Value nD = k.mdim(in[2], 1),
+                nK = k.divs(k.mdim(in[1], 0), k.mdim(in[2], 0));
+          Value t = k.divs(item, nD), d = k.rems(item, nD);
+          auto y = k.loop(nK, {k.f32(0.0)}, [&](Value j, ValueRange it) {
+            Value c = k.add(k.mul(t, nK), j);
+            Value ok = k.cmp(CmpIPredicate::ne, k.mload(in[1], {c}),
+                             toI32(k, k.idx(0)));
+            Value v = k.loadIf(ok, in[0], {c, d}, k.f32(0.0));
+            return SmallVector<Value>{k.select(ok, k.fadd(it[0], v), it[0])};
+          });
+          k.mstore(y[0], in[2], {t, d});
+        });
+    rewriter.replaceOp(
+        op, {asTensor(b, yBuf, yType), asTensor(b, loadBuf, loadType)});
+    return success();
+  }
+
+  GpuTarget target;
+};
+
+/// The router: a thread per token selects its k experts (k rounds of "best
+/// not chosen yet", ties to the lower index) and computes their weights; a
+/// thread per expert then sums the load-balancing statistics over tokens in
+/// order, and one thread forms the auxiliary loss.
+struct GpuRoute : OpRewritePattern<seq::RouteOp> {
+  GpuRoute(MLIRContext *ctx, const GpuTarget &target)
+      : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
+
+  LogicalResult matchAndRewrite(seq::RouteOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isa<FloatType>(
+            cast<ShapedType>(op.getLogits().getType()).getElementType()))
+      return rewriter.notifyMatchFailure(op, "needs float logits");
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    DimSizes dims = DimSizes::checkAndCollect(kb, op);
+    Value T = dims["T"], E = dims["E"], K = dims["k"];
+    kb.check(kb.cmp(CmpIPredicate::sle, K, E),
+             "k = {0} exceeds the number of experts E = {1}", {K, E});
+    seq::Score score = op.getScore();
+    Type f32 = b.getF32Type(), i32 = b.getI32Type();
+    int64_t dyn = ShapedType::kDynamic;
+    auto wType = cast<RankedTensorType>(op.getWeights().getType());
+    auto iType = cast<RankedTensorType>(op.getIndices().getType());
+    auto auxType = cast<RankedTensorType>(op.getAux().getType());
+    Value wBuf = allocBuffer(b, wType, {T, K});
+    Value iBuf = allocBuffer(b, iType, {T, K});
+    Value auxBuf = allocBuffer(b, auxType, {});
+    // Per token: its first choice, and the max and normalizer of the
+    // softmax of its plain logits; per expert: the statistics.
+    Value first = allocBuffer(b, RankedTensorType::get({dyn}, i32), {T});
+    Value pmax = allocBuffer(b, RankedTensorType::get({dyn}, f32), {T});
+    Value pden = allocBuffer(b, RankedTensorType::get({dyn}, f32), {T});
+    Value stats =
+        allocBuffer(b, RankedTensorType::get({dyn, dyn}, f32), {kb.idx(2), E});
+    SmallVector<Value> args{
+        readBuffer(b, op.getLogits()), wBuf, iBuf, first, pmax, pden};
+    int biasAt = -1, noiseAt = -1;
+    if (op.getBias()) {
+      biasAt = args.size();
+      args.push_back(readBuffer(b, op.getBias()));
+    }
+    if (op.getNoiseEps()) {
+      noiseAt = args.size();
+      args.push_back(readBuffer(b, op.getNoiseEps()));
+      args.push_back(readBuffer(b, op.getNoiseLogits()));
+    }
+    double scale = op.getRoutedScale().convertToDouble();
+    bool normalize = op.getNormalize();
+
+    emitItemKernel(
+        b, target, "route_select", kb, T, args,
+        [&](KernelBuilder &k, Value t, ValueRange in) {
+          Value logits = in[0], w = in[1], idx = in[2];
+          Value nE = k.mdim(logits, 1), nK = k.mdim(w, 1);
+          auto hAt = [&](Value e) {
+            Value h = k.mload(logits, {t, e});
+            if (noiseAt >= 0)
+              h = k.fadd(h,
+                         k.fmul(k.mload(in[noiseAt], {t, e}),
+                                k.softplus(k.mload(in[noiseAt + 1], {t, e}))));
+            return h;
+          };
+          auto expertAt = [&](Value j) {
+            return k.i32ToIndex(k.mload(idx, {t, j}));
+          };
+          k.forEach(k.idx(0), nK, k.idx(1), [&](Value j) {
+            auto best = k.loop(
+                nE, {k.idx(-1), k.f32(0.0)}, [&](Value e, ValueRange ce) {
+                  Value taken =
+                      k.loop(j, {k.i1(false)}, [&](Value jj, ValueRange tk) {
+                        return SmallVector<Value>{k.ori(
+                            tk[0], k.cmp(CmpIPredicate::eq, expertAt(jj), e))};
+                      })[0];
+                  Value sel = hAt(e);
+                  if (biasAt >= 0)
+                    sel = k.fadd(sel, k.mload(in[biasAt], {e}));
+                  Value better =
+                      k.ori(k.cmp(CmpIPredicate::slt, ce[0], k.idx(0)),
+                            k.fcmp(arith::CmpFPredicate::OGT, sel, ce[1]));
+                  Value take = k.andi(k.noti(taken), better);
+                  return SmallVector<Value>{k.select(take, e, ce[0]),
+                                            k.select(take, sel, ce[1])};
+                });
+            k.mstore(arith::IndexCastOp::create(k.builder(), i32, best[0]), idx,
+                     {t, j});
+          });
+          auto hChosen = [&](Value j) { return hAt(expertAt(j)); };
+          Value mx, den;
+          if (score == seq::Score::softmax_topk) {
+            mx = k.maxOver(nK, hChosen);
+            den = k.sumOver(
+                nK, [&](Value j) { return k.exp(k.fsub(hChosen(j), mx)); });
+          } else if (score == seq::Score::softmax) {
+            mx = k.maxOver(nE, hAt);
+            den = k.sumOver(nE,
+                            [&](Value e) { return k.exp(k.fsub(hAt(e), mx)); });
+          }
+          auto gate = [&](Value j) {
+            Value h = hChosen(j);
+            if (score == seq::Score::sigmoid)
+              return k.sigmoid(h);
+            return k.fdiv(k.exp(k.fsub(h, mx)), den);
+          };
+          Value norm = normalize ? k.sumOver(nK, gate) : Value();
+          k.forEach(k.idx(0), nK, k.idx(1), [&](Value j) {
+            Value g = gate(j);
+            if (norm)
+              g = k.fdiv(g, norm);
+            k.mstore(k.fmul(g, k.f32(scale)), w, {t, j});
+          });
+          k.mstore(k.mload(idx, {t, k.idx(0)}), in[3], {t});
+          Value pmx = k.maxOver(nE, [&](Value e) {
+            return k.mload(logits, {t, e});
+          });
+          k.mstore(pmx, in[4], {t});
+          k.mstore(
+              k.sumOver(nE,
+                        [&](Value e) {
+                          return k.exp(k.fsub(k.mload(logits, {t, e}), pmx));
+                        }),
+              in[5], {t});
+        });
+
+    emitItemKernel(
+        b, target, "route_statistics", kb, E,
+        {args[0], first, pmax, pden, stats},
+        [&](KernelBuilder &k, Value e, ValueRange in) {
+          Value nT = k.mdim(in[0], 0);
+          auto r =
+              k.loop(nT, {k.f32(0.0), k.f32(0.0)}, [&](Value t, ValueRange c) {
+                Value isFirst = k.cmp(CmpIPredicate::eq,
+                                      k.i32ToIndex(k.mload(in[1], {t})), e);
+                Value fc = k.select(isFirst, k.fadd(c[0], k.f32(1.0)), c[0]);
+                Value p = k.fdiv(
+                    k.exp(k.fsub(k.mload(in[0], {t, e}), k.mload(in[2], {t}))),
+                    k.mload(in[3], {t}));
+                return SmallVector<Value>{fc, k.fadd(c[1], p)};
+              });
+          k.mstore(r[0], in[4], {k.idx(0), e});
+          k.mstore(r[1], in[4], {k.idx(1), e});
+        });
+
+    // aux = coef * E * sum_i f_i P_i (0 for an empty batch).
+    double coef = op.getAuxLossCoef().convertToDouble();
+    emitItemKernel(b, target, "route_aux", kb, kb.idx(1), {stats, auxBuf, T},
+                   [&](KernelBuilder &k, Value, ValueRange in) {
+                     Value nE = k.mdim(in[0], 1), nT = in[2];
+                     Value dot = k.sumOver(nE, [&](Value e) {
+                       return k.fmul(k.mload(in[0], {k.idx(0), e}),
+                                     k.mload(in[0], {k.idx(1), e}));
+                     });
+                     Value hasTokens = k.cmp(CmpIPredicate::sgt, nT, k.idx(0));
+                     Value tF =
+                         k.select(hasTokens, k.indexToF32(nT), k.f32(1.0));
+                     Value aux = k.fmul(k.fmul(k.f32(coef), k.indexToF32(nE)),
+                                        k.fdiv(dot, k.fmul(tF, tF)));
+                     k.mstore(k.select(hasTokens, aux, k.f32(0.0)), in[1], {});
+                   });
+    rewriter.replaceOp(op, {asTensor(b, wBuf, wType), asTensor(b, iBuf, iType),
+                            asTensor(b, auxBuf, auxType)});
+    return success();
+  }
+
+  GpuTarget target;
+};
+
+} // namespace
+
+void seqc::populateGpuMoEPatterns(RewritePatternSet &patterns,
+                                  const GpuTarget &target) {
+  patterns.add<GpuMoeFfn, GpuRoute>(patterns.getContext(), target);
+}

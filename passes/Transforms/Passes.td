@@ -1,0 +1,84 @@
+//===- Transforms/Passes.td - target-independent passes ---*- tablegen -*-===//
+
+#ifndef SEQC_PASSES_TRANSFORMS_PASSES_TD
+#define SEQC_PASSES_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def SeqSelectStrategy : Pass<"seq-select-strategy", "::mlir::ModuleOp"> {
+  let summary = "Choose each op's plan (recurrent, chunked Q, global) for a target";
+  let description = [{
+    Sets `seq.plan = #seq.plan<...>` on every `seq.ssd` and
+    `seq.linear_attention` that has none, from one cost model over one
+    description of the target (Transforms/Strategy.h): non-causal linear
+    attention is `global`; sequences shorter than 16 steps, and variants
+    the target has no chunked kernel for, are `recurrent`; the rest are
+    `chunked` with the op's `chunk_size` when the target's kernels allow
+    it (else the nearest allowed size, with a remark), or the cost model's
+    chunk size. The CPU and GPU lowerings follow the plan; an existing plan
+    is kept, so a plan can be forced in the input.
+
+    `target=cpu` describes the host CPU (`vector-width` and `l2-bytes`
+    override what is detected); `target=gpu` the GPU named by `chip`.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "The machine to plan for: cpu or gpu">,
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
+           "CPU: f32 lanes per vector (0: the host's widest)">,
+    Option<"l2Bytes", "l2-bytes", "int64_t", /*default=*/"0",
+           "CPU: per-core L2 cache bytes (0: the host's)">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_80\"",
+           "GPU: the architecture (sm_80, sm_90a, ...)">
+  ];
+  let dependentDialects = ["::seqc::seq::SeqDialect"];
+}
+
+def SeqFuseElementwise : Pass<"seq-fuse-elementwise"> {
+  let summary = "Fold elementwise glue into the seq ops that can apply it";
+  let description = [{
+    Recognizes `linalg.generic` producers and consumers a seq op computes
+    itself, and folds them in: `softplus(dt [+ bias])` before `seq.ssd` /
+    `seq.selective_scan` becomes `dt_bias` / `dt_softplus`, `y * silu(z)`
+    after them becomes `gate(z)`, `silu` after `seq.causal_conv1d` its
+    `activation`, and the same `elu + 1` or `relu` on the queries and keys of
+    `seq.linear_attention` its `feature_map`. The kernels then apply them on
+    the fly instead of the graph materializing each intermediate.
+  }];
+  let dependentDialects = ["::seqc::seq::SeqDialect"];
+}
+
+def SeqOutlineOps : Pass<"seq-outline-ops", "::mlir::ModuleOp"> {
+  let summary = "Move every compute op into a function of its own";
+  let description = [{
+    For measuring a graph op by op: each seq op, linalg op, tensor.concat
+    and elementwise arith / math op on tensors at the top level of a
+    function becomes a call to a new private function holding only that op
+    (captured constants are cloned into it). Nothing fuses across the calls
+    and every op's results are materialized, so with `seq-profile-calls`
+    (all functions) this times "the ops run separately". The calls are
+    named `<function>:<n> <op name>` (`seq.name`).
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
+def SeqProfileCalls : Pass<"seq-profile-calls", "::mlir::ModuleOp"> {
+  let summary = "Time every call a public function makes (per-layer profiles)";
+  let description = [{
+    Model graphs call one private function per layer. This pass brackets
+    each `func.call` in a public function with calls to the runtime's
+    `seqc_rt_profile_enter(id)` / `seqc_rt_profile_exit(id)` and records the
+    regions' names (the call's `seq.name` attribute, else the callee's name)
+    in the function's `seq.profile_regions` attribute, in id order. The host
+    reads the accumulated times after a call (`seqc-run --profile`). With
+    `all-functions`, calls in private functions are timed too (regions
+    nest), and every public function lists all of the module's regions.
+  }];
+  let options = [
+    Option<"allFunctions", "all-functions", "bool", /*default=*/"false",
+           "Time the calls of private functions too">
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::arith::ArithDialect"];
+}
+
+#endif // SEQC_PASSES_TRANSFORMS_PASSES_TD

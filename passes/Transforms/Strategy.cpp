@@ -1,0 +1,252 @@
+//===- Strategy.cpp - one plan per op, chosen once for every target -------===//
+//
+// The cost model. Per step and head, the chunked form of a state of N x D
+// (SSD: N x P; linear attention: K x V) costs about
+//
+//   2 Q D        the intra-chunk masked product (Q x Q scores times D values)
+//   c N D / Q    the state work of the chunk (decaying and writing the
+//                state, the chunk-state product) shared by its Q steps
+//
+// which is least at Q = sqrt(c N / 2). `c` is the target's stateCost: on a
+// CPU (c ~ 16, measured with AVX-512) that gives sqrt(8 N); on a GPU the
+// tensor cores make the intra-chunk product cheap next to the serial pass
+// over chunks, so c is larger and Q is as large as the kernels' shared
+// memory allows. Q is a power of two (whole vectors, whole tiles) within the
+// target's chunk limits and, on a CPU, small enough that a task's chunk
+// working set stays in half the L2 cache.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Transforms/Strategy.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <thread>
+#include <unistd.h>
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace seqc;
+
+namespace {
+
+/// What the cost model needs of one op.
+struct PlanInputs {
+  ChunkedFamily family;
+  /// Static sequence length, or dynamic.
+  int64_t steps;
+  /// The state's rows (SSD: N, linear attention: K) and columns (P, V).
+  int64_t stateDim, valueDim;
+  int64_t hint;
+  bool causal = true;
+  bool perKeyDecay = false;
+  bool normalize = false;
+};
+
+/// A chunk_size hint as a signed size (hints past 2^63 are as large).
+int64_t hintOf(uint64_t hint) {
+  return static_cast<int64_t>(
+      std::min<uint64_t>(hint, std::numeric_limits<int64_t>::max()));
+}
+
+std::optional<PlanInputs> inputsOf(Operation *op) {
+  if (auto ssd = dyn_cast<seq::SsdOp>(op)) {
+    auto x = cast<RankedTensorType>(ssd.getX().getType());
+    auto bm = cast<RankedTensorType>(ssd.getB().getType());
+    return PlanInputs{ChunkedFamily::Ssd, x.getDimSize(1), bm.getDimSize(3),
+                      x.getDimSize(3), hintOf(ssd.getChunkSize())};
+  }
+  if (auto la = dyn_cast<seq::LinearAttentionOp>(op)) {
+    auto q = cast<RankedTensorType>(la.getQ().getType());
+    auto v = cast<RankedTensorType>(la.getV().getType());
+    PlanInputs in{ChunkedFamily::LinearAttention, q.getDimSize(1),
+                  q.getDimSize(3), v.getDimSize(3),
+                  hintOf(la.getChunkSize())};
+    in.causal = la.getCausal();
+    in.perKeyDecay =
+        la.getDecay() &&
+        cast<RankedTensorType>(la.getDecay().getType()).getRank() == 4;
+    in.normalize = la.getNormalize();
+    return in;
+  }
+  return std::nullopt;
+}
+
+int64_t orOne(int64_t dim) {
+  return ShapedType::isDynamic(dim) ? 1 : std::max<int64_t>(dim, 1);
+}
+
+/// Bytes a CPU task touches per chunk: the Q x Q mask, the chunk's Q x (N +
+/// D) operand tiles and the N x D state, in f32.
+int64_t chunkWorkingSet(int64_t q, const PlanInputs &in) {
+  int64_t n = orOne(in.stateDim), d = orOne(in.valueDim);
+  return 4 * (q * q + q * (n + d) + n * d);
+}
+
+/// The cost model's chunk size (no hint).
+int64_t modelChunk(const PlanInputs &in, const TargetDescription &target,
+                   const ChunkLimits &limits) {
+  double best = std::sqrt(target.stateCost * orOne(in.stateDim) / 2.0);
+  int64_t q = 32;
+  while (q < 128 && 2 * q <= limits.max && q * 1.41 < best)
+    q *= 2;
+  if (target.kind == TargetDescription::Kind::CPU)
+    while (q > 32 && chunkWorkingSet(q, in) > target.l2Bytes / 2)
+      q /= 2;
+  return std::clamp(q, limits.min, limits.max);
+}
+
+/// The allowed chunk size nearest to `hint` (from below, at least min).
+int64_t nearestAllowed(int64_t hint, const ChunkLimits &limits) {
+  int64_t q = std::clamp(hint, limits.min, limits.max);
+  q -= q % limits.multiple;
+  return std::max(q, limits.min);
+}
+
+std::string describeLimits(const ChunkLimits &limits) {
+  if (limits.multiple > 1)
+    return llvm::formatv("{0} to {1} steps, multiples of {2}", limits.min,
+                         limits.max, limits.multiple);
+  return llvm::formatv("{0} to {1} steps", limits.min, limits.max);
+}
+
+} // namespace
+
+TargetDescription TargetDescription::cpu(int64_t vectorWidth, int64_t l1Bytes,
+                                         int64_t l2Bytes) {
+  TargetDescription t;
+  t.kind = Kind::CPU;
+  t.vectorWidth = vectorWidth;
+  t.l1Bytes = l1Bytes;
+  t.l2Bytes = l2Bytes;
+  t.stateCost = 16;
+  // The CPU kernels pad a chunk to whole vectors themselves; the Q x Q mask
+  // and the operand tiles live on the task's stack, which bounds Q (a
+  // 2048-step chunk would need over 16 MB).
+  t.ssdChunks = t.linearAttentionChunks = ChunkLimits{1, 256, 1};
+  t.chunkedPerKeyDecay = false;
+  t.chunkedNormalize = false;
+  return t;
+}
+
+TargetDescription TargetDescription::host() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  auto has = [&](const char *f) { return features.lookup(f); };
+  int64_t lanes = has("avx512f") ? 16 : (has("avx2") || has("avx")) ? 8 : 4;
+  int64_t l1 = 32 * 1024, l2 = 1024 * 1024;
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+  if (long v = sysconf(_SC_LEVEL1_DCACHE_SIZE); v > 0)
+    l1 = v;
+  if (long v = sysconf(_SC_LEVEL2_CACHE_SIZE); v > 0)
+    l2 = v;
+#endif
+  TargetDescription t = cpu(lanes, l1, l2);
+  t.cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  t.avx512bf16 = has("avx512bf16");
+  t.amx = has("amx-tile") && has("amx-bf16");
+  return t;
+}
+
+TargetDescription TargetDescription::gpu(int64_t smVersion) {
+  TargetDescription t;
+  t.kind = Kind::GPU;
+  t.smVersion = smVersion;
+  t.tensorCores = smVersion >= 80;
+  // Tiles are staged in static shared memory (workgroup attributions),
+  // 48 KB per block on every sm_80+ chip.
+  t.sharedBytes = 48 * 1024;
+  t.stateCost = 256;
+  // Chunks are whole tensor-core tiles (16 rows). The largest chunk is the
+  // largest whose tiles fit in shared memory: SSD's output kernel holds
+  // Q^2 + 98 Q + 1024 floats (Q = 64: 45.5 KB); linear attention's holds
+  // Q^2 + Q (K_decay + 129) + 1024 with up to 128 per-key decays (Q = 32:
+  // 41 KB; Q = 64 would need 54 KB even with one decay per head).
+  t.ssdChunks = ChunkLimits{16, 64, 16};
+  t.linearAttentionChunks = ChunkLimits{16, 32, 16};
+  return t;
+}
+
+std::optional<int64_t> seqc::parseChip(StringRef chip) {
+  if (!chip.consume_front("sm_"))
+    return std::nullopt;
+  chip.consume_back("a");
+  int64_t version;
+  if (chip.empty() || chip.getAsInteger(10, version) || version < 10 ||
+      version > 1000)
+    return std::nullopt;
+  return version;
+}
+
+std::optional<ChunkedFamily> seqc::chunkedFamilyOf(Operation *op) {
+  if (std::optional<PlanInputs> in = inputsOf(op))
+    return in->family;
+  return std::nullopt;
+}
+
+std::optional<seq::PlanAttr>
+seqc::choosePlan(Operation *op, const TargetDescription &target) {
+  std::optional<PlanInputs> in = inputsOf(op);
+  if (!in)
+    return std::nullopt;
+  MLIRContext *ctx = op->getContext();
+  if (!in->causal)
+    return seq::PlanAttr::get(ctx, seq::PlanKind::global, 0);
+  bool shortSequence =
+      !ShapedType::isDynamic(in->steps) && in->steps < kRecurrentBelowSteps;
+  bool noChunkedKernel = (in->perKeyDecay && !target.chunkedPerKeyDecay) ||
+                         (in->normalize && !target.chunkedNormalize);
+  if (shortSequence || noChunkedKernel)
+    return seq::PlanAttr::get(ctx, seq::PlanKind::recurrent, 0);
+
+  const ChunkLimits &limits = target.chunkLimits(in->family);
+  int64_t q = modelChunk(*in, target, limits);
+  if (in->hint > 0) {
+    q = nearestAllowed(in->hint, limits);
+    // The chunk size never changes the result, only the speed: a hint the
+    // kernels cannot take is adjusted, and said.
+    if (q != in->hint)
+      op->emitRemark() << "chunk_size " << in->hint << " taken as " << q
+                       << ": the " << target.name()
+                       << " kernels' chunks are " << describeLimits(limits);
+  }
+  return seq::PlanAttr::get(ctx, seq::PlanKind::chunked, q);
+}
+
+int64_t seqc::hostModelChunkSize(int64_t stateDim, int64_t valueDim) {
+  PlanInputs in{ChunkedFamily::Ssd, ShapedType::kDynamic, stateDim, valueDim,
+                0};
+  TargetDescription host = TargetDescription::host();
+  return modelChunk(in, host, host.ssdChunks);
+}
+
+std::optional<seq::PlanAttr> seqc::planFor(Operation *op,
+                                           const TargetDescription &target) {
+  if (auto plan = op->getAttrOfType<seq::PlanAttr>(seq::kPlanAttrName))
+    return plan;
+  return choosePlan(op, target);
+}
+
+std::string seqc::planUnsupportedReason(Operation *op, seq::PlanAttr plan,
+                                        const TargetDescription &target) {
+  std::optional<PlanInputs> in = inputsOf(op);
+  if (!in || plan.getKind() != seq::PlanKind::chunked)
+    return "";
+  const ChunkLimits &limits = target.chunkLimits(in->family);
+  if (!limits.allows(plan.getChunk()))
+    return llvm::formatv("plan chunked {0} is outside the {1} kernels' "
+                         "chunk sizes ({2})",
+                         plan.getChunk(), target.name(),
+                         describeLimits(limits));
+  if (in->perKeyDecay && !target.chunkedPerKeyDecay)
+    return llvm::formatv("the {0}'s chunked kernel does not cover per-key "
+                         "decay (plan recurrent does)",
+                         target.name());
+  if (in->normalize && !target.chunkedNormalize)
+    return llvm::formatv("the {0}'s chunked kernel does not cover normalize "
+                         "(plan recurrent does)",
+                         target.name());
+  return "";
+}

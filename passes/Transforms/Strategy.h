@@ -1,0 +1,118 @@
+//===- Strategy.h - one plan per op, chosen once for every target -*- C++ -*-===//
+//
+// How seq.ssd and seq.linear_attention are computed (recurrent, chunked with
+// chunk size Q, or global) is decided here, by one cost model over one
+// description of the machine. seq-select-strategy records the decision as
+// `seq.plan = #seq.plan<...>` on each op; the CPU and GPU lowerings read it
+// (planFor) and supply only what differs per target: the kernels and the
+// chunk sizes their tiles allow (TargetDescription::chunkLimits).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SEQC_PASSES_TRANSFORMS_STRATEGY_H
+#define SEQC_PASSES_TRANSFORMS_STRATEGY_H
+
+#include "Seq/SeqDialect.h"
+
+#include <optional>
+
+namespace seqc {
+
+/// The op families with a choice of plans.
+enum class ChunkedFamily { Ssd, LinearAttention };
+
+/// The chunk sizes a target's kernels run for one family: from `min` to
+/// `max` steps, multiples of `multiple`.
+struct ChunkLimits {
+  int64_t min = 1;
+  int64_t max = 256;
+  int64_t multiple = 1;
+
+  bool allows(int64_t q) const {
+    return q >= min && q <= max && q % multiple == 0;
+  }
+};
+
+/// One machine as the strategy sees it. Each target describes itself
+/// (CpuTarget::describe, GpuTarget::describe); the cost model reads nothing
+/// else.
+struct TargetDescription {
+  enum class Kind { CPU, GPU };
+  Kind kind = Kind::CPU;
+
+  /// CPU: f32 lanes per vector, cores, per-core data caches, bf16 features.
+  int64_t vectorWidth = 8;
+  int64_t cores = 1;
+  int64_t l1Bytes = 32 * 1024;
+  int64_t l2Bytes = 1024 * 1024;
+  bool avx512bf16 = false;
+  bool amx = false;
+
+  /// GPU: compute capability, shared memory per block, SMs (0: unknown),
+  /// and whether bf16/f16 products run on tensor cores (mma.sync m16n8k16).
+  int64_t smVersion = 0;
+  int64_t sharedBytes = 48 * 1024;
+  int64_t smCount = 0;
+  bool tensorCores = false;
+
+  /// Cost of a step's state work (decaying and writing the N x D state,
+  /// the chunk-state products) relative to its share of the intra-chunk
+  /// product, per chunk: the `c` of the chunk-size model (chunkFor).
+  double stateCost = 16;
+
+  /// The chunk sizes of each family's chunked kernels.
+  ChunkLimits ssdChunks, linearAttentionChunks;
+  /// Whether the chunked linear-attention kernels cover per-key decay
+  /// (decay [B, T, H, K]) and `normalize`; where not, the recurrence runs.
+  bool chunkedPerKeyDecay = true;
+  bool chunkedNormalize = true;
+
+  /// A CPU with `vectorWidth` f32 lanes and the given caches.
+  static TargetDescription cpu(int64_t vectorWidth, int64_t l1Bytes,
+                               int64_t l2Bytes);
+  /// The host CPU: vector width from its features (AVX-512: 16, AVX2: 8,
+  /// else 4), cache sizes, cores, AVX-512 BF16 and AMX.
+  static TargetDescription host();
+  /// An NVIDIA GPU of compute capability `smVersion` (80 for sm_80).
+  static TargetDescription gpu(int64_t smVersion);
+
+  llvm::StringRef name() const { return kind == Kind::CPU ? "CPU" : "GPU"; }
+  const ChunkLimits &chunkLimits(ChunkedFamily family) const {
+    return family == ChunkedFamily::Ssd ? ssdChunks : linearAttentionChunks;
+  }
+};
+
+/// The compute capability of a chip name "sm_<digits>[a]" (sm_90a: 90), or
+/// nothing for anything else.
+std::optional<int64_t> parseChip(llvm::StringRef chip);
+
+/// Sequences shorter than this run the recurrence: below one minimal chunk
+/// (16 steps, a tensor-core tile's rows) the chunk machinery only pads.
+inline constexpr int64_t kRecurrentBelowSteps = 16;
+
+/// The family of `op`, or none for ops without a choice of plans.
+std::optional<ChunkedFamily> chunkedFamilyOf(mlir::Operation *op);
+
+/// The cost model's plan for `op` on `target`, ignoring any seq.plan it
+/// has; none for ops without a choice of plans. A `chunk_size` hint is
+/// honoured when the target's kernels allow it, else the nearest allowed
+/// size is taken and a remark says so.
+std::optional<seq::PlanAttr> choosePlan(mlir::Operation *op,
+                                        const TargetDescription &target);
+
+/// The cost model's chunk size on the host CPU for a state of stateDim x
+/// valueDim without a hint (for the benchmark's report).
+int64_t hostModelChunkSize(int64_t stateDim, int64_t valueDim);
+
+/// The plan the lowerings follow: `op`'s seq.plan, else choosePlan.
+std::optional<seq::PlanAttr> planFor(mlir::Operation *op,
+                                     const TargetDescription &target);
+
+/// Why `target`'s kernels cannot run `plan` for `op` (a chunk size outside
+/// its limits, a variant without a chunked kernel), or "" when they can.
+std::string planUnsupportedReason(mlir::Operation *op, seq::PlanAttr plan,
+                                  const TargetDescription &target);
+
+} // namespace seqc
+
+#endif // SEQC_PASSES_TRANSFORMS_STRATEGY_H

@@ -1,0 +1,109 @@
+// seq-select-strategy: one plan per op, from one cost model, for a CPU or a
+// GPU description; the plan is an attribute the lowerings read.
+// RUN: seqc-opt %s -split-input-file -seq-select-strategy="target=cpu vector-width=16 l2-bytes=2097152" | FileCheck %s --check-prefix=CPU
+// RUN: seqc-opt %s -split-input-file -seq-select-strategy="target=gpu chip=sm_90a" 2>/dev/null | FileCheck %s --check-prefix=GPU
+// RUN: seqc-opt %s -split-input-file -seq-select-strategy="target=gpu chip=sm_90a" 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
+// RUN: seqc-opt %s -split-input-file -seq-select-strategy="target=cpu" 2>&1 >/dev/null | FileCheck %s --check-prefix=NOREMARK --allow-empty
+// NOREMARK-NOT: remark
+// RUN: not seqc-opt %s -split-input-file -seq-select-strategy="target=tpu" 2>&1 | FileCheck %s --check-prefix=BADTARGET
+// RUN: not seqc-opt %s -split-input-file -seq-select-strategy="target=gpu chip=volta" 2>&1 | FileCheck %s --check-prefix=BADCHIP
+// BADTARGET: error: seq-select-strategy: target 'tpu' is neither cpu nor gpu
+// BADCHIP: error: seq-select-strategy: chip 'volta' is not an NVIDIA architecture
+
+// Long SSD, no hint: the cost model's chunk, sqrt(8 N) on the CPU (N = 128:
+// 32), as large as shared memory allows on the GPU (64).
+// CPU-LABEL: func @ssd_long
+// CPU: seq.ssd {{.*}}seq.plan = #seq.plan<chunked, 32>
+// GPU-LABEL: func @ssd_long
+// GPU: seq.ssd {{.*}}seq.plan = #seq.plan<chunked, 64>
+func.func @ssd_long(%x: tensor<2x512x4x64xf32>, %dt: tensor<2x512x4xf32>,
+                    %A: tensor<4xf32>, %B: tensor<2x512x1x128xf32>)
+    -> tensor<2x512x4x64xf32> {
+  %y, %l = seq.ssd %x, %dt, %A, %B, %B
+    : (tensor<2x512x4x64xf32>, tensor<2x512x4xf32>, tensor<4xf32>,
+       tensor<2x512x1x128xf32>, tensor<2x512x1x128xf32>)
+      -> (tensor<2x512x4x64xf32>, tensor<2x4x64x128xf32>)
+  return %y : tensor<2x512x4x64xf32>
+}
+
+// -----
+
+// A decode step (T = 1) is the recurrence on both targets.
+// CPU-LABEL: func @ssd_decode
+// CPU: seq.ssd {{.*}}seq.plan = #seq.plan<recurrent>
+// GPU-LABEL: func @ssd_decode
+// GPU: seq.ssd {{.*}}seq.plan = #seq.plan<recurrent>
+func.func @ssd_decode(%x: tensor<2x1x4x64xf32>, %dt: tensor<2x1x4xf32>,
+                      %A: tensor<4xf32>, %B: tensor<2x1x1x128xf32>)
+    -> tensor<2x1x4x64xf32> {
+  %y, %l = seq.ssd %x, %dt, %A, %B, %B
+    : (tensor<2x1x4x64xf32>, tensor<2x1x4xf32>, tensor<4xf32>,
+       tensor<2x1x1x128xf32>, tensor<2x1x1x128xf32>)
+      -> (tensor<2x1x4x64xf32>, tensor<2x4x64x128xf32>)
+  return %y : tensor<2x1x4x64xf32>
+}
+
+// -----
+
+// A hint is honoured where the kernels allow it: 48 on both; 100 on the CPU
+// but the GPU's SSD chunks are multiples of 16 up to 64 (a remark says so).
+// CPU-LABEL: func @ssd_hints
+// CPU: seq.ssd {{.*}}seq.plan = #seq.plan<chunked, 48>
+// CPU: seq.ssd {{.*}}seq.plan = #seq.plan<chunked, 100>
+// REMARK: :[[@LINE+11]]:{{[0-9]+}}: remark: chunk_size 100 taken as 64: the GPU kernels' chunks are 16 to 64 steps, multiples of 16
+// GPU-LABEL: func @ssd_hints
+// GPU: seq.ssd {{.*}}seq.plan = #seq.plan<chunked, 48>
+// GPU: seq.ssd {{.*}}seq.plan = #seq.plan<chunked, 64>
+func.func @ssd_hints(%x: tensor<1x256x2x32xf32>, %dt: tensor<1x256x2xf32>,
+                     %A: tensor<2xf32>, %B: tensor<1x256x1x16xf32>)
+    -> (tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>) {
+  %y, %l = seq.ssd %x, %dt, %A, %B, %B {chunk_size = 48 : i64}
+    : (tensor<1x256x2x32xf32>, tensor<1x256x2xf32>, tensor<2xf32>,
+       tensor<1x256x1x16xf32>, tensor<1x256x1x16xf32>)
+      -> (tensor<1x256x2x32xf32>, tensor<1x2x32x16xf32>)
+  %y2, %l2 = seq.ssd %x, %dt, %A, %B, %B {chunk_size = 100 : i64}
+    : (tensor<1x256x2x32xf32>, tensor<1x256x2xf32>, tensor<2xf32>,
+       tensor<1x256x1x16xf32>, tensor<1x256x1x16xf32>)
+      -> (tensor<1x256x2x32xf32>, tensor<1x2x32x16xf32>)
+  return %y, %y2 : tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>
+}
+
+// -----
+
+// Linear attention: non-causal is global; per-key decay and normalize are
+// chunked on the GPU, recurrent on the CPU (whose chunked kernel does not
+// cover them yet); a plan in the input is kept.
+// CPU-LABEL: func @linear_attention
+// CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<global>
+// CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 32>
+// CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<recurrent>
+// CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<recurrent>
+// CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 16>
+// GPU-LABEL: func @linear_attention
+// GPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<global>
+// GPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 32>
+// GPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 32>
+// GPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 32>
+// GPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 16>
+func.func @linear_attention(%q: tensor<1x256x2x64xf32>, %v: tensor<1x256x2x32xf32>,
+                            %g: tensor<1x256x2xf32>, %gk: tensor<1x256x2x64xf32>)
+    -> (tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>,
+        tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>) {
+  %o1, %s1 = seq.linear_attention %q, %q, %v {causal = false}
+    : (tensor<1x256x2x64xf32>, tensor<1x256x2x64xf32>, tensor<1x256x2x32xf32>)
+      -> (tensor<1x256x2x32xf32>, tensor<1x2x64x32xf32>)
+  %o2, %s2 = seq.linear_attention %q, %q, %v decay(%g)
+    : (tensor<1x256x2x64xf32>, tensor<1x256x2x64xf32>, tensor<1x256x2x32xf32>,
+       tensor<1x256x2xf32>) -> (tensor<1x256x2x32xf32>, tensor<1x2x64x32xf32>)
+  %o3, %s3 = seq.linear_attention %q, %q, %v decay(%gk)
+    : (tensor<1x256x2x64xf32>, tensor<1x256x2x64xf32>, tensor<1x256x2x32xf32>,
+       tensor<1x256x2x64xf32>) -> (tensor<1x256x2x32xf32>, tensor<1x2x64x32xf32>)
+  %o4, %s4 = seq.linear_attention %q, %q, %v {normalize = true}
+    : (tensor<1x256x2x64xf32>, tensor<1x256x2x64xf32>, tensor<1x256x2x32xf32>)
+      -> (tensor<1x256x2x32xf32>, tensor<1x2x64x32xf32>)
+  %o5, %s5 = seq.linear_attention %q, %q, %v {seq.plan = #seq.plan<chunked, 16>}
+    : (tensor<1x256x2x64xf32>, tensor<1x256x2x64xf32>, tensor<1x256x2x32xf32>)
+      -> (tensor<1x256x2x32xf32>, tensor<1x2x64x32xf32>)
+  return %o1, %o2, %o3, %o4, %o5 : tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>,
+      tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>
+}
