@@ -9,6 +9,7 @@
 #ifndef SEQC_PASSES_CPU_CPUKERNEL_H
 #define SEQC_PASSES_CPU_CPUKERNEL_H
 
+#include "Common/ItemKernels.h"
 #include "Common/Kernels.h"
 #include "Reference/Fallback.h"
 #include "Transforms/Strategy.h"
@@ -30,6 +31,17 @@ struct CpuTarget {
   TargetDescription describe() const {
     return TargetDescription::cpu(vectorWidth, l1Bytes, l2Bytes);
   }
+};
+
+/// The CPU's item dispatch: a task of the runtime's thread pool per item
+/// (the pool hands each thread a range of items); f32 (and integer)
+/// element types only until the CPU's bf16 kernels land.
+class CpuItemDispatch : public ItemDispatch {
+public:
+  void emit(mlir::ImplicitLocOpBuilder &b, llvm::StringRef name,
+            KernelBuilder &kb, Value count, ValueRange args,
+            const ItemBody &body) const override;
+  std::string unsupportedTypes(mlir::Operation *op) const override;
 };
 
 } // namespace seqc

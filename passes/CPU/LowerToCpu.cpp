@@ -39,6 +39,8 @@ struct SeqLowerToCpu : seqc::impl::SeqLowerToCpuBase<SeqLowerToCpu> {
     seqc::populateCpuMoEPatterns(patterns, target);
     seqc::populateCpuMatmulPatterns(patterns, target, fuse);
     seqc::populateCpuElementwisePatterns(patterns, target, fuse);
+    seqc::CpuItemDispatch items;
+    seqc::populateItemKernelPatterns(patterns, items);
     // Whatever has no kernel takes the reference lowering, reported.
     seqc::FallbackPolicy policy{"CPU", strict};
     if (failed(seqc::applyKernelLowerings(getOperation(), std::move(patterns),

@@ -8,6 +8,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace seqc;
@@ -94,3 +96,43 @@ bool seqc::allF32(Operation *op) {
          llvm::all_of(op->getResultTypes(), isF32);
 }
 
+SmallVector<Value> seqc::delinearize(KernelBuilder &kb, Value item,
+                                     ArrayRef<Value> sizes) {
+  SmallVector<Value> idx(sizes.size());
+  for (size_t i = sizes.size(); i-- > 0;) {
+    idx[i] = kb.rems(item, sizes[i]);
+    item = kb.divs(item, sizes[i]);
+  }
+  return idx;
+}
+
+RegionCaptures RegionCaptures::of(Region &region) {
+  llvm::SetVector<Value> above;
+  getUsedValuesDefinedAbove(region, above);
+  RegionCaptures c;
+  for (Value v : above) {
+    Operation *def = v.getDefiningOp();
+    if (def && def->hasTrait<OpTrait::ConstantLike>())
+      c.constants.push_back(def);
+    else
+      c.values.push_back(v);
+  }
+  return c;
+}
+
+bool RegionCaptures::scalarOnly() const {
+  auto scalar = [](Value v) { return v.getType().isIntOrIndexOrFloat(); };
+  return llvm::all_of(values, scalar) &&
+         llvm::all_of(constants, [&](Operation *c) {
+           return llvm::all_of(c->getResults(), scalar);
+         });
+}
+
+IRMapping RegionCaptures::map(OpBuilder &b, ValueRange args) const {
+  IRMapping m;
+  for (auto [v, arg] : llvm::zip(values, args))
+    m.map(v, arg);
+  for (Operation *c : constants)
+    b.clone(*c, m);
+  return m;
+}

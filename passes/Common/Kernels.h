@@ -20,6 +20,7 @@
 #include "Common/KernelBuilder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
 
 #include <functional>
 
@@ -50,6 +51,29 @@ inline int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 /// Whether every operand and result of `op` has an f32 element type (the
 /// fast kernels' type; others take the reference lowering).
 bool allF32(mlir::Operation *op);
+
+/// The values a region uses from above, for a kernel that inlines it: a
+/// kernel function (a CPU task, an emulated GPU block) cannot see its
+/// caller's values.
+struct RegionCaptures {
+  /// Values that travel as kernel arguments.
+  llvm::SmallVector<Value> values;
+  /// Constants recreated inside the kernel instead.
+  llvm::SmallVector<mlir::Operation *> constants;
+
+  static RegionCaptures of(mlir::Region &region);
+  /// Whether every capture is a scalar: a kernel cannot take a tensor (or a
+  /// dense constant) as an argument, so regions using one are left to the
+  /// loop-based lowerings.
+  bool scalarOnly() const;
+  /// Inside the kernel: maps every capture, given the kernel's view of
+  /// `values` (`args`), cloning the constants at the insertion point.
+  mlir::IRMapping map(mlir::OpBuilder &b, ValueRange args) const;
+};
+
+/// The indices of `item` in the row-major index space of `sizes`.
+llvm::SmallVector<Value> delinearize(KernelBuilder &kb, Value item,
+                                     llvm::ArrayRef<Value> sizes);
 
 } // namespace seqc
 

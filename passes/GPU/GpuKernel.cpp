@@ -162,43 +162,19 @@ bool seqc::allFloat(Operation *op) {
          llvm::all_of(op->getResultTypes(), isFloat);
 }
 
-SmallVector<Value> seqc::delinearize(KernelBuilder &kb, Value item,
-                                     ArrayRef<Value> sizes) {
-  SmallVector<Value> idx(sizes.size());
-  for (size_t i = sizes.size(); i-- > 0;) {
-    idx[i] = kb.rems(item, sizes[i]);
-    item = kb.divs(item, sizes[i]);
-  }
-  return idx;
+void GpuItemDispatch::emit(ImplicitLocOpBuilder &b, StringRef name,
+                           KernelBuilder &kb, Value count, ValueRange args,
+                           const ItemBody &body) const {
+  emitItemKernel(b, target, name, kb, count, args, body);
 }
 
-RegionCaptures RegionCaptures::of(Region &region) {
-  llvm::SetVector<Value> above;
-  getUsedValuesDefinedAbove(region, above);
-  RegionCaptures c;
-  for (Value v : above) {
-    Operation *def = v.getDefiningOp();
-    if (def && def->hasTrait<OpTrait::ConstantLike>())
-      c.constants.push_back(def);
-    else
-      c.values.push_back(v);
-  }
-  return c;
-}
-
-bool RegionCaptures::scalarOnly() const {
-  auto scalar = [](Value v) { return v.getType().isIntOrIndexOrFloat(); };
-  return llvm::all_of(values, scalar) &&
-         llvm::all_of(constants, [&](Operation *c) {
-           return llvm::all_of(c->getResults(), scalar);
-         });
-}
-
-IRMapping RegionCaptures::map(OpBuilder &b, ValueRange args) const {
-  IRMapping m;
-  for (auto [v, arg] : llvm::zip(values, args))
-    m.map(v, arg);
-  for (Operation *c : constants)
-    b.clone(*c, m);
-  return m;
+std::string GpuItemDispatch::unsupportedTypes(Operation *op) const {
+  if (isa<seq::AssociativeScanOp>(op))
+    return "";
+  if (auto route = dyn_cast<seq::RouteOp>(op))
+    return isa<FloatType>(
+               cast<ShapedType>(route.getLogits().getType()).getElementType())
+               ? ""
+               : "needs float logits";
+  return allFloat(op) ? "" : "needs float (f32, f16, bf16) operands";
 }

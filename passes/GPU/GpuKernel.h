@@ -21,6 +21,8 @@
 #ifndef SEQC_PASSES_GPUKERNEL_H
 #define SEQC_PASSES_GPUKERNEL_H
 
+#include "Common/ItemKernels.h"
+#include "Common/Kernels.h"
 #include "GPU/GpuMma.h"
 #include "Transforms/Strategy.h"
 #include "Common/KernelBuilder.h"
@@ -115,31 +117,24 @@ void emitItemKernel(
     llvm::StringRef name, KernelBuilder &kb, Value count, ValueRange args,
     const std::function<void(KernelBuilder &, Value, ValueRange)> &body);
 
-/// The values a region uses from above, for a kernel that inlines it: the
-/// kernel function of the emulation cannot see its caller's values.
-struct RegionCaptures {
-  /// Values that travel as kernel arguments.
-  llvm::SmallVector<Value> values;
-  /// Constants recreated inside the kernel instead.
-  llvm::SmallVector<mlir::Operation *> constants;
-
-  static RegionCaptures of(mlir::Region &region);
-  /// Whether every capture is a scalar: a kernel cannot take a tensor (or a
-  /// dense constant) as an argument, so regions using one are left to the
-  /// loop-based lowerings.
-  bool scalarOnly() const;
-  /// Inside the kernel: maps every capture, given the kernel's view of
-  /// `values` (`args`), cloning the constants at the insertion point.
-  mlir::IRMapping map(mlir::OpBuilder &b, ValueRange args) const;
-};
-
-/// The indices of `item` in the row-major index space of `sizes`.
-llvm::SmallVector<Value> delinearize(KernelBuilder &kb, Value item,
-                                     llvm::ArrayRef<Value> sizes);
-
 /// Whether every operand and result has a float element type (f32, f16 or
 /// bf16: GPU kernels widen loads to f32 and narrow stores).
 bool allFloat(mlir::Operation *op);
+
+/// The GPU's item dispatch: a thread per item (emitItemKernel); float
+/// operands of every width (loads widen to f32, stores narrow), and any
+/// element type for associative_scan, whose combiner takes them as they are.
+class GpuItemDispatch : public ItemDispatch {
+public:
+  explicit GpuItemDispatch(const GpuTarget &target) : target(target) {}
+  void emit(mlir::ImplicitLocOpBuilder &b, llvm::StringRef name,
+            KernelBuilder &kb, Value count, ValueRange args,
+            const ItemBody &body) const override;
+  std::string unsupportedTypes(mlir::Operation *op) const override;
+
+private:
+  GpuTarget target;
+};
 
 } // namespace seqc
 

@@ -1,7 +1,10 @@
 //===- GpuLinearAttention.cpp - chunked linear attention on the GPU -------===//
 //
-// The chunked form of (gated) linear attention in three kernels, as for SSD:
-//  1. chunk states, a block per (batch, head, chunk of 32 steps): the
+// Linear attention follows the strategy's plan (Transforms/Strategy.h): the
+// recurrence, a block per (batch, head), for decode and short sequences;
+// else the chunked form (chunks of Q = 16 or 32 steps) in three kernels, as
+// for SSD:
+//  1. chunk states, a block per (batch, head, chunk of Q steps): the
 //     chunk's cumulative log-decays cg (per step, or per step and key
 //     channel for GLA's decay) in shared memory, then
 //     S_c[k, v] = sum_s exp(cg[Q-1, k] - cg[s, k]) k'[s, k] v[s, v] from
@@ -34,9 +37,109 @@ namespace {
 
 using arith::CmpIPredicate;
 
-/// Steps per chunk, key and value channels per tile, the most key channels
-/// a per-channel decay keeps in shared memory.
-constexpr int64_t Q = 32, KT = 32, VT = 32, KMaxDecay = 128;
+/// Key and value channels per tile, the most key channels a per-channel
+/// decay keeps in shared memory (the chunk length Q is the strategy's plan).
+constexpr int64_t KT = 32, VT = 32, KMaxDecay = 128;
+
+/// The operands of one seq.linear_attention as buffers; optional ones are
+/// null.
+struct LinearAttentionBuffers {
+  Value q, k, v, o, last;
+  Value decay, init;
+};
+
+/// What the recurrence needs of the op's attributes.
+struct LinearAttentionForm {
+  seq::FeatureMap phi;
+  double scale, eps;
+  bool normalize;
+  int64_t decayRank;
+};
+
+/// The recurrence (the plan for decode and short sequences): a block per
+/// (batch, head) runs the steps in order, each in two phases over the state
+/// S [K x Vx] (f32, in `state`; with `normalize` column V is z, fed ones):
+///   S[k, c] = exp(g_k) S[k, c] + k'[k] v[c]      (a thread per (k, c))
+///   num[c] = sum_k q'[k] S[k, c]                (a thread per c)
+/// and o = num[:V], divided by num[V] + eps with `normalize`.
+void emitLinearAttentionRecurrent(ImplicitLocOpBuilder &b,
+                                  const GpuTarget &target, KernelBuilder &kb,
+                                  const LinearAttentionBuffers &buf,
+                                  const LinearAttentionForm &form, Value state,
+                                  Value numerators, Value blocks) {
+  SmallVector<Value> args{buf.q, buf.k, buf.v, buf.o, buf.last, state,
+                          numerators};
+  if (buf.decay)
+    args.push_back(buf.decay);
+  if (buf.init)
+    args.push_back(buf.init);
+  emitGpuKernel(
+      b, target, "linear_attention_recurrent", blocks, args, {{1}},
+      [&](GpuBlock &blk, ValueRange in, ValueRange) {
+        KernelBuilder &k = blk.kb;
+        Value q = in[0], km = in[1], vm = in[2], o = in[3], last = in[4],
+              st = in[5], num = in[6];
+        size_t next = 7;
+        Value g = buf.decay ? in[next++] : Value();
+        Value init = buf.init ? in[next++] : Value();
+        Value nT = k.mdim(q, 1), nH = k.mdim(q, 2), nK = k.mdim(q, 3),
+              nV = k.mdim(vm, 3);
+        Value nC = form.normalize ? k.add(nV, k.idx(1)) : nV;
+        Value h = k.rems(blk.blockId, nH), bi = k.divs(blk.blockId, nH);
+        auto lt = [&](Value a, Value c) {
+          return k.cmp(CmpIPredicate::slt, a, c);
+        };
+        blk.phase2(nK, nC, [&](Value kk, Value c) {
+          Value s0 = init ? k.loadIf(lt(c, nV), init, {bi, h, kk, c},
+                                     k.f32(0.0))
+                          : k.f32(0.0);
+          k.mstore(s0, st, {bi, h, kk, c});
+        });
+        k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
+          blk.phase2(nK, nC, [&](Value kk, Value c) {
+            Value f = k.f32(1.0);
+            if (g) {
+              SmallVector<Value> at{h};
+              if (form.decayRank == 3)
+                at = {bi, t, h};
+              else if (form.decayRank == 4)
+                at = {bi, t, h, kk};
+              f = k.exp(k.mload(g, at));
+            }
+            Value kp = k.featureMap(form.phi, k.mload(km, {bi, t, h, kk}));
+            Value val = k.select(lt(c, nV), k.loadIf(lt(c, nV), vm,
+                                                     {bi, t, h, c}, k.f32(0.0)),
+                                 k.f32(1.0));
+            Value s = k.fadd(k.fmul(f, k.mload(st, {bi, h, kk, c})),
+                             k.fmul(kp, val));
+            k.mstore(s, st, {bi, h, kk, c});
+          });
+          blk.phase(nC, [&](Value c) {
+            auto sum = k.loop(nK, {k.f32(0.0)}, [&](Value kk, ValueRange it) {
+              Value qp = k.fmul(
+                  k.featureMap(form.phi, k.mload(q, {bi, t, h, kk})),
+                  k.f32(form.scale));
+              return SmallVector<Value>{
+                  k.fadd(it[0], k.fmul(qp, k.mload(st, {bi, h, kk, c})))};
+            });
+            k.mstore(sum[0], num, {bi, h, c});
+          });
+          blk.phase(nV, [&](Value c) {
+            Value out = k.mload(num, {bi, h, c});
+            if (form.normalize)
+              out = k.fdiv(out, k.fadd(k.mload(num, {bi, h, nV}),
+                                       k.f32(form.eps)));
+            k.mstore(out, o, {bi, t, h, c});
+          });
+        });
+        blk.phase2(
+            nK, nV,
+            [&](Value kk, Value c) {
+              k.mstore(k.mload(st, {bi, h, kk, c}), last, {bi, h, kk, c});
+            },
+            /*barrier=*/false);
+      });
+}
 
 struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   GpuLinearAttention(MLIRContext *ctx, const GpuTarget &target)
@@ -46,15 +149,20 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
                                 PatternRewriter &rewriter) const override {
     if (!allFloat(op))
       return rewriter.notifyMatchFailure(op, "needs float (f32, f16, bf16) operands");
+    TargetDescription machine = target.describe();
+    seq::PlanAttr plan = *planFor(op, machine);
+    if (std::string why = planUnsupportedReason(op, plan, machine);
+        !why.empty())
+      return rewriter.notifyMatchFailure(op, why);
     Value decay = op.getDecay();
     int64_t decayRank =
         decay ? cast<RankedTensorType>(decay.getType()).getRank() : 0;
     int64_t kStatic = cast<RankedTensorType>(op.getQ().getType()).getDimSize(3);
     // Per-channel decays keep a Q x K table of cumulative decays in shared
-    // memory.
-    if (decayRank == 4 &&
+    // memory (the chunked kernels; the recurrence has no such bound).
+    if (plan.getKind() != seq::PlanKind::recurrent && decayRank == 4 &&
         (ShapedType::isDynamic(kStatic) || kStatic > KMaxDecay))
-      return rewriter.notifyMatchFailure(op, "a per-channel decay needs a static K of at most 128");
+      return rewriter.notifyMatchFailure(op, "a per-channel decay needs a static K of at most 128 (chunked plan)");
     const int64_t KG = decayRank == 4 ? kStatic : 1;
 
     Type mmaType = target.tensorCoreType({op.getQ(), op.getK(), op.getV()},
@@ -71,13 +179,35 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     double eps = op.getEps().convertToDouble();
     bool normalize = op.getNormalize(), causal = op.getCausal();
     Value Vx = normalize ? kb.add(V, kb.idx(1)) : V; // value columns carried
-    Value nChunks = kb.divs(kb.add(T, kb.idx(Q - 1)), kb.idx(Q));
     auto f32 = b.getF32Type();
     int64_t dyn = ShapedType::kDynamic;
     auto oType = cast<RankedTensorType>(op.getO().getType());
     auto lastType = cast<RankedTensorType>(op.getLast().getType());
     Value oBuf = allocBuffer(b, oType, dims.of("o"));
     Value lastBuf = allocBuffer(b, lastType, dims.of("last"));
+    if (plan.getKind() == seq::PlanKind::recurrent) {
+      Value state = allocBuffer(
+          b, RankedTensorType::get({dyn, dyn, dyn, dyn}, f32), {Bsz, H, K, Vx});
+      Value numerators = allocBuffer(
+          b, RankedTensorType::get({dyn, dyn, dyn}, f32), {Bsz, H, Vx});
+      emitLinearAttentionRecurrent(
+          b, target, kb,
+          {readBuffer(b, op.getQ()), readBuffer(b, op.getK()),
+           readBuffer(b, op.getV()), oBuf, lastBuf,
+           decay ? readBuffer(b, decay) : Value(),
+           op.getInit() ? readBuffer(b, op.getInit()) : Value()},
+          {phi, scale, eps, normalize, decayRank}, state, numerators,
+          kb.mul(Bsz, H));
+      rewriter.replaceOp(
+          op, {asTensor(b, oBuf, oType), asTensor(b, lastBuf, lastType)});
+      return success();
+    }
+    // Chunks of Q steps (non-causal attention sums its chunk states with
+    // the same kernels, in chunks as large as the kernels take).
+    const int64_t Q = plan.getKind() == seq::PlanKind::chunked
+                          ? plan.getChunk()
+                          : machine.linearAttentionChunks.max;
+    Value nChunks = kb.divs(kb.add(T, kb.idx(Q - 1)), kb.idx(Q));
     Value states =
         allocBuffer(b, RankedTensorType::get({dyn, dyn, dyn, dyn, dyn}, f32),
                     {Bsz, H, nChunks, K, Vx});

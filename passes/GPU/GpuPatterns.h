@@ -24,9 +24,6 @@ void populateGpuMoEPatterns(mlir::RewritePatternSet &patterns,
 /// the outputs, reductions looped by it.
 void populateGpuLinalgPatterns(mlir::RewritePatternSet &patterns,
                                const GpuTarget &target);
-/// semiseparable_mask, associative_scan, random_features.
-void populateGpuRowPatterns(mlir::RewritePatternSet &patterns,
-                            const GpuTarget &target);
 void populateGpuAttentionPatterns(mlir::RewritePatternSet &patterns,
                                   const GpuTarget &target);
 

@@ -1,6 +1,9 @@
 //===- GpuSsd.cpp - Mamba-2 SSD as chunked GPU kernels --------------------===//
 //
-// The chunked SSD in three kernels (as mamba_ssm's Triton kernels split it):
+// SSD follows the strategy's plan (Transforms/Strategy.h): the recurrence,
+// a thread per (batch, head, p), for decode and short sequences; else the
+// chunked form with chunks of Q steps (16 to 64) in three kernels (as
+// mamba_ssm's Triton kernels split it):
 //  1. chunk states, a block per (batch, head, chunk): the chunk's dt and its
 //     in-chunk cumulative log-decay in shared memory, then
 //     S_c[p, n] = sum_s exp(cs[Q-1] - cs[s]) dt[s] x[s, p] B[s, n] from
@@ -33,8 +36,80 @@ namespace {
 
 using arith::CmpIPredicate;
 
-/// Chunk length and the N / P tile sizes of the staged operands.
-constexpr int64_t Q = 64, NTile = 32, PTile = 32;
+/// The N / P tile sizes of the staged operands (the chunk length Q is the
+/// strategy's plan).
+constexpr int64_t NTile = 32, PTile = 32;
+
+/// The operands of one seq.ssd as buffers; optional ones are null.
+struct SsdBuffers {
+  Value x, dt, a, b, c, y, last;
+  Value bias, skip, gate, init;
+};
+
+/// The recurrence (the plan for decode and short sequences): a thread per
+/// (batch, head, p) runs the steps in order over its row S[p, :] of the
+/// state, kept in f32 in `state`:
+///   S[p, n] = exp(dt A) S[p, n] + dt B[n] x[p];  y[p] = sum_n C[n] S[p, n]
+/// then y = (y + D x) silu(z), and `last` is the final state.
+void emitSsdRecurrent(ImplicitLocOpBuilder &b, const GpuTarget &target,
+                      KernelBuilder &kb, const SsdBuffers &buf, Value state,
+                      Value items, bool softplus) {
+  SmallVector<Value> args{buf.x, buf.dt, buf.a, buf.b, buf.c, buf.y,
+                          buf.last, state};
+  // Optional operands follow the fixed ones, in this order.
+  SmallVector<Value> optional{buf.bias, buf.skip, buf.gate, buf.init};
+  for (Value v : optional)
+    if (v)
+      args.push_back(v);
+  emitItemKernel(
+      b, target, "ssd_recurrent", kb, items, args,
+      [&](KernelBuilder &k, Value item, ValueRange in) {
+        Value x = in[0], dt = in[1], a = in[2], bm = in[3], cm = in[4],
+              y = in[5], last = in[6], st = in[7];
+        size_t next = 8;
+        auto take = [&](Value present) {
+          return present ? in[next++] : Value();
+        };
+        Value bias = take(buf.bias), skip = take(buf.skip),
+              gate = take(buf.gate), init = take(buf.init);
+        Value nT = k.mdim(x, 1), nH = k.mdim(x, 2), nP = k.mdim(x, 3);
+        Value nG = k.mdim(bm, 2), nN = k.mdim(bm, 3);
+        Value p = k.rems(item, nP), rest = k.divs(item, nP);
+        Value h = k.rems(rest, nH), bi = k.divs(rest, nH);
+        Value g = k.divs(h, k.divs(nH, nG));
+        k.forEach(k.idx(0), nN, k.idx(1), [&](Value n) {
+          Value s0 = init ? k.mload(init, {bi, h, p, n}) : k.f32(0.0);
+          k.mstore(s0, st, {bi, h, p, n});
+        });
+        Value ah = k.mload(a, {h});
+        k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
+          Value d = k.mload(dt, {bi, t, h});
+          if (bias)
+            d = k.fadd(d, k.mload(bias, {h}));
+          if (softplus)
+            d = k.softplus(d);
+          Value decay = k.exp(k.fmul(d, ah));
+          Value xv = k.mload(x, {bi, t, h, p});
+          Value dx = k.fmul(d, xv);
+          auto acc = k.loop(nN, {k.f32(0.0)}, [&](Value n, ValueRange it) {
+            Value s = k.fadd(k.fmul(decay, k.mload(st, {bi, h, p, n})),
+                             k.fmul(dx, k.mload(bm, {bi, t, g, n})));
+            k.mstore(s, st, {bi, h, p, n});
+            return SmallVector<Value>{
+                k.fadd(it[0], k.fmul(k.mload(cm, {bi, t, g, n}), s))};
+          });
+          Value yv = acc[0];
+          if (skip)
+            yv = k.fadd(yv, k.fmul(k.mload(skip, {h}), xv));
+          if (gate)
+            yv = k.fmul(yv, k.silu(k.mload(gate, {bi, t, h, p})));
+          k.mstore(yv, y, {bi, t, h, p});
+        });
+        k.forEach(k.idx(0), nN, k.idx(1), [&](Value n) {
+          k.mstore(k.mload(st, {bi, h, p, n}), last, {bi, h, p, n});
+        });
+      });
+}
 
 struct GpuSsd : OpRewritePattern<seq::SsdOp> {
   GpuSsd(MLIRContext *ctx, const GpuTarget &target)
@@ -44,24 +119,22 @@ struct GpuSsd : OpRewritePattern<seq::SsdOp> {
                                 PatternRewriter &rewriter) const override {
     if (!allFloat(op))
       return rewriter.notifyMatchFailure(op, "needs float (f32, f16, bf16) operands");
+    TargetDescription machine = target.describe();
+    seq::PlanAttr plan = *planFor(op, machine);
+    if (std::string why = planUnsupportedReason(op, plan, machine);
+        !why.empty())
+      return rewriter.notifyMatchFailure(op, why);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
     Value Bsz = dims["B"], T = dims["T"], H = dims["H"], P = dims["P"],
           N = dims["N"];
-    Value nChunks = kb.divs(kb.add(T, kb.idx(Q - 1)), kb.idx(Q));
     auto f32 = b.getF32Type();
     int64_t dyn = ShapedType::kDynamic;
     auto yType = cast<RankedTensorType>(op.getY().getType());
     auto lastType = cast<RankedTensorType>(op.getLast().getType());
     Value yBuf = allocBuffer(b, yType, dims.of("y"));
     Value lastBuf = allocBuffer(b, lastType, dims.of("last"));
-    // Chunk states (then incoming states) and chunk log-decays, in f32.
-    Value states =
-        allocBuffer(b, RankedTensorType::get({dyn, dyn, dyn, dyn, dyn}, f32),
-                    {Bsz, H, nChunks, P, N});
-    Value decays = allocBuffer(b, RankedTensorType::get({dyn, dyn, dyn}, f32),
-                               {Bsz, H, nChunks});
     Value X = readBuffer(b, op.getX()), Dt = readBuffer(b, op.getDt()),
           A = readBuffer(b, op.getA()), Bm = readBuffer(b, op.getB()),
           Cm = readBuffer(b, op.getC());
@@ -70,6 +143,26 @@ struct GpuSsd : OpRewritePattern<seq::SsdOp> {
     Value gate = op.getGate() ? readBuffer(b, op.getGate()) : Value();
     Value init = op.getInit() ? readBuffer(b, op.getInit()) : Value();
     bool softplus = op.getDtSoftplus();
+    if (plan.getKind() == seq::PlanKind::recurrent) {
+      Value state = allocBuffer(
+          b, RankedTensorType::get({dyn, dyn, dyn, dyn}, f32), {Bsz, H, P, N});
+      emitSsdRecurrent(b, target, kb,
+                       {X, Dt, A, Bm, Cm, yBuf, lastBuf, bias, skip, gate,
+                        init},
+                       state, kb.mul(kb.mul(Bsz, H), P), softplus);
+      rewriter.replaceOp(
+          op, {asTensor(b, yBuf, yType), asTensor(b, lastBuf, lastType)});
+      return success();
+    }
+    // Chunks of Q steps.
+    const int64_t Q = plan.getChunk();
+    Value nChunks = kb.divs(kb.add(T, kb.idx(Q - 1)), kb.idx(Q));
+    // Chunk states (then incoming states) and chunk log-decays, in f32.
+    Value states =
+        allocBuffer(b, RankedTensorType::get({dyn, dyn, dyn, dyn, dyn}, f32),
+                    {Bsz, H, nChunks, P, N});
+    Value decays = allocBuffer(b, RankedTensorType::get({dyn, dyn, dyn}, f32),
+                               {Bsz, H, nChunks});
     Type mmaType = target.tensorCoreType({op.getX(), op.getB(), op.getC()},
                                          /*allowF16=*/false);
     bool mma = static_cast<bool>(mmaType);

@@ -38,13 +38,9 @@ struct SeqLowerToGpu : seqc::impl::SeqLowerToGpuBase<SeqLowerToGpu> {
           << blockThreads;
       return signalPassFailure();
     }
-    std::optional<int64_t> sm = seqc::parseChip(chip);
-    if (!sm) {
-      emitError(getOperation().getLoc())
-          << "unknown chip '" << chip
-          << "' (expected sm_<version>, such as sm_80 or sm_90a)";
+    FailureOr<int64_t> sm = seqc::chipVersion(getOperation().getLoc(), chip);
+    if (failed(sm))
       return signalPassFailure();
-    }
     seqc::GpuTarget target;
     target.emulate = emulate;
     target.smVersion = *sm;
@@ -54,7 +50,8 @@ struct SeqLowerToGpu : seqc::impl::SeqLowerToGpuBase<SeqLowerToGpu> {
     seqc::populateGpuSsdPatterns(patterns, target);
     seqc::populateGpuAttentionPatterns(patterns, target);
     seqc::populateGpuMoEPatterns(patterns, target);
-    seqc::populateGpuRowPatterns(patterns, target);
+    seqc::GpuItemDispatch items(target);
+    seqc::populateItemKernelPatterns(patterns, items);
     seqc::populateGpuLinalgPatterns(patterns, target);
     seqc::populateGpuLinearAttentionPatterns(patterns, target);
     // Whatever has no kernel takes the reference lowering, reported.

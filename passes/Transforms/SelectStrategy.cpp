@@ -32,13 +32,9 @@ struct SelectStrategy
       return t;
     }
     if (target == "gpu") {
-      std::optional<int64_t> sm = parseChip(chip);
-      if (!sm) {
-        getOperation().emitError()
-            << "seq-select-strategy: chip '" << chip
-            << "' is not an NVIDIA architecture (sm_80, sm_90a, ...)";
+      FailureOr<int64_t> sm = chipVersion(getOperation().getLoc(), chip);
+      if (failed(sm))
         return failure();
-      }
       return TargetDescription::gpu(*sm);
     }
     getOperation().emitError() << "seq-select-strategy: target '" << target

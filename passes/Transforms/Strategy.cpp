@@ -180,6 +180,13 @@ std::optional<int64_t> seqc::parseChip(StringRef chip) {
   return version;
 }
 
+FailureOr<int64_t> seqc::chipVersion(Location loc, StringRef chip) {
+  if (std::optional<int64_t> sm = parseChip(chip))
+    return *sm;
+  return emitError(loc) << "unknown chip '" << chip
+                        << "' (expected sm_<version>, such as sm_80 or sm_90a)";
+}
+
 std::optional<ChunkedFamily> seqc::chunkedFamilyOf(Operation *op) {
   if (std::optional<PlanInputs> in = inputsOf(op))
     return in->family;

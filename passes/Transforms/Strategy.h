@@ -85,6 +85,8 @@ struct TargetDescription {
 /// The compute capability of a chip name "sm_<digits>[a]" (sm_90a: 90), or
 /// nothing for anything else.
 std::optional<int64_t> parseChip(llvm::StringRef chip);
+/// parseChip, or an error at `loc` naming the chip.
+mlir::FailureOr<int64_t> chipVersion(mlir::Location loc, llvm::StringRef chip);
 
 /// Sequences shorter than this run the recurrence: below one minimal chunk
 /// (16 steps, a tensor-core tile's rows) the chunk machinery only pads.

@@ -44,17 +44,19 @@ def graph(v, use_decay, use_init, attrs, prefix="", init_from=None):
 
 
 def case(Bs, T, H, K, V, decay_rank=0, init=False, feature="identity", causal=True,
-         normalize=False, scale=1.0, seed=0):
+         normalize=False, scale=1.0, seed=0, chunk=0):
     v = make(Bs, T, H, K, V, decay_rank, seed)
     attrs = [f"feature_map = #seq.feature_map<{feature}>", f"causal = {str(causal).lower()}",
              f"normalize = {str(normalize).lower()}", f"scale = {scale} : f32"]
+    if chunk:
+        attrs.append(f"chunk_size = {chunk} : i64")
     args, line, out = graph(v, decay_rank > 0, init, ", ".join(attrs))
     o, last = run_seqc(func(args, [line], [("%r#0", out[0]), ("%r#1", out[1])]),
                        [v[n] for n, _ in args])
     ro, rl = linear_attention(v["q"], v["k"], v["v"], v.get("g"), v["S0"] if init else None,
                               feature, causal, normalize, scale)
     tag = (f"B={Bs} T={T} H={H} K={K} V={V} decay={decay_rank} init={init} phi={feature} "
-           f"causal={causal} normalize={normalize} scale={scale}")
+           f"causal={causal} normalize={normalize} scale={scale} chunk={chunk}")
     c.close("o " + tag, o, ro)
     c.close("last " + tag, last, rl)
 
@@ -102,3 +104,12 @@ c.run("pieces decay BTH", lambda: pieces(2, 27, 2, 4, 4, 3, 11))
 c.run("pieces GLA", lambda: pieces(1, 15, 2, 5, 3, 4, 14, feature="elu_plus_one"))
 c.run("pieces no decay", lambda: pieces(1, 12, 1, 4, 4, 0, 5))
 c.finish()
+# Short sequences take the recurrent plan on both targets (the GPU's block per
+# (batch, head)): normalized with elu+1, and a per-key decay over more keys
+# than the GPU's chunked kernels take (K = 160 > 128).
+c.run("short normalized", lambda: case(2, 7, 2, 5, 6, feature="elu_plus_one", normalize=True,
+                                       seed=30))
+c.run("decode GLA K=160", lambda: case(2, 2, 2, 160, 9, decay_rank=4, init=True, seed=31))
+# The strategy honours chunk_size: 16-step chunks on both targets.
+c.run("chunk_size 16", lambda: case(1, 50, 2, 20, 12, decay_rank=3, init=True, seed=32,
+                                    chunk=16))

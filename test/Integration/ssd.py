@@ -117,3 +117,10 @@ c.run("chunks + tiles", lambda: case(1, 150, 2, 40, 70, 2, use=("D", "z", "db", 
                                      softplus_dt=True, seed=20))
 c.run("long", lambda: case(1, 4096, 2, 2, 4, 1, use=("D",), softplus_dt=True, seed=7))
 c.finish()
+# The GPU kernels follow the plan's chunk size (16, 32, 64 steps), and short
+# sequences are the recurrence there too (a thread per (batch, head, p)).
+c.run("chunk_size 16", lambda: case(1, 70, 2, 20, 24, 1, use=("D", "h0"), chunk=16, seed=8))
+c.run("chunk_size 32", lambda: case(2, 45, 2, 8, 40, 2, use=("z", "db"), softplus_dt=True,
+                                    chunk=32, seed=9))
+c.run("short recurrent", lambda: case(2, 9, 4, 33, 20, 2, use=("D", "z", "db", "h0"),
+                                      softplus_dt=True, seed=10))

@@ -8,7 +8,7 @@
 // RUN: not seqc-opt %s -split-input-file -seq-select-strategy="target=tpu" 2>&1 | FileCheck %s --check-prefix=BADTARGET
 // RUN: not seqc-opt %s -split-input-file -seq-select-strategy="target=gpu chip=volta" 2>&1 | FileCheck %s --check-prefix=BADCHIP
 // BADTARGET: error: seq-select-strategy: target 'tpu' is neither cpu nor gpu
-// BADCHIP: error: seq-select-strategy: chip 'volta' is not an NVIDIA architecture
+// BADCHIP: error: unknown chip 'volta' (expected sm_<version>, such as sm_80 or sm_90a)
 
 // Long SSD, no hint: the cost model's chunk, sqrt(8 N) on the CPU (N = 128:
 // 32), as large as shared memory allows on the GPU (64).

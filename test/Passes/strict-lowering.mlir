@@ -9,7 +9,7 @@
 
 // STRICT: error: seq.ssd (tensor<1x16x2x4xbf16>, {{.*}}) takes the reference lowering instead of a fast CPU kernel: takes f32 operands only
 // STRICT: error: linalg.matmul (tensor<8x8xbf16>, tensor<8x8xbf16>, tensor<8x8xf32>) -> (tensor<8x8xf32>) is left to generic loops instead of a fast CPU kernel: takes f32 operands only
-// STRICT: error: seq.route (tensor<9x4xf32>) -> {{.*}} takes the reference lowering instead of a fast CPU kernel: no fast CPU kernel handles this op
+// STRICT: error: seq.route (tensor<9x4xbf16>) -> {{.*}} takes the reference lowering instead of a fast CPU kernel: takes f32 operands only
 // STRICT-NOT: seq.linear_scan
 // GPU-NOT: seq.ssd
 // GPU: error: seq.attention (tensor<1x5x1x4xf32>, tensor<1x5x1x4xf32>, tensor<1x5x1x130xf32>) -> (tensor<1x5x1x130xf32>) takes the reference lowering instead of a fast GPU kernel: needs float operands and a static V of at most 128
@@ -37,10 +37,10 @@ func.func @bf16_matmul(%a: tensor<8x8xbf16>, %b: tensor<8x8xbf16>) -> tensor<8x8
 
 // -----
 
-func.func @route_has_no_cpu_kernel(%l: tensor<9x4xf32>) -> tensor<9x2xi32> {
-  // expected-remark @+1 {{seq.route (tensor<9x4xf32>) -> (tensor<9x2xf32>, tensor<9x2xi32>, tensor<f32>) takes the reference lowering instead of a fast CPU kernel: no fast CPU kernel handles this op}}
+func.func @bf16_route(%l: tensor<9x4xbf16>) -> tensor<9x2xi32> {
+  // expected-remark @+1 {{seq.route (tensor<9x4xbf16>) -> (tensor<9x2xbf16>, tensor<9x2xi32>, tensor<f32>) takes the reference lowering instead of a fast CPU kernel: takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)}}
   %w, %i, %aux = seq.route %l {k = 2 : i64}
-    : (tensor<9x4xf32>) -> (tensor<9x2xf32>, tensor<9x2xi32>, tensor<f32>)
+    : (tensor<9x4xbf16>) -> (tensor<9x2xbf16>, tensor<9x2xi32>, tensor<f32>)
   return %i : tensor<9x2xi32>
 }
 

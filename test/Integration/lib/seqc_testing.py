@@ -93,22 +93,13 @@ def _compare(fast, other, name, tol):
                                  f"by {err:.3g} (limit {tol * scale:.3g})")
 
 
-# Ops with no fast CPU kernel yet: the CPU pipeline runs their reference
-# lowering (with a remark), so strict CPU runs of them fail by design. The
-# architecture issue's "strict passes on every f32 op" needs these.
-NO_FAST_CPU_KERNEL = ("seq.route", "seq.semiseparable_mask", "seq.associative_scan",
-                      "seq.random_features")
-
-
 def _strict_flags(mlir, cpu_strict, gpu_strict):
     """--strict for the fast runs that claim a fast path, so that an op
     falling back to the reference lowering fails the test instead of
     passing as a success: the CPU's fast kernels take f32 (bf16/f16 are the
-    CPU bf16 issue's) and not the ops of NO_FAST_CPU_KERNEL, the GPU's take
-    every float type."""
+    CPU bf16 issue's), the GPU's take every float type."""
     if cpu_strict is None:
-        cpu_strict = ("bf16" not in mlir and "f16" not in mlir and
-                      not any(op + " " in mlir for op in NO_FAST_CPU_KERNEL))
+        cpu_strict = "bf16" not in mlir and "f16" not in mlir
     return (["--strict"] if cpu_strict else [], [],
             ["--strict"] if gpu_strict else [])
 

@@ -1,0 +1,420 @@
+//===- ItemKernels.cpp - independent-item ops for every target ------------===//
+//
+// Ops whose work splits into independent items, each computed by one
+// sequential body; the body is written once here and each target supplies
+// only the dispatch (ItemKernels.h): a task of the CPU's thread pool, a GPU
+// thread with adjacent threads on adjacent memory.
+//  - semiseparable_mask: an item per column j of a mask, its segment sums
+//    accumulated down the rows (each L[i, j] from its own sum, never a
+//    difference of cumulative sums);
+//  - associative_scan: an item per position outside the scanned dim,
+//    running the op's combiner region inline over the scanned dim;
+//  - random_features: an item per output feature (row, m);
+//  - route: an item per token selects its k experts (k rounds of "best not
+//    chosen yet", ties to the lower index) and computes their weights; an
+//    item per expert then sums the load-balancing statistics over tokens in
+//    order, and one item forms the auxiliary loss.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common/ItemKernels.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+using namespace seqc;
+
+ItemDispatch::~ItemDispatch() = default;
+
+namespace {
+
+using arith::CmpIPredicate;
+
+/// Every dimension size of memref `m`.
+static SmallVector<Value> sizesOf(KernelBuilder &k, Value m) {
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < cast<MemRefType>(m.getType()).getRank(); ++d)
+    sizes.push_back(k.mdim(m, d));
+  return sizes;
+}
+
+static Value product(KernelBuilder &k, ArrayRef<Value> sizes) {
+  Value n = k.idx(1);
+  for (Value s : sizes)
+    n = k.mul(n, s);
+  return n;
+}
+
+struct SemiseparableMaskKernel : OpRewritePattern<seq::SemiseparableMaskOp> {
+  SemiseparableMaskKernel(MLIRContext *ctx, const ItemDispatch &dispatch)
+      : OpRewritePattern(ctx, /*benefit=*/2), dispatch(dispatch) {}
+
+  LogicalResult matchAndRewrite(seq::SemiseparableMaskOp op,
+                                PatternRewriter &rewriter) const override {
+    if (std::string why = dispatch.unsupportedTypes(op); !why.empty())
+      return rewriter.notifyMatchFailure(op, why);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    DimSizes dims = DimSizes::checkAndCollect(kb, op);
+    auto maskType = cast<RankedTensorType>(op.getMask().getType());
+    Value maskBuf = allocBuffer(b, maskType, dims.of("mask"));
+    Value logA = readBuffer(b, op.getLogA());
+    // Columns: every position of log_a (the last index is the column j).
+    dispatch.emit(b, "semiseparable_mask", kb,
+                   product(kb, dims.of("log_a")), {logA, maskBuf},
+                   [&](KernelBuilder &k, Value item, ValueRange in) {
+                     SmallVector<Value> sizes = sizesOf(k, in[0]);
+                     SmallVector<Value> pos = delinearize(k, item, sizes);
+                     SmallVector<Value> lead(pos.begin(), pos.end() - 1);
+                     Value j = pos.back(), T = sizes.back();
+                     auto at = [&](Value i) {
+                       SmallVector<Value> idx(lead);
+                       idx.push_back(i);
+                       idx.push_back(j);
+                       return idx;
+                     };
+                     k.forEach(k.idx(0), j, k.idx(1), [&](Value i) {
+                       k.mstore(k.f32(0.0), in[1], at(i));
+                     });
+                     k.mstore(k.f32(1.0), in[1], at(j));
+                     k.loop(k.add(j, k.idx(1)), T, {k.f32(0.0)},
+                            [&](Value i, ValueRange c) {
+                              SmallVector<Value> src(lead);
+                              src.push_back(i);
+                              Value s = k.fadd(c[0], k.mload(in[0], src));
+                              k.mstore(k.exp(s), in[1], at(i));
+                              return SmallVector<Value>{s};
+                            });
+                   });
+    rewriter.replaceOp(op, asTensor(b, maskBuf, maskType));
+    return success();
+  }
+
+  const ItemDispatch &dispatch;
+};
+
+struct AssociativeScanKernel : OpRewritePattern<seq::AssociativeScanOp> {
+  AssociativeScanKernel(MLIRContext *ctx, const ItemDispatch &dispatch)
+      : OpRewritePattern(ctx, /*benefit=*/2), dispatch(dispatch) {}
+
+  LogicalResult matchAndRewrite(seq::AssociativeScanOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!RegionCaptures::of(op.getCombiner()).scalarOnly())
+      return rewriter.notifyMatchFailure(op, "its combiner captures values from outside other than scalars");
+    if (std::string why = dispatch.unsupportedTypes(op); !why.empty())
+      return rewriter.notifyMatchFailure(op, why);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    DimSizes dims = DimSizes::checkAndCollect(kb, op);
+    size_t n = op.getInputs().size();
+    int64_t scanDim = op.getDim();
+    bool reverse = op.getReverse();
+    SmallVector<Value> sizes = dims.of("input #0");
+    SmallVector<Value> outer;
+    for (auto [i, s] : llvm::enumerate(sizes))
+      if (static_cast<int64_t>(i) != scanDim)
+        outer.push_back(s);
+
+    SmallVector<Value> args, outs;
+    for (Value in : op.getInputs())
+      args.push_back(readBuffer(b, in));
+    for (Value r : op.getOutputs()) {
+      outs.push_back(
+          allocBuffer(b, cast<RankedTensorType>(r.getType()), sizes));
+      args.push_back(outs.back());
+    }
+    Block &combiner = op.getCombiner().front();
+    // The combiner may use values from above (it is not isolated).
+    RegionCaptures captures = RegionCaptures::of(op.getCombiner());
+    size_t numArgs = args.size();
+    args.append(captures.values);
+
+    dispatch.emit(b, "associative_scan", kb, product(kb, outer), args,
+        [&](KernelBuilder &k, Value item, ValueRange in) {
+          ImplicitLocOpBuilder &kbld = k.builder();
+          IRMapping outside = captures.map(kbld, in.drop_front(numArgs));
+          SmallVector<Value> all = sizesOf(k, in[0]);
+          Value len = all[scanDim];
+          SmallVector<Value> outerSizes;
+          for (auto [i, s] : llvm::enumerate(all))
+            if (static_cast<int64_t>(i) != scanDim)
+              outerSizes.push_back(s);
+          SmallVector<Value> ivs = delinearize(k, item, outerSizes);
+          auto at = [&](Value t) {
+            SmallVector<Value> idx(ivs);
+            idx.insert(idx.begin() + scanDim, t);
+            return idx;
+          };
+          // The running prefix (undefined before step 0) in the inputs'
+          // element types, exactly as the combiner takes them.
+          SmallVector<Value> inits;
+          SmallVector<Type> types;
+          for (size_t i = 0; i < n; ++i) {
+            Type t = cast<MemRefType>(in[i].getType()).getElementType();
+            types.push_back(t);
+            inits.push_back(
+                arith::ConstantOp::create(kbld, kbld.getZeroAttr(t)));
+          }
+          k.loop(len, inits, [&](Value step, ValueRange c) {
+            Value t = reverse ? k.sub(k.sub(len, k.idx(1)), step) : step;
+            SmallVector<Value> idx = at(t);
+            SmallVector<Value> next;
+            for (size_t i = 0; i < n; ++i)
+              next.push_back(memref::LoadOp::create(kbld, in[i], idx));
+            Value first = k.cmp(CmpIPredicate::eq, step, k.idx(0));
+            SmallVector<Value> prefix = k.ifElse(
+                first, types, [&] { return next; },
+                [&] {
+                  SmallVector<Value> operands(c.begin(), c.end());
+                  operands.append(next);
+                  return k.inlineBlock(combiner, operands, &outside);
+                });
+            for (size_t i = 0; i < n; ++i)
+              memref::StoreOp::create(kbld, prefix[i], in[n + i], idx);
+            return prefix;
+          });
+        });
+    SmallVector<Value> results;
+    for (auto [r, buf] : llvm::zip(op.getOutputs(), outs))
+      results.push_back(asTensor(b, buf, cast<RankedTensorType>(r.getType())));
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+
+  const ItemDispatch &dispatch;
+};
+
+struct RandomFeaturesKernel : OpRewritePattern<seq::RandomFeaturesOp> {
+  RandomFeaturesKernel(MLIRContext *ctx, const ItemDispatch &dispatch)
+      : OpRewritePattern(ctx, /*benefit=*/2), dispatch(dispatch) {}
+
+  LogicalResult matchAndRewrite(seq::RandomFeaturesOp op,
+                                PatternRewriter &rewriter) const override {
+    if (std::string why = dispatch.unsupportedTypes(op); !why.empty())
+      return rewriter.notifyMatchFailure(op, why);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    DimSizes dims = DimSizes::checkAndCollect(kb, op);
+    bool trig = op.getKind() == seq::RandomFeatures::trigonometric;
+    auto fType = cast<RankedTensorType>(op.getFeatures().getType());
+    Value fBuf = allocBuffer(b, fType, dims.of("features"));
+    SmallVector<Value> xSizes = dims.of("x");
+    SmallVector<Value> rows(xSizes.begin(), xSizes.end() - 1);
+    dispatch.emit(b, "random_features", kb, kb.mul(product(kb, rows), dims["M"]),
+        {readBuffer(b, op.getX()), readBuffer(b, op.getOmega()), fBuf},
+        [&](KernelBuilder &k, Value item, ValueRange in) {
+          Value x = in[0], omega = in[1];
+          SmallVector<Value> xs = sizesOf(k, x);
+          Value nK = xs.back(), nM = k.mdim(omega, 1);
+          SmallVector<Value> lead =
+              delinearize(k, k.divs(item, nM), ArrayRef(xs).drop_back());
+          Value m = k.rems(item, nM);
+          auto xAt = [&](Value kk) {
+            SmallVector<Value> idx(lead);
+            idx.push_back(kk);
+            return k.mload(x, idx);
+          };
+          auto at = [&](Value col) {
+            SmallVector<Value> idx(lead);
+            idx.push_back(col);
+            return idx;
+          };
+          Value norm = k.fdiv(k.f32(1.0), k.sqrt(k.indexToF32(nM)));
+          Value half = k.fmul(k.sumOver(nK,
+                                        [&](Value kk) {
+                                          Value v = xAt(kk);
+                                          return k.fmul(v, v);
+                                        }),
+                              k.f32(0.5));
+          Value dot = k.sumOver(nK, [&](Value kk) {
+            return k.fmul(xAt(kk), k.mload(omega, {kk, m}));
+          });
+          if (!trig) {
+            k.mstore(k.fmul(k.exp(k.fsub(dot, half)), norm), in[2], at(m));
+            return;
+          }
+          Value amp = k.fmul(k.exp(half), norm);
+          k.mstore(k.fmul(k.sin(dot), amp), in[2], at(m));
+          k.mstore(k.fmul(k.cos(dot), amp), in[2], at(k.add(nM, m)));
+        });
+    rewriter.replaceOp(op, asTensor(b, fBuf, fType));
+    return success();
+  }
+
+  const ItemDispatch &dispatch;
+};
+
+/// The router: an item per token selects its k experts (k rounds of "best
+/// not chosen yet", ties to the lower index) and computes their weights; an
+/// item per expert then sums the load-balancing statistics over tokens in
+/// order, and one item forms the auxiliary loss.
+struct RouteKernel : OpRewritePattern<seq::RouteOp> {
+  RouteKernel(MLIRContext *ctx, const ItemDispatch &dispatch)
+      : OpRewritePattern(ctx, /*benefit=*/2), dispatch(dispatch) {}
+
+  LogicalResult matchAndRewrite(seq::RouteOp op,
+                                PatternRewriter &rewriter) const override {
+    if (std::string why = dispatch.unsupportedTypes(op); !why.empty())
+      return rewriter.notifyMatchFailure(op, why);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    DimSizes dims = DimSizes::checkAndCollect(kb, op);
+    Value T = dims["T"], E = dims["E"], K = dims["k"];
+    kb.check(kb.cmp(CmpIPredicate::sle, K, E),
+             "k = {0} exceeds the number of experts E = {1}", {K, E});
+    seq::Score score = op.getScore();
+    Type f32 = b.getF32Type(), i32 = b.getI32Type();
+    int64_t dyn = ShapedType::kDynamic;
+    auto wType = cast<RankedTensorType>(op.getWeights().getType());
+    auto iType = cast<RankedTensorType>(op.getIndices().getType());
+    auto auxType = cast<RankedTensorType>(op.getAux().getType());
+    Value wBuf = allocBuffer(b, wType, {T, K});
+    Value iBuf = allocBuffer(b, iType, {T, K});
+    Value auxBuf = allocBuffer(b, auxType, {});
+    // Per token: its first choice, and the max and normalizer of the
+    // softmax of its plain logits; per expert: the statistics.
+    Value first = allocBuffer(b, RankedTensorType::get({dyn}, i32), {T});
+    Value pmax = allocBuffer(b, RankedTensorType::get({dyn}, f32), {T});
+    Value pden = allocBuffer(b, RankedTensorType::get({dyn}, f32), {T});
+    Value stats =
+        allocBuffer(b, RankedTensorType::get({dyn, dyn}, f32), {kb.idx(2), E});
+    SmallVector<Value> args{
+        readBuffer(b, op.getLogits()), wBuf, iBuf, first, pmax, pden};
+    int biasAt = -1, noiseAt = -1;
+    if (op.getBias()) {
+      biasAt = args.size();
+      args.push_back(readBuffer(b, op.getBias()));
+    }
+    if (op.getNoiseEps()) {
+      noiseAt = args.size();
+      args.push_back(readBuffer(b, op.getNoiseEps()));
+      args.push_back(readBuffer(b, op.getNoiseLogits()));
+    }
+    double scale = op.getRoutedScale().convertToDouble();
+    bool normalize = op.getNormalize();
+
+    dispatch.emit(b, "route_select", kb, T, args,
+        [&](KernelBuilder &k, Value t, ValueRange in) {
+          Value logits = in[0], w = in[1], idx = in[2];
+          Value nE = k.mdim(logits, 1), nK = k.mdim(w, 1);
+          auto hAt = [&](Value e) {
+            Value h = k.mload(logits, {t, e});
+            if (noiseAt >= 0)
+              h = k.fadd(h,
+                         k.fmul(k.mload(in[noiseAt], {t, e}),
+                                k.softplus(k.mload(in[noiseAt + 1], {t, e}))));
+            return h;
+          };
+          auto expertAt = [&](Value j) {
+            return k.i32ToIndex(k.mload(idx, {t, j}));
+          };
+          k.forEach(k.idx(0), nK, k.idx(1), [&](Value j) {
+            auto best = k.loop(
+                nE, {k.idx(-1), k.f32(0.0)}, [&](Value e, ValueRange ce) {
+                  Value taken =
+                      k.loop(j, {k.i1(false)}, [&](Value jj, ValueRange tk) {
+                        return SmallVector<Value>{k.ori(
+                            tk[0], k.cmp(CmpIPredicate::eq, expertAt(jj), e))};
+                      })[0];
+                  Value sel = hAt(e);
+                  if (biasAt >= 0)
+                    sel = k.fadd(sel, k.mload(in[biasAt], {e}));
+                  Value better =
+                      k.ori(k.cmp(CmpIPredicate::slt, ce[0], k.idx(0)),
+                            k.fcmp(arith::CmpFPredicate::OGT, sel, ce[1]));
+                  Value take = k.andi(k.noti(taken), better);
+                  return SmallVector<Value>{k.select(take, e, ce[0]),
+                                            k.select(take, sel, ce[1])};
+                });
+            k.mstore(arith::IndexCastOp::create(k.builder(), i32, best[0]), idx,
+                     {t, j});
+          });
+          auto hChosen = [&](Value j) { return hAt(expertAt(j)); };
+          Value mx, den;
+          if (score == seq::Score::softmax_topk) {
+            mx = k.maxOver(nK, hChosen);
+            den = k.sumOver(
+                nK, [&](Value j) { return k.exp(k.fsub(hChosen(j), mx)); });
+          } else if (score == seq::Score::softmax) {
+            mx = k.maxOver(nE, hAt);
+            den = k.sumOver(nE,
+                            [&](Value e) { return k.exp(k.fsub(hAt(e), mx)); });
+          }
+          auto gate = [&](Value j) {
+            Value h = hChosen(j);
+            if (score == seq::Score::sigmoid)
+              return k.sigmoid(h);
+            return k.fdiv(k.exp(k.fsub(h, mx)), den);
+          };
+          Value norm = normalize ? k.sumOver(nK, gate) : Value();
+          k.forEach(k.idx(0), nK, k.idx(1), [&](Value j) {
+            Value g = gate(j);
+            if (norm)
+              g = k.fdiv(g, norm);
+            k.mstore(k.fmul(g, k.f32(scale)), w, {t, j});
+          });
+          k.mstore(k.mload(idx, {t, k.idx(0)}), in[3], {t});
+          Value pmx = k.maxOver(nE, [&](Value e) {
+            return k.mload(logits, {t, e});
+          });
+          k.mstore(pmx, in[4], {t});
+          k.mstore(
+              k.sumOver(nE,
+                        [&](Value e) {
+                          return k.exp(k.fsub(k.mload(logits, {t, e}), pmx));
+                        }),
+              in[5], {t});
+        });
+
+    dispatch.emit(b, "route_statistics", kb, E,
+        {args[0], first, pmax, pden, stats},
+        [&](KernelBuilder &k, Value e, ValueRange in) {
+          Value nT = k.mdim(in[0], 0);
+          auto r =
+              k.loop(nT, {k.f32(0.0), k.f32(0.0)}, [&](Value t, ValueRange c) {
+                Value isFirst = k.cmp(CmpIPredicate::eq,
+                                      k.i32ToIndex(k.mload(in[1], {t})), e);
+                Value fc = k.select(isFirst, k.fadd(c[0], k.f32(1.0)), c[0]);
+                Value p = k.fdiv(
+                    k.exp(k.fsub(k.mload(in[0], {t, e}), k.mload(in[2], {t}))),
+                    k.mload(in[3], {t}));
+                return SmallVector<Value>{fc, k.fadd(c[1], p)};
+              });
+          k.mstore(r[0], in[4], {k.idx(0), e});
+          k.mstore(r[1], in[4], {k.idx(1), e});
+        });
+
+    // aux = coef * E * sum_i f_i P_i (0 for an empty batch).
+    double coef = op.getAuxLossCoef().convertToDouble();
+    dispatch.emit(b, "route_aux", kb, kb.idx(1), {stats, auxBuf, T},
+                   [&](KernelBuilder &k, Value, ValueRange in) {
+                     Value nE = k.mdim(in[0], 1), nT = in[2];
+                     Value dot = k.sumOver(nE, [&](Value e) {
+                       return k.fmul(k.mload(in[0], {k.idx(0), e}),
+                                     k.mload(in[0], {k.idx(1), e}));
+                     });
+                     Value hasTokens = k.cmp(CmpIPredicate::sgt, nT, k.idx(0));
+                     Value tF =
+                         k.select(hasTokens, k.indexToF32(nT), k.f32(1.0));
+                     Value aux = k.fmul(k.fmul(k.f32(coef), k.indexToF32(nE)),
+                                        k.fdiv(dot, k.fmul(tF, tF)));
+                     k.mstore(k.select(hasTokens, aux, k.f32(0.0)), in[1], {});
+                   });
+    rewriter.replaceOp(op, {asTensor(b, wBuf, wType), asTensor(b, iBuf, iType),
+                            asTensor(b, auxBuf, auxType)});
+    return success();
+  }
+
+  const ItemDispatch &dispatch;
+};
+
+} // namespace
+
+void seqc::populateItemKernelPatterns(RewritePatternSet &patterns,
+                                      const ItemDispatch &dispatch) {
+  patterns.add<SemiseparableMaskKernel, AssociativeScanKernel,
+               RandomFeaturesKernel, RouteKernel>(patterns.getContext(),
+                                                  dispatch);
+}
