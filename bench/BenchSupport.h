@@ -1,4 +1,5 @@
-//===- BenchSupport.h - timing helpers shared by seqc's benchmarks -*- C++ -*-===//
+//===- BenchSupport.h - timing helpers shared by seqc's benchmarks -*- C++
+//-*-===//
 
 #ifndef SEQC_BENCH_BENCHSUPPORT_H
 #define SEQC_BENCH_BENCHSUPPORT_H

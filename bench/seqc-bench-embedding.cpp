@@ -131,8 +131,8 @@ void callOverhead(int runs) {
   PackedFn packed = fn.packedEntry();
   int64_t words[5 + 5] = {reinterpret_cast<intptr_t>(x.data()),
                           reinterpret_cast<intptr_t>(x.data()), 0, 4, 1};
-  void *args[6] = {&words[0], &words[1], &words[2], &words[3], &words[4],
-                   &words[5]};
+  void *args[6] = {&words[0], &words[1], &words[2],
+                   &words[3], &words[4], &words[5]};
   double kernel = perCall(runs, batch, [&] {
     rt::CallScope scope(size_t(1) << 30);
     if (!scope.run(packed, args))

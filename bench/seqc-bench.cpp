@@ -77,8 +77,9 @@ double triadGBs(int threads) {
         hi = hi & ~size_t(3);
         const __m128 three = _mm_set1_ps(3.0f);
         for (size_t i = lo; i < hi; i += 4)
-          _mm_stream_ps(pa + i, _mm_add_ps(_mm_loadu_ps(pb + i),
-                                           _mm_mul_ps(three, _mm_loadu_ps(pc + i))));
+          _mm_stream_ps(pa + i,
+                        _mm_add_ps(_mm_loadu_ps(pb + i),
+                                   _mm_mul_ps(three, _mm_loadu_ps(pc + i))));
         _mm_sfence();
 #else
         for (size_t i = lo; i < hi; ++i)
@@ -107,8 +108,8 @@ std::string fmaKernel(int lanes, long iters) {
   for (int i = 0; i < 12; ++i) {
     s += "    %i" + std::to_string(i) + " = arith.constant dense<" +
          std::to_string(i) + ".0> : " + v + "\n";
-    inits += (i ? ", " : "") + std::string("%x") + std::to_string(i) +
-             " = %i" + std::to_string(i);
+    inits += (i ? ", " : "") + std::string("%x") + std::to_string(i) + " = %i" +
+             std::to_string(i);
     types += (i ? ", " : "") + v;
     yields += (i ? ", " : "") + std::string("%y") + std::to_string(i);
   }
@@ -137,8 +138,8 @@ std::string fmaKernel(int lanes, long iters) {
 int hostLanes() {
   // The same choice as the compiler's (CpuTarget::host()).
   return __builtin_cpu_supports("avx512f") ? 16
-         : __builtin_cpu_supports("avx2") ? 8
-                                          : 4;
+         : __builtin_cpu_supports("avx2")  ? 8
+                                           : 4;
 }
 
 double fmaPeakGFLOPs(int threads) {
@@ -196,15 +197,15 @@ std::string graph(const std::string &op, const std::vector<std::string> &args,
     names += (i ? ", " : "") + std::string("%a") + std::to_string(i);
   for (size_t i = 0; i < results.size(); ++i)
     rtypes += (i ? ", " : "") + results[i];
-  std::string res = results.size() > 1
-                        ? "%r:" + std::to_string(results.size())
-                        : std::string("%r");
+  std::string res = results.size() > 1 ? "%r:" + std::to_string(results.size())
+                                       : std::string("%r");
   std::string rets;
   for (size_t i = 0; i < results.size(); ++i)
-    rets += (i ? ", " : "") +
-            (results.size() > 1 ? "%r#" + std::to_string(i) : std::string("%r"));
+    rets += (i ? ", " : "") + (results.size() > 1 ? "%r#" + std::to_string(i)
+                                                  : std::string("%r"));
   return "func.func @main(" + sig + ") -> (" + rtypes + ") {\n  " + res +
-         " = seq." + op + " " + names + (optional.empty() ? "" : " " + optional) +
+         " = seq." + op + " " + names +
+         (optional.empty() ? "" : " " + optional) +
          (attrs.empty() ? "" : " {" + attrs + "}") + " : (" + types + ") -> (" +
          rtypes + ")\n  return " + rets + " : " + rtypes + "\n}\n";
 }
@@ -239,8 +240,8 @@ struct Inputs {
 Inputs makeInputs(const FunctionSignature &sig, int64_t intRange) {
   Inputs in;
   for (size_t i = 0; i < sig.inputs.size(); ++i) {
-    Expected<Tensor> t =
-        randomTensor(sig.inputs[i].dtype, sig.inputs[i].shape, 1000 + i, intRange);
+    Expected<Tensor> t = randomTensor(sig.inputs[i].dtype, sig.inputs[i].shape,
+                                      1000 + i, intRange);
     if (!t)
       die(t.message());
     in.tensors.push_back(t.take());
@@ -298,34 +299,40 @@ int main(int argc, char **argv) {
     int64_t B = 4, T = quick ? 1024 : 4096, S = 2048;
     auto t = tensorType({B, T, S}), l = tensorType({B, S});
     add({"linear_scan", "B=4 T=" + std::to_string(T) + " S=2048",
-         graph("linear_scan", {t, t}, {t, l}, "", ""), 0,
-         12.0 * B * T * S});
+         graph("linear_scan", {t, t}, {t, l}, "", ""), 0, 12.0 * B * T * S});
   }
   auto ssdCase = [&](const std::string &name, int64_t chunk, int64_t T) {
     int64_t H = 16, P = 64, N = 128;
     std::string attrs = "dt_softplus = true";
     if (chunk > 0)
       attrs += ", chunk_size = " + std::to_string(chunk) + " : i64";
-    return Case{name, "B=1 T=" + std::to_string(T) + " H=16 P=64 N=128 G=1",
-                graph("ssd",
-                      {tensorType({1, T, H, P}), tensorType({1, T, H}),
-                       tensorType({H}), tensorType({1, T, 1, N}),
-                       tensorType({1, T, 1, N})},
-                      {tensorType({1, T, H, P}), tensorType({1, H, P, N})}, "",
-                      attrs),
-                4.0 * T * H * P * N, 0, 4, chunk == 0};
+    return Case{
+        name,
+        "B=1 T=" + std::to_string(T) + " H=16 P=64 N=128 G=1",
+        graph("ssd",
+              {tensorType({1, T, H, P}), tensorType({1, T, H}), tensorType({H}),
+               tensorType({1, T, 1, N}), tensorType({1, T, 1, N})},
+              {tensorType({1, T, H, P}), tensorType({1, H, P, N})}, "", attrs),
+        4.0 * T * H * P * N,
+        0,
+        4,
+        chunk == 0};
   };
   auto laCase = [&](const std::string &name, int64_t chunk, int64_t T) {
     int64_t H = 16, K = 64, V = 64;
     std::string attrs =
         chunk > 0 ? "chunk_size = " + std::to_string(chunk) + " : i64" : "";
-    return Case{name, "B=1 T=" + std::to_string(T) + " H=16 K=V=64 decay BxTxH",
+    return Case{name,
+                "B=1 T=" + std::to_string(T) + " H=16 K=V=64 decay BxTxH",
                 graph("linear_attention",
                       {tensorType({1, T, H, K}), tensorType({1, T, H, K}),
                        tensorType({1, T, H, V}), tensorType({1, T, H})},
                       {tensorType({1, T, H, V}), tensorType({1, H, K, V})},
                       "decay(%a3)", attrs),
-                4.0 * T * H * K * V, 0, 4, chunk == 0};
+                4.0 * T * H * K * V,
+                0,
+                4,
+                chunk == 0};
   };
   int64_t seqT = quick ? 1024 : 4096;
   add(ssdCase("ssd", 0, seqT));
@@ -344,14 +351,17 @@ int main(int argc, char **argv) {
   }
   {
     int64_t T = quick ? 256 : 1024, D = 1024, F = 2048, E = 8, k = 2;
-    Case c{"moe_ffn", "T=" + std::to_string(T) + " D=1024 F=2048 E=8 k=2 gated silu",
+    Case c{"moe_ffn",
+           "T=" + std::to_string(T) + " D=1024 F=2048 E=8 k=2 gated silu",
            graph("moe_ffn",
                  {tensorType({T, D}), tensorType({T, k}),
                   tensorType({T, k}, "i32"), tensorType({E, D, F}),
                   tensorType({E, F, D}), tensorType({E, D, F})},
-                 {tensorType({T, D}), tensorType({E}, "i64")},
-                 "gate_proj(%a5)", ""),
-           2.0 * T * k * 3 * D * F, 0, E};
+                 {tensorType({T, D}), tensorType({E}, "i64")}, "gate_proj(%a5)",
+                 ""),
+           2.0 * T * k * 3 * D * F,
+           0,
+           E};
     add(c);
   }
   {
@@ -439,8 +449,8 @@ int main(int argc, char **argv) {
             die(out.message());
         }
       // The state the cost model sees: N x P for ssd, K x V otherwise.
-      int64_t chosen = which == 0 ? hostModelChunkSize(128, 64)
-                                  : hostModelChunkSize(64, 64);
+      int64_t chosen =
+          which == 0 ? hostModelChunkSize(128, 64) : hostModelChunkSize(64, 64);
       std::printf("  %-18s", name.c_str());
       double autoMs = median(times[0]), best = 1e30;
       for (size_t i = 0; i < fns.size(); ++i) {

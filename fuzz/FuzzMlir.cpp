@@ -32,9 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     c->loadAllAvailableDialects();
     return c;
   }();
-  mlir::ScopedDiagnosticHandler quiet(ctx.get(), [](mlir::Diagnostic &) {
-    return mlir::success();
-  });
+  mlir::ScopedDiagnosticHandler quiet(
+      ctx.get(), [](mlir::Diagnostic &) { return mlir::success(); });
   // As seqc reads sources: a null-terminated copy (MLIR's lexer relies on
   // the terminator; parseSourceString over raw bytes would read past them).
   llvm::SourceMgr sourceMgr;

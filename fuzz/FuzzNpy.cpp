@@ -1,4 +1,5 @@
-//===- FuzzNpy.cpp - the .npy reader ---------------------------------------===//
+//===- FuzzNpy.cpp - the .npy reader
+//---------------------------------------===//
 
 #include "seqc/Npy.h"
 

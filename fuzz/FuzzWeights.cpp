@@ -1,4 +1,5 @@
-//===- FuzzWeights.cpp - the .safetensors and .npz readers -----------------===//
+//===- FuzzWeights.cpp - the .safetensors and .npz readers
+//-----------------===//
 
 #include "seqc/Weights.h"
 

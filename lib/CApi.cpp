@@ -57,8 +57,8 @@ extern "C" void seqc_engine_destroy(seqc_engine *engine) { delete engine; }
 /// it is checked as an int before it is read as the enum.
 template <typename Enum> static int rawEnum(const Enum &field) {
   int raw = 0;
-  std::memcpy(&raw, &field, sizeof(raw) < sizeof(field) ? sizeof(raw)
-                                                        : sizeof(field));
+  std::memcpy(&raw, &field,
+              sizeof(raw) < sizeof(field) ? sizeof(raw) : sizeof(field));
   return raw;
 }
 
@@ -216,11 +216,9 @@ extern "C" seqc_status seqc_function_tensor(const seqc_function *f,
   return SEQC_OK;
 }
 
-extern "C" seqc_status seqc_function_call(const seqc_function *f,
-                                          const seqc_view *inputs,
-                                          size_t numInputs,
-                                          seqc_tensor **outputs,
-                                          size_t numOutputs) {
+extern "C" seqc_status
+seqc_function_call(const seqc_function *f, const seqc_view *inputs,
+                   size_t numInputs, seqc_tensor **outputs, size_t numOutputs) {
   SEQC_REQUIRE(f);
   return capi::call(
       [&](const std::vector<TensorView> &views) {
@@ -241,9 +239,10 @@ extern "C" const char *seqc_function_region_name(const seqc_function *f,
   return f->function.signature().profileRegions[index].c_str();
 }
 
-extern "C" seqc_status seqc_function_call_stats(
-    const seqc_function *f, const seqc_view *inputs, size_t numInputs,
-    seqc_tensor **outputs, size_t numOutputs, seqc_call_stats *stats) {
+extern "C" seqc_status
+seqc_function_call_stats(const seqc_function *f, const seqc_view *inputs,
+                         size_t numInputs, seqc_tensor **outputs,
+                         size_t numOutputs, seqc_call_stats *stats) {
   SEQC_REQUIRE(f);
   SEQC_REQUIRE(stats);
   CallStats measured;

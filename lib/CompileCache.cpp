@@ -11,12 +11,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <fcntl.h>
-#include <dirent.h>
-#include <link.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <link.h>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -95,21 +95,19 @@ std::string seqc::cacheKey(std::string_view source, std::string_view bufferName,
   std::string material;
   llvm::raw_string_ostream os(material);
   os << "seqc-cache-key 1\nseqc " << seqcVersion() << "\nbuild "
-     << buildIdentity() << "\nllvm "
-     << LLVM_VERSION_STRING << "\ntriple " << tm.getTargetTriple().str()
-     << "\ncpu " << tm.getTargetCPU() << "\nfeatures "
-     << tm.getTargetFeatureString() << "\nreference " << options.reference
-     << "\nopt " << options.optLevel << "\nprofile " << static_cast<int>(options.profile)
-     << "\nfuse " << options.fuse << "\nstrict " << options.strict
-     << "\nperf-map " << perfMapRequested()
-     << "\ntarget "
-     << static_cast<int>(options.target) << "\nchip " << options.cudaChip
-     << "\nblock-threads " << options.cudaBlockThreads
+     << buildIdentity() << "\nllvm " << LLVM_VERSION_STRING << "\ntriple "
+     << tm.getTargetTriple().str() << "\ncpu " << tm.getTargetCPU()
+     << "\nfeatures " << tm.getTargetFeatureString() << "\nreference "
+     << options.reference << "\nopt " << options.optLevel << "\nprofile "
+     << static_cast<int>(options.profile) << "\nfuse " << options.fuse
+     << "\nstrict " << options.strict << "\nperf-map " << perfMapRequested()
+     << "\ntarget " << static_cast<int>(options.target) << "\nchip "
+     << options.cudaChip << "\nblock-threads "
+     << options.cudaBlockThreads
      // The CUDA object embeds a cubin or, without ptxas, PTX: installing
      // the toolkit must not keep serving the PTX build.
      << "\nptxas "
-     << (options.target == Target::CUDA &&
-         cudaHasPtxas(CudaPipelineOptions()))
+     << (options.target == Target::CUDA && cudaHasPtxas(CudaPipelineOptions()))
      // The buffer's name is part of the code: run-time error messages quote
      // source locations.
      << "\nname " << bufferName.size() << " " << bufferName << "\n\n";
@@ -138,7 +136,8 @@ static std::string entryPath(const std::string &dir, const std::string &key) {
 // (signatures, unsupported functions, the object), so that no byte a load
 // trusts -- a signature's shapes included -- can change unnoticed.
 //   seqc-cache 2 / seqc VERSION / key KEY / content SIZE SHA256
-//   signatures N \n <N bytes> unsupported COUNT \n <COUNT lines> data \n <object>
+//   signatures N \n <N bytes> unsupported COUNT \n <COUNT lines> data \n
+//   <object>
 
 Expected<CacheEntry> seqc::readCacheEntry(const std::string &configuredDir,
                                           const std::string &key) {
@@ -258,7 +257,8 @@ Status seqc::writeCacheEntry(const std::string &configuredDir,
   Expected<uint64_t> limit = cacheSizeLimit();
   if (!limit)
     return limit.status();
-  Status written = writeFileAtomically(entryPath(dir, key), header.str() + body);
+  Status written =
+      writeFileAtomically(entryPath(dir, key), header.str() + body);
   if (!written)
     return written;
   evictLeastRecentlyUsed(dir, *limit, key + ".seqc");

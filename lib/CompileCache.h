@@ -36,8 +36,8 @@ std::string cacheDirectory(const std::string &configured);
 /// present but unusable one (corrupt, stale, unreadable) has a message.
 Expected<CacheEntry> readCacheEntry(const std::string &configuredDir,
                                     const std::string &key);
-Status writeCacheEntry(const std::string &configuredDir,
-                       const std::string &key, const CacheEntry &entry);
+Status writeCacheEntry(const std::string &configuredDir, const std::string &key,
+                       const CacheEntry &entry);
 
 /// The most bytes the cache directory may hold: $SEQC_CACHE_MAX_MB
 /// megabytes (default 512). Past it, writing an entry removes the least

@@ -29,8 +29,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <dlfcn.h>
-#include <unistd.h>
 #include <mutex>
+#include <unistd.h>
 
 using namespace seqc;
 

@@ -48,8 +48,8 @@ hostTargetMachine(int optLevel, const std::string &cpu = "");
 
 /// Edits the LLVM module before it is optimized (ahead-of-time entry
 /// points), given the signatures of the public functions.
-using ModuleHook = std::function<void(llvm::Module &,
-                                      const std::vector<FunctionSignature> &)>;
+using ModuleHook =
+    std::function<void(llvm::Module &, const std::vector<FunctionSignature> &)>;
 
 /// Compiles `source` to an object for `tm`. `hook`, when given, edits the
 /// LLVM module before optimization. CUDA code loads its kernel modules in

@@ -32,7 +32,8 @@ using namespace seqc;
 
 const std::vector<RuntimeSymbol> &seqc::runtimeSymbols() {
   static const std::vector<RuntimeSymbol> symbols = {
-      {rt::entry::kCheckFailed, reinterpret_cast<void *>(&seqc_rt_check_failed)},
+      {rt::entry::kCheckFailed,
+       reinterpret_cast<void *>(&seqc_rt_check_failed)},
       {"__truncsfbf2", reinterpret_cast<void *>(&seqc_rt_truncsfbf2)},
       {"_mlir_memref_to_llvm_alloc",
        reinterpret_cast<void *>(&_mlir_memref_to_llvm_alloc)},

@@ -70,6 +70,7 @@ void seqc::exposeLocalFunctions(Module &module) {
 void seqc::addPerfMapSupport(orc::LLJIT &jit) {
   if (!perfMapRequested())
     return;
-  if (auto *layer = dyn_cast<orc::ObjectLinkingLayer>(&jit.getObjLinkingLayer()))
+  if (auto *layer =
+          dyn_cast<orc::ObjectLinkingLayer>(&jit.getObjLinkingLayer()))
     layer->addPlugin(std::make_shared<PerfMapPlugin>());
 }

@@ -70,18 +70,16 @@ static Status unboundArguments(const FunctionSignature &sig,
                  : plural(given, "--input file binds", "--input files bind") +
                        " the arguments before it";
   if (src.weightFiles.empty())
-    return Status::error(describeArgument(sig, missing) +
-                         " is not bound: " + bound + " (@" + sig.name +
-                         " takes " +
-                         plural(sig.inputs.size(), "argument", "arguments") +
-                         ")");
+    return Status::error(
+        describeArgument(sig, missing) + " is not bound: " + bound + " (@" +
+        sig.name + " takes " +
+        plural(sig.inputs.size(), "argument", "arguments") + ")");
   std::string files;
   for (const std::string &w : src.weightFiles)
     files += (files.empty() ? "'" : ", '") + w + "'";
-  return Status::error(describeArgument(sig, missing) +
-                       " is in none of the --weights files (" + files +
-                       ") and " + bound +
-                       " (weights bind by the argument's seq.name)");
+  return Status::error(
+      describeArgument(sig, missing) + " is in none of the --weights files (" +
+      files + ") and " + bound + " (weights bind by the argument's seq.name)");
 }
 
 Expected<std::vector<Tensor>>

@@ -1,4 +1,5 @@
-//===- Arguments.h - a function's arguments from files or random data -*- C++ -*-===//
+//===- Arguments.h - a function's arguments from files or random data -*- C++
+//-*-===//
 //
 // How seqc-run and seqc-aot-run bind a function's arguments: tensors of
 // .safetensors / .npz files by the argument's name (its seq.name), then .npy

@@ -195,9 +195,8 @@ extern "C" seqc_status seqc_weights_find(const seqc_weights *w,
       capi::clearError();
       return SEQC_OK;
     }
-  return capi::fail(SEQC_ERROR_NOT_FOUND, "'" + w->path +
-                                              "' has no tensor named '" +
-                                              name + "'");
+  return capi::fail(SEQC_ERROR_NOT_FOUND,
+                    "'" + w->path + "' has no tensor named '" + name + "'");
 }
 
 extern "C" seqc_status seqc_weights_view(const seqc_weights *w, size_t index,

@@ -38,8 +38,8 @@ Status seqc::writeFileAtomically(const std::string &path,
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out)
-      return Status::error("cannot write '" + path + "': " +
-                           std::strerror(errno));
+      return Status::error("cannot write '" + path +
+                           "': " + std::strerror(errno));
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     out.close();
     if (!out) {

@@ -1,4 +1,5 @@
-//===- FileIO.h - whole-file reads and atomic writes -------------*- C++ -*-===//
+//===- FileIO.h - whole-file reads and atomic writes -------------*- C++
+//-*-===//
 
 #ifndef SEQC_RUNTIME_FILEIO_H
 #define SEQC_RUNTIME_FILEIO_H

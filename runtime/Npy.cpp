@@ -86,7 +86,8 @@ struct Header {
   std::vector<int64_t> shape;
 };
 
-Status parseHeader(const std::string &text, Header &h, const std::string &what) {
+Status parseHeader(const std::string &text, Header &h,
+                   const std::string &what) {
   auto bad = [&](const std::string &why) {
     return Status::error(what + ": malformed .npy header: " + why);
   };

@@ -94,8 +94,8 @@ Tensor Tensor::adopt(DType dtype, std::vector<int64_t> shape, void *data,
   Tensor t;
   t.type = dtype;
   t.dims = std::move(shape);
-  t.storage = std::shared_ptr<uint8_t>(std::move(owner),
-                                       static_cast<uint8_t *>(data));
+  t.storage =
+      std::shared_ptr<uint8_t>(std::move(owner), static_cast<uint8_t *>(data));
   return t;
 }
 

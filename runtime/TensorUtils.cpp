@@ -19,9 +19,8 @@ struct SplitMix64 {
   }
   /// Uniform in [-1, 1).
   float symmetric() {
-    return static_cast<float>(static_cast<double>(next() >> 11) * 0x1.0p-53 *
-                                  2.0 -
-                              1.0);
+    return static_cast<float>(
+        static_cast<double>(next() >> 11) * 0x1.0p-53 * 2.0 - 1.0);
   }
 };
 } // namespace
@@ -93,8 +92,8 @@ static void formatAxis(const Tensor &t, size_t axis, int64_t offset,
   out += "[";
   for (int64_t i = 0; i < n; ++i) {
     if (summarize && n > 2 * edge && i == edge) {
-      out += axis + 1 == shape.size() ? "..., " : "...,\n" +
-                                                      std::string(indent + 1, ' ');
+      out += axis + 1 == shape.size() ? "..., "
+                                      : "...,\n" + std::string(indent + 1, ' ');
       i = n - edge - 1;
       continue;
     }

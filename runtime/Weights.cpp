@@ -52,9 +52,9 @@ public:
     }
     if (c == '-' || (c >= '0' && c <= '9'))
       return parseNumber(out);
-    for (auto [word, kind, value] :
-         {std::tuple{"true", Json::Bool, true}, {"false", Json::Bool, false},
-          {"null", Json::Null, false}}) {
+    for (auto [word, kind, value] : {std::tuple{"true", Json::Bool, true},
+                                     {"false", Json::Bool, false},
+                                     {"null", Json::Null, false}}) {
       size_t n = std::strlen(word);
       if (s.compare(pos, n, word) == 0) {
         pos += n;
@@ -79,8 +79,8 @@ private:
     return false;
   }
   void skip() {
-    while (pos < s.size() &&
-           (s[pos] == ' ' || s[pos] == '\t' || s[pos] == '\n' || s[pos] == '\r'))
+    while (pos < s.size() && (s[pos] == ' ' || s[pos] == '\t' ||
+                              s[pos] == '\n' || s[pos] == '\r'))
       ++pos;
   }
   bool expect(char c) {
@@ -363,12 +363,13 @@ weights::parseSafetensors(const void *data, size_t size,
     for (const Json &d : shape->items) {
       int64_t v;
       if (!toIndex(d, v))
-        return bad("tensor '" + name + "' has a shape entry that is not a "
+        return bad("tensor '" + name +
+                   "' has a shape entry that is not a "
                    "non-negative integer");
       e.shape.push_back(v);
     }
-    if (!offsets || offsets->kind != Json::Array || offsets->items.size() != 2 ||
-        !toIndex(offsets->items[0], e.begin) ||
+    if (!offsets || offsets->kind != Json::Array ||
+        offsets->items.size() != 2 || !toIndex(offsets->items[0], e.begin) ||
         !toIndex(offsets->items[1], e.end) || e.end < e.begin)
       return bad("tensor '" + name + "' has invalid data_offsets");
     std::optional<int64_t> n = checkedNumel(e.shape);
@@ -378,8 +379,10 @@ weights::parseSafetensors(const void *data, size_t size,
     if (static_cast<uint64_t>(e.end) > payloadSize)
       return bad("tensor '" + name + "' ends at byte " + std::to_string(e.end) +
                  " of the data, which has " + std::to_string(payloadSize));
-    if (static_cast<uint64_t>(e.end - e.begin) != static_cast<uint64_t>(*n) * elt)
-      return bad("tensor '" + name + "' has " + std::to_string(e.end - e.begin) +
+    if (static_cast<uint64_t>(e.end - e.begin) !=
+        static_cast<uint64_t>(*n) * elt)
+      return bad("tensor '" + name + "' has " +
+                 std::to_string(e.end - e.begin) +
                  " bytes of data but its shape needs " +
                  std::to_string(static_cast<uint64_t>(*n) * elt));
     entries.push_back(std::move(e));
@@ -537,7 +540,8 @@ weights::parseNpz(const void *data, size_t size, const std::string &what) {
     std::string member = "'" + name + "' in " + what;
     if (flags & 1)
       return Status::error(what + ": member '" + name + "' is encrypted");
-    if (local > size || size - local < 30 || readLE(bytes + local, 4) != 0x04034b50)
+    if (local > size || size - local < 30 ||
+        readLE(bytes + local, 4) != 0x04034b50)
       return bad("member '" + name + "' has no local header");
     size_t dataStart = local + 30 + readLE(bytes + local + 26, 2) +
                        readLE(bytes + local + 28, 2);
@@ -568,10 +572,9 @@ weights::parseNpz(const void *data, size_t size, const std::string &what) {
       if (rc != Z_STREAM_END || produced != usize)
         return bad("member '" + name + "' does not inflate to its size");
     } else {
-      return Status::error(what + ": member '" + name +
-                           "' uses zip compression method " +
-                           std::to_string(method) +
-                           " (seqc reads stored and deflated members)");
+      return Status::error(
+          what + ": member '" + name + "' uses zip compression method " +
+          std::to_string(method) + " (seqc reads stored and deflated members)");
     }
     uLong sum = crc32(0L, Z_NULL, 0);
     for (size_t off = 0; off < raw.size(); off += 1u << 30) {
@@ -582,7 +585,8 @@ weights::parseNpz(const void *data, size_t size, const std::string &what) {
     if (static_cast<uint32_t>(sum) != crc)
       return bad("member '" + name + "' fails its CRC-32 check");
     if (name.size() < 4 || name.compare(name.size() - 4, 4, ".npy") != 0)
-      return Status::error(what + ": member '" + name + "' is not a .npy array");
+      return Status::error(what + ": member '" + name +
+                           "' is not a .npy array");
     Expected<Tensor> t = npy::parse(raw.data(), raw.size(), member);
     if (!t)
       return t.status();

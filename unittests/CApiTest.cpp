@@ -1,4 +1,5 @@
-//===- CApiTest.cpp - seqc's C API, and its misuse -------------------------===//
+//===- CApiTest.cpp - seqc's C API, and its misuse
+//-------------------------===//
 
 #include "seqc/seqc.h"
 
@@ -64,13 +65,15 @@ TEST_F(CApiTest, Introspection) {
   int32_t rank;
   const int64_t *shape;
   const char *name;
-  ASSERT_EQ(seqc_function_tensor(scan, 0, 1, &dtype, &rank, &shape, &name), SEQC_OK);
+  ASSERT_EQ(seqc_function_tensor(scan, 0, 1, &dtype, &rank, &shape, &name),
+            SEQC_OK);
   EXPECT_EQ(dtype, SEQC_F32);
   ASSERT_EQ(rank, 3);
   EXPECT_EQ(shape[0], 2);
   EXPECT_EQ(shape[1], -1);
   EXPECT_STREQ(name, "arg1");
-  ASSERT_EQ(seqc_function_tensor(twice, 0, 0, nullptr, nullptr, nullptr, &name), SEQC_OK);
+  ASSERT_EQ(seqc_function_tensor(twice, 0, 0, nullptr, nullptr, nullptr, &name),
+            SEQC_OK);
   EXPECT_STREQ(name, "x");
   ASSERT_EQ(seqc_function_tensor(scan, 1, 2, &dtype, &rank, &shape, &name),
             SEQC_ERROR_INVALID_ARGUMENT);
@@ -92,7 +95,8 @@ TEST_F(CApiTest, CallAndChainResults) {
   // A result is an input of the next call.
   seqc_view again[2] = {seqc_tensor_view(out[0]), seqc_tensor_view(out[0])};
   seqc_tensor *out2[2] = {nullptr, nullptr};
-  ASSERT_EQ(seqc_function_call(scan, again, 2, out2, 2), SEQC_OK) << lastError();
+  ASSERT_EQ(seqc_function_call(scan, again, 2, out2, 2), SEQC_OK)
+      << lastError();
   for (seqc_tensor *t : {out[0], out[1], out2[0], out2[1]})
     seqc_tensor_destroy(t);
 }
@@ -104,35 +108,47 @@ TEST_F(CApiTest, NullPointersAreInvalidArguments) {
   seqc_tensor *t = nullptr;
   EXPECT_EQ(seqc_engine_create(nullptr), SEQC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "engine is NULL");
-  EXPECT_EQ(seqc_compile(nullptr, "", 0, nullptr, nullptr, &m), SEQC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(seqc_compile(nullptr, "", 0, nullptr, nullptr, &m),
+            SEQC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "engine is NULL");
-  EXPECT_EQ(seqc_compile(engine, nullptr, 0, nullptr, nullptr, &m), SEQC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(seqc_compile(engine, nullptr, 0, nullptr, nullptr, &m),
+            SEQC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "source is NULL");
   EXPECT_EQ(seqc_compile(engine, kSource, 3, nullptr, nullptr, nullptr),
             SEQC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "module is NULL");
-  EXPECT_EQ(seqc_compile_file(engine, nullptr, nullptr, &m), SEQC_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(seqc_module_function(nullptr, "scan", &f), SEQC_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(seqc_module_function(module, nullptr, &f), SEQC_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(seqc_module_function(module, "scan", nullptr), SEQC_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(seqc_function_tensor(nullptr, 0, 0, nullptr, nullptr, nullptr, nullptr),
+  EXPECT_EQ(seqc_compile_file(engine, nullptr, nullptr, &m),
             SEQC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(seqc_module_function(nullptr, "scan", &f),
+            SEQC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(seqc_module_function(module, nullptr, &f),
+            SEQC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(seqc_module_function(module, "scan", nullptr),
+            SEQC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      seqc_function_tensor(nullptr, 0, 0, nullptr, nullptr, nullptr, nullptr),
+      SEQC_ERROR_INVALID_ARGUMENT);
   seqc_tensor *out[2];
-  EXPECT_EQ(seqc_function_call(nullptr, nullptr, 0, out, 2), SEQC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(seqc_function_call(nullptr, nullptr, 0, out, 2),
+            SEQC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "f is NULL");
-  EXPECT_EQ(seqc_function_call(scan, nullptr, 2, out, 2), SEQC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(seqc_function_call(scan, nullptr, 2, out, 2),
+            SEQC_ERROR_INVALID_ARGUMENT);
   std::vector<float> a(6);
   seqc_view in[2] = {view(a.data(), {2, 1, 3}), view(a.data(), {2, 1, 3})};
-  EXPECT_EQ(seqc_function_call(scan, in, 2, nullptr, 2), SEQC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(seqc_function_call(scan, in, 2, nullptr, 2),
+            SEQC_ERROR_INVALID_ARGUMENT);
   in[1].data = nullptr;
   EXPECT_EQ(seqc_function_call(scan, in, 2, out, 2), SEQC_ERROR_CALL);
   EXPECT_EQ(lastError(), "argument 1 (arg1) has no data");
   in[1] = view(a.data(), {2, 1, 3});
   in[1].shape = nullptr;
-  EXPECT_EQ(seqc_function_call(scan, in, 2, out, 2), SEQC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(seqc_function_call(scan, in, 2, out, 2),
+            SEQC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "input 1 has no shape");
   EXPECT_EQ(seqc_tensor_read_npy(nullptr, &t), SEQC_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(seqc_tensor_read_npy("x.npy", nullptr), SEQC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(seqc_tensor_read_npy("x.npy", nullptr),
+            SEQC_ERROR_INVALID_ARGUMENT);
   // Queries and destroys of NULL are harmless.
   EXPECT_EQ(seqc_module_num_functions(nullptr), 0u);
   EXPECT_EQ(seqc_function_num_inputs(nullptr), 0u);
@@ -151,62 +167,77 @@ TEST_F(CApiTest, ArgumentMismatchesAreCallErrors) {
 
   EXPECT_EQ(seqc_function_call(scan, in, 1, out, 2), SEQC_ERROR_CALL);
   EXPECT_EQ(lastError(), "@main takes 2 arguments but was given 1");
-  EXPECT_EQ(seqc_function_call(scan, in, 2, out, 1), SEQC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(seqc_function_call(scan, in, 2, out, 1),
+            SEQC_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(lastError().find("2 results"), std::string::npos) << lastError();
 
   in[1] = view(a.data(), {30});
   EXPECT_EQ(seqc_function_call(scan, in, 2, out, 2), SEQC_ERROR_CALL);
-  EXPECT_EQ(lastError(), "argument 1 (arg1) must have rank 3 (tensor<2x?x3xf32>) but has rank 1");
+  EXPECT_EQ(
+      lastError(),
+      "argument 1 (arg1) must have rank 3 (tensor<2x?x3xf32>) but has rank 1");
   in[1] = view(a.data(), {2, 5, 3}, SEQC_I32);
   EXPECT_EQ(seqc_function_call(scan, in, 2, out, 2), SEQC_ERROR_CALL);
-  EXPECT_EQ(lastError(), "argument 1 (arg1) must have element type f32 but has i32");
+  EXPECT_EQ(lastError(),
+            "argument 1 (arg1) must have element type f32 but has i32");
   in[1] = view(a.data(), {2, 5, 4});
   EXPECT_EQ(seqc_function_call(scan, in, 2, out, 2), SEQC_ERROR_CALL);
-  EXPECT_EQ(lastError(), "argument 1 (arg1) must be tensor<2x?x3xf32> but dimension 2 is 4");
+  EXPECT_EQ(lastError(),
+            "argument 1 (arg1) must be tensor<2x?x3xf32> but dimension 2 is 4");
   in[1] = view(b.data(), {2, 6, 3});
   EXPECT_EQ(seqc_function_call(scan, in, 2, out, 2), SEQC_ERROR_CALL);
-  EXPECT_EQ(lastError(),
-            "seq.linear_scan at test.mlir:3:12: dimension 1 (T) of b is 6 but a "
-            "has 5");
+  EXPECT_EQ(
+      lastError(),
+      "seq.linear_scan at test.mlir:3:12: dimension 1 (T) of b is 6 but a "
+      "has 5");
   // What a C caller may store in the enum field (C++ may not even form it).
   in[1] = view(a.data(), {2, 5, 3});
   int bogus = 42;
   std::memcpy(&in[1].dtype, &bogus, sizeof(bogus));
-  EXPECT_EQ(seqc_function_call(scan, in, 2, out, 2), SEQC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(seqc_function_call(scan, in, 2, out, 2),
+            SEQC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "input 1 has an invalid element type");
   in[1] = view(a.data(), {2, 5, 3});
   in[1].rank = -1;
-  EXPECT_EQ(seqc_function_call(scan, in, 2, out, 2), SEQC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(seqc_function_call(scan, in, 2, out, 2),
+            SEQC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "input 1 has an invalid rank -1");
   int64_t negative[3] = {2, -5, 3};
   in[1] = view(a.data(), {2, 5, 3});
   in[1].shape = negative;
   EXPECT_EQ(seqc_function_call(scan, in, 2, out, 2), SEQC_ERROR_CALL);
-  EXPECT_EQ(lastError(), "argument 1 (arg1) has negative size -5 in dimension 1");
+  EXPECT_EQ(lastError(),
+            "argument 1 (arg1) has negative size -5 in dimension 1");
 }
 
 TEST_F(CApiTest, CompileErrors) {
   seqc_module *m = nullptr;
   const char *bad = "func.func @f( {";
-  EXPECT_EQ(seqc_compile(engine, bad, std::strlen(bad), "bad.mlir", nullptr, &m),
-            SEQC_ERROR_COMPILE);
+  EXPECT_EQ(
+      seqc_compile(engine, bad, std::strlen(bad), "bad.mlir", nullptr, &m),
+      SEQC_ERROR_COMPILE);
   EXPECT_EQ(lastError().rfind("bad.mlir:1:", 0), 0u) << lastError();
   EXPECT_EQ(m, nullptr);
-  EXPECT_EQ(seqc_compile_file(engine, "/nonexistent.mlir", nullptr, &m), SEQC_ERROR_COMPILE);
-  EXPECT_NE(lastError().find("cannot read '/nonexistent.mlir'"), std::string::npos);
+  EXPECT_EQ(seqc_compile_file(engine, "/nonexistent.mlir", nullptr, &m),
+            SEQC_ERROR_COMPILE);
+  EXPECT_NE(lastError().find("cannot read '/nonexistent.mlir'"),
+            std::string::npos);
   seqc_compile_options options;
   seqc_compile_options_init(&options);
   options.opt_level = 7;
-  EXPECT_EQ(seqc_compile(engine, kSource, std::strlen(kSource), nullptr, &options, &m),
+  EXPECT_EQ(seqc_compile(engine, kSource, std::strlen(kSource), nullptr,
+                         &options, &m),
             SEQC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "opt_level must be 0 to 3");
   seqc_function *f = nullptr;
   EXPECT_EQ(seqc_module_function(module, "nope", &f), SEQC_ERROR_NOT_FOUND);
-  EXPECT_EQ(lastError(), "no public function @nope in the module (it has @main, @twice)");
+  EXPECT_EQ(lastError(),
+            "no public function @nope in the module (it has @main, @twice)");
   EXPECT_EQ(f, nullptr);
   seqc_tensor *t = nullptr;
   EXPECT_EQ(seqc_tensor_read_npy("/nonexistent.npy", &t), SEQC_ERROR_IO);
-  EXPECT_NE(lastError().find("/nonexistent.npy"), std::string::npos) << lastError();
+  EXPECT_NE(lastError().find("/nonexistent.npy"), std::string::npos)
+      << lastError();
 }
 
 TEST_F(CApiTest, FunctionsOutliveTheirModule) {
@@ -269,8 +300,9 @@ TEST_F(CApiTest, ProfiledCallsReportTheirRegions) {
   ASSERT_EQ(seqc_module_function(profiled, "main", &fn), SEQC_OK);
   size_t regions = seqc_function_num_regions(fn);
   ASSERT_GE(regions, 1u);
-  EXPECT_NE(std::string(seqc_function_region_name(fn, 0)).find("seq.linear_scan"),
-            std::string::npos)
+  EXPECT_NE(
+      std::string(seqc_function_region_name(fn, 0)).find("seq.linear_scan"),
+      std::string::npos)
       << seqc_function_region_name(fn, 0);
   EXPECT_EQ(seqc_function_region_name(fn, regions), nullptr);
   EXPECT_EQ(seqc_function_num_regions(scan), 0u);
@@ -307,7 +339,8 @@ TEST_F(CApiTest, ProfiledCallsReportTheirRegions) {
 TEST(CRuntime, WeightsByNameAndNpyFiles) {
   std::string dir = ::testing::TempDir();
   std::string safetensors = dir + "/capi-weights.safetensors";
-  seqc::Expected<seqc::Tensor> w = seqc::Tensor::zeros(seqc::DType::F32, {2, 3});
+  seqc::Expected<seqc::Tensor> w =
+      seqc::Tensor::zeros(seqc::DType::F32, {2, 3});
   seqc::Expected<seqc::Tensor> b = seqc::Tensor::zeros(seqc::DType::BF16, {3});
   ASSERT_TRUE(w && b);
   for (int i = 0; i < 6; ++i)

@@ -98,7 +98,8 @@ TEST_F(CacheTest, OptionsAndSourceAreInTheKey) {
   auto renamed = engine.compile(kScale, options, "elsewhere.mlir");
   ASSERT_TRUE(renamed);
   EXPECT_EQ((*renamed)->cacheStatus(), CacheStatus::Compiled);
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 5);
+  EXPECT_EQ(
+      std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 5);
 }
 
 TEST_F(CacheTest, FlippedObjectByteIsRebuilt) {
@@ -115,8 +116,9 @@ TEST_F(CacheTest, FlippedObjectByteIsRebuilt) {
   auto rebuilt = compileFresh();
   ASSERT_TRUE(rebuilt);
   EXPECT_EQ(rebuilt->cacheStatus(), CacheStatus::Compiled);
-  EXPECT_NE(rebuilt->cacheNote().find("is corrupt (checksum mismatch); rebuilt"),
-            std::string::npos)
+  EXPECT_NE(
+      rebuilt->cacheNote().find("is corrupt (checksum mismatch); rebuilt"),
+      std::string::npos)
       << rebuilt->cacheNote();
   // The rebuilt entry replaced the corrupt one.
   EXPECT_EQ(compileFresh()->cacheStatus(), CacheStatus::DiskHit);
@@ -143,8 +145,9 @@ TEST_F(CacheTest, EditedSignatureIsRebuilt) {
   auto rebuilt = compileFresh();
   ASSERT_TRUE(rebuilt);
   EXPECT_EQ(rebuilt->cacheStatus(), CacheStatus::Compiled);
-  EXPECT_NE(rebuilt->cacheNote().find("is corrupt (checksum mismatch); rebuilt"),
-            std::string::npos)
+  EXPECT_NE(
+      rebuilt->cacheNote().find("is corrupt (checksum mismatch); rebuilt"),
+      std::string::npos)
       << rebuilt->cacheNote();
 }
 
@@ -160,7 +163,8 @@ TEST_F(CacheTest, TruncatedAndForeignEntriesAreRebuilt) {
   std::ofstream(file, std::ios::trunc) << "seqc-cache 2\nseqc 0.0.0-other\n";
   rebuilt = compileFresh();
   EXPECT_EQ(rebuilt->cacheStatus(), CacheStatus::Compiled);
-  EXPECT_NE(rebuilt->cacheNote().find("from seqc 0.0.0-other"), std::string::npos)
+  EXPECT_NE(rebuilt->cacheNote().find("from seqc 0.0.0-other"),
+            std::string::npos)
       << rebuilt->cacheNote();
 
   std::ofstream(file, std::ios::trunc) << "not a cache entry";

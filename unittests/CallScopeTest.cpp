@@ -22,7 +22,9 @@ void leakyAllocations(void **) {
   _mlir_memref_to_llvm_free(p);
 }
 
-void hugeAllocation(void **) { (void)_mlir_memref_to_llvm_alloc(size_t(1) << 40); }
+void hugeAllocation(void **) {
+  (void)_mlir_memref_to_llvm_alloc(size_t(1) << 40);
+}
 
 TEST(CallScope, FailedCheckUnwindsWithTheFormattedMessage) {
   CallScope scope;
@@ -73,10 +75,20 @@ TEST(MemrefCopy, StridedToContiguous) {
   for (int i = 0; i < 12; ++i)
     src[i] = static_cast<float>(i);
   float dst[12] = {};
-  int64_t srcDesc[7] = {reinterpret_cast<intptr_t>(src), reinterpret_cast<intptr_t>(src),
-                        0, 4, 3, 1, 4};
-  int64_t dstDesc[7] = {reinterpret_cast<intptr_t>(dst), reinterpret_cast<intptr_t>(dst),
-                        0, 4, 3, 3, 1};
+  int64_t srcDesc[7] = {reinterpret_cast<intptr_t>(src),
+                        reinterpret_cast<intptr_t>(src),
+                        0,
+                        4,
+                        3,
+                        1,
+                        4};
+  int64_t dstDesc[7] = {reinterpret_cast<intptr_t>(dst),
+                        reinterpret_cast<intptr_t>(dst),
+                        0,
+                        4,
+                        3,
+                        3,
+                        1};
   Unranked s{2, srcDesc}, d{2, dstDesc};
   memrefCopy(sizeof(float), reinterpret_cast<UnrankedMemRef *>(&s),
              reinterpret_cast<UnrankedMemRef *>(&d));
@@ -88,8 +100,10 @@ TEST(MemrefCopy, StridedToContiguous) {
 TEST(MemrefCopy, OffsetsAndEmptyShapes) {
   double src[6] = {0, 1, 2, 3, 4, 5};
   double dst[2] = {-1, -1};
-  int64_t srcDesc[5] = {reinterpret_cast<intptr_t>(src), reinterpret_cast<intptr_t>(src), 3, 2, 2};
-  int64_t dstDesc[5] = {reinterpret_cast<intptr_t>(dst), reinterpret_cast<intptr_t>(dst), 0, 2, 1};
+  int64_t srcDesc[5] = {reinterpret_cast<intptr_t>(src),
+                        reinterpret_cast<intptr_t>(src), 3, 2, 2};
+  int64_t dstDesc[5] = {reinterpret_cast<intptr_t>(dst),
+                        reinterpret_cast<intptr_t>(dst), 0, 2, 1};
   Unranked s{1, srcDesc}, d{1, dstDesc};
   memrefCopy(sizeof(double), reinterpret_cast<UnrankedMemRef *>(&s),
              reinterpret_cast<UnrankedMemRef *>(&d));

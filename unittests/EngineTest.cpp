@@ -70,7 +70,8 @@ TEST(Engine, ArgumentErrors) {
   EXPECT_EQ(r.message(), "@main takes 2 arguments but was given 1");
   r = fn.call({ok->view(), ints->view()});
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.message(), "argument 1 (arg1) must have element type f32 but has i32");
+  EXPECT_EQ(r.message(),
+            "argument 1 (arg1) must have element type f32 but has i32");
   r = fn.call({wrong->view(), ok->view()});
   ASSERT_FALSE(r);
   EXPECT_EQ(r.message(),
@@ -98,13 +99,16 @@ TEST(Engine, CompileErrorsAreValues) {
     func.func @f(%a: tensor<2x8xf32>) -> (tensor<2x7xf32>, tensor<2xf32>) {
       %h, %l = seq.linear_scan %a, %a : (tensor<2x8xf32>, tensor<2x8xf32>) -> (tensor<2x7xf32>, tensor<2xf32>)
       return %h, %l : tensor<2x7xf32>, tensor<2xf32>
-    })", {}, "invalid.mlir");
+    })",
+                                {}, "invalid.mlir");
   ASSERT_FALSE(invalid);
-  EXPECT_NE(invalid.message().find("dimension 1 (T) of h is 7 but a has 8"), std::string::npos)
+  EXPECT_NE(invalid.message().find("dimension 1 (T) of h is 7 but a has 8"),
+            std::string::npos)
       << invalid.message();
   auto missing = engine.compileFile("/nonexistent.mlir", {});
   ASSERT_FALSE(missing);
-  EXPECT_NE(missing.message().find("cannot read '/nonexistent.mlir'"), std::string::npos);
+  EXPECT_NE(missing.message().find("cannot read '/nonexistent.mlir'"),
+            std::string::npos);
 }
 
 TEST(Engine, ConcurrentCalls) {

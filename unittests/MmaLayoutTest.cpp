@@ -1,8 +1,8 @@
 //===- MmaLayoutTest.cpp - seqc's mma.sync fragment layout ----------------===//
 //
 // The GPU kernels' tensor-core tiles place values into and out of mma.sync
-// fragments by seqc's own statement of the PTX layout (passes/GPU/GpuMma.h). The
-// emulated kernels cannot check that statement (they use it on both sides),
+// fragments by seqc's own statement of the PTX layout (passes/GPU/GpuMma.h).
+// The emulated kernels cannot check that statement (they use it on both sides),
 // so it is compared here with upstream MLIR's, which its nvgpu lowering uses
 // on hardware: for every lane and value of A (16 x 16), B and C (16 x 8).
 // Upstream describes 16-bit multiplicands with f16; bf16 has the same layout.

@@ -90,38 +90,60 @@ struct BadCase {
 };
 
 TEST(Npy, MalformedFilesAreErrors) {
-  std::string ok = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+  std::string ok =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
   std::string data(24, '\0');
   std::vector<BadCase> cases = {
       {"empty", "", "bad magic"},
-      {"magic", "NUMPY\x01\x00" "abcd", "bad magic"},
-      {"version", header(ok).replace(6, 1, "\x05") + data, "unsupported .npy version 5.0"},
-      {"header length", std::string("\x93NUMPY\x01\x00\xff\x7f", 10) + "{}", "truncated"},
+      {"magic",
+       "NUMPY\x01\x00"
+       "abcd",
+       "bad magic"},
+      {"version", header(ok).replace(6, 1, "\x05") + data,
+       "unsupported .npy version 5.0"},
+      {"header length", std::string("\x93NUMPY\x01\x00\xff\x7f", 10) + "{}",
+       "truncated"},
       {"not a dict", header("['descr']") + data, "expected '{'"},
-      {"descr", header("{'descr': 7, 'fortran_order': False, 'shape': (2, 3), }") + data,
+      {"descr",
+       header("{'descr': 7, 'fortran_order': False, 'shape': (2, 3), }") + data,
        "descr must be a string"},
-      {"order", header("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2, 3), }") + data,
+      {"order",
+       header("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2, 3), }") +
+           data,
        "fortran_order must be True or False"},
-      {"shape", header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -3), }") + data,
+      {"shape",
+       header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -3), }") +
+           data,
        "non-negative integers"},
       {"shape overflow",
-       header("{'descr': '<f4', 'fortran_order': False, 'shape': (999999999999, "
-              "999999999999), }") + data,
+       header(
+           "{'descr': '<f4', 'fortran_order': False, 'shape': (999999999999, "
+           "999999999999), }") +
+           data,
        "too large"},
       {"missing key", header("{'descr': '<f4', 'shape': (2, 3), }") + data,
        "needs descr, fortran_order and shape"},
-      {"unknown key", header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), "
-                             "'extra': 1}") + data,
+      {"unknown key",
+       header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), "
+              "'extra': 1}") +
+           data,
        "unexpected key 'extra'"},
-      {"dtype", header("{'descr': '<c8', 'fortran_order': False, 'shape': (2, 3), }") + data,
+      {"dtype",
+       header("{'descr': '<c8', 'fortran_order': False, 'shape': (2, 3), }") +
+           data,
        "unsupported element type '<c8'"},
-      {"big endian", header("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }") + data,
+      {"big endian",
+       header("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }") +
+           data,
        "unsupported element type '>f4'"},
-      {"fortran", header("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }") + data,
+      {"fortran",
+       header("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }") +
+           data,
        "Fortran-order"},
       {"short data", header(ok) + std::string(23, '\0'), "expected 24 bytes"},
       {"long data", header(ok) + std::string(25, '\0'), "found 25"},
-      {"unterminated string", header("{'descr: '<f4'}"), "malformed .npy header"},
+      {"unterminated string", header("{'descr: '<f4'}"),
+       "malformed .npy header"},
   };
   for (const BadCase &c : cases) {
     Expected<Tensor> t = parse(c.bytes);

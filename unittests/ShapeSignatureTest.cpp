@@ -81,7 +81,8 @@ TEST_F(ShapeSignatureTest, SymbolsComeFromTheirFirstOccurrence) {
   ASSERT_TRUE(n);
   EXPECT_EQ(sig.tensors()[n->tensor].name, "B");
   EXPECT_EQ(sig.describe(1, 1), "dimension 1 (T) of dt");
-  EXPECT_EQ(sig.mismatchMessage(1, 1), "dimension 1 (T) of dt is {0} but x has {1}");
+  EXPECT_EQ(sig.mismatchMessage(1, 1),
+            "dimension 1 (T) of dt is {0} but x has {1}");
   EXPECT_EQ(diagnose(op), "");
 }
 
@@ -97,7 +98,8 @@ TEST_F(ShapeSignatureTest, StaticMismatchAmongDynamicOnes) {
       return
     })");
   ASSERT_TRUE(op);
-  EXPECT_EQ(diagnose(op), "'seq.ssd' op dimension 1 (T) of B is 9 but dt has 8");
+  EXPECT_EQ(diagnose(op),
+            "'seq.ssd' op dimension 1 (T) of B is 9 but dt has 8");
 }
 
 TEST_F(ShapeSignatureTest, OffsetDimensions) {
@@ -108,11 +110,13 @@ TEST_F(ShapeSignatureTest, OffsetDimensions) {
       return
     })");
   ASSERT_TRUE(op);
-  EXPECT_EQ(diagnose(op), "'seq.causal_conv1d' op dimension 2 (W-1) of init is 2 but w "
-                          "has W = 4, so it must be 3");
+  EXPECT_EQ(diagnose(op),
+            "'seq.causal_conv1d' op dimension 2 (W-1) of init is 2 but w "
+            "has W = 4, so it must be 3");
   ShapeSignature sig;
   cast<ShapeSignatureOpInterface>(op).buildShapeSignature(sig);
-  EXPECT_EQ(sig.mismatchMessage(2, 2), "dimension 2 (W-1) of init is {0} but w has W = {1}");
+  EXPECT_EQ(sig.mismatchMessage(2, 2),
+            "dimension 2 (W-1) of init is {0} but w has W = {1}");
 }
 
 TEST_F(ShapeSignatureTest, AttributeBindings) {
@@ -140,8 +144,9 @@ TEST_F(ShapeSignatureTest, DivisibilityNeedsAPositiveDivisor) {
       return
     })");
   ASSERT_TRUE(op);
-  EXPECT_EQ(diagnose(op), "'seq.attention' op Hkv must be at least 1, but dimension 2 "
-                          "(Hkv) of k gives Hkv = 0");
+  EXPECT_EQ(diagnose(op),
+            "'seq.attention' op Hkv must be at least 1, but dimension 2 "
+            "(Hkv) of k gives Hkv = 0");
 }
 
 } // namespace

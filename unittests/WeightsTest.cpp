@@ -1,7 +1,8 @@
-//===- WeightsTest.cpp - .safetensors and .npz reading ---------------------===//
+//===- WeightsTest.cpp - .safetensors and .npz reading
+//---------------------===//
 
-#include "seqc/Npy.h"
 #include "seqc/Weights.h"
+#include "seqc/Npy.h"
 
 #include <gtest/gtest.h>
 
@@ -61,8 +62,9 @@ TEST(Safetensors, RoundTripEveryType) {
 TEST(Safetensors, MetadataAndEscapesAreAccepted) {
   std::string json = R"({"__metadata__": {"format": "pt"},
     "w\u00e9": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})";
-  auto r = parseSafetensors(safetensors(json, std::string(8, '\0')).data(),
-                            safetensors(json, std::string(8, '\0')).size(), "x");
+  auto r =
+      parseSafetensors(safetensors(json, std::string(8, '\0')).data(),
+                       safetensors(json, std::string(8, '\0')).size(), "x");
   ASSERT_TRUE(r) << r.message();
   EXPECT_EQ((*r)[0].name, "w\xc3\xa9");
 }
@@ -76,40 +78,49 @@ TEST(Safetensors, MalformedFilesAreErrors) {
   EXPECT_NE(parseError(safetensors("[1]", "")).find("not a JSON object"),
             std::string::npos);
   std::string huge(8, '\xff');
-  EXPECT_NE(parseError(huge + "{}").find("exceeds the file size"), std::string::npos);
+  EXPECT_NE(parseError(huge + "{}").find("exceeds the file size"),
+            std::string::npos);
   auto entry = [](const std::string &dtype, const std::string &shape,
                   const std::string &offsets) {
     return R"({"w": {"dtype": ")" + dtype + R"(", "shape": )" + shape +
            R"(, "data_offsets": )" + offsets + "}}";
   };
-  EXPECT_EQ(parseError(safetensors(entry("F64", "[1]", "[0, 8]"), std::string(8, 0))),
-            "'w.safetensors': tensor 'w' has element type F64, which seqc "
-            "does not take (F32, F16, BF16, I32, I64)");
-  EXPECT_NE(parseError(safetensors(entry("F32", "[2]", "[0, 4]"), std::string(4, 0)))
-                .find("has 4 bytes of data but its shape needs 8"),
-            std::string::npos);
-  EXPECT_NE(parseError(safetensors(entry("F32", "[2]", "[0, 8]"), std::string(4, 0)))
-                .find("ends at byte 8 of the data, which has 4"),
-            std::string::npos);
-  EXPECT_NE(parseError(safetensors(entry("F32", "[-2]", "[0, 8]"), std::string(8, 0)))
-                .find("not a non-negative integer"),
-            std::string::npos);
-  EXPECT_NE(parseError(safetensors(entry("F32", "[2]", "[8, 0]"), std::string(8, 0)))
-                .find("invalid data_offsets"),
-            std::string::npos);
-  EXPECT_NE(parseError(safetensors(entry("F32", "[99999999999, 99999999999]", "[0, 8]"),
-                                   std::string(8, 0)))
+  EXPECT_EQ(
+      parseError(safetensors(entry("F64", "[1]", "[0, 8]"), std::string(8, 0))),
+      "'w.safetensors': tensor 'w' has element type F64, which seqc "
+      "does not take (F32, F16, BF16, I32, I64)");
+  EXPECT_NE(
+      parseError(safetensors(entry("F32", "[2]", "[0, 4]"), std::string(4, 0)))
+          .find("has 4 bytes of data but its shape needs 8"),
+      std::string::npos);
+  EXPECT_NE(
+      parseError(safetensors(entry("F32", "[2]", "[0, 8]"), std::string(4, 0)))
+          .find("ends at byte 8 of the data, which has 4"),
+      std::string::npos);
+  EXPECT_NE(
+      parseError(safetensors(entry("F32", "[-2]", "[0, 8]"), std::string(8, 0)))
+          .find("not a non-negative integer"),
+      std::string::npos);
+  EXPECT_NE(
+      parseError(safetensors(entry("F32", "[2]", "[8, 0]"), std::string(8, 0)))
+          .find("invalid data_offsets"),
+      std::string::npos);
+  EXPECT_NE(parseError(safetensors(
+                           entry("F32", "[99999999999, 99999999999]", "[0, 8]"),
+                           std::string(8, 0)))
                 .find("too large"),
             std::string::npos);
   std::string twoOverlapping =
       R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
           "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})";
-  EXPECT_NE(parseError(safetensors(twoOverlapping, std::string(12, 0))).find("overlap"),
+  EXPECT_NE(parseError(safetensors(twoOverlapping, std::string(12, 0)))
+                .find("overlap"),
             std::string::npos);
   std::string duplicate =
       R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
           "a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})";
-  EXPECT_NE(parseError(safetensors(duplicate, std::string(8, 0))).find("appears twice"),
+  EXPECT_NE(parseError(safetensors(duplicate, std::string(8, 0)))
+                .find("appears twice"),
             std::string::npos);
 }
 
@@ -135,31 +146,38 @@ std::string zip(const std::vector<std::pair<std::string, std::string>> &members,
       body.resize(zs.total_out);
       deflateEnd(&zs);
     }
-    uint32_t crc = crc32(0, (const Bytef *)data.data(), data.size()) ^ (corruptCrc ? 1 : 0);
+    uint32_t crc = crc32(0, (const Bytef *)data.data(), data.size()) ^
+                   (corruptCrc ? 1 : 0);
     uint64_t offset = out.size();
-    le(out, 0x04034b50, 4), le(out, 20, 2), le(out, 0, 2), le(out, compress ? 8 : 0, 2);
-    le(out, 0, 4), le(out, crc, 4), le(out, body.size(), 4), le(out, data.size(), 4);
+    le(out, 0x04034b50, 4), le(out, 20, 2), le(out, 0, 2),
+        le(out, compress ? 8 : 0, 2);
+    le(out, 0, 4), le(out, crc, 4), le(out, body.size(), 4),
+        le(out, data.size(), 4);
     le(out, name.size(), 2), le(out, 0, 2);
     out += name + body;
     le(dir, 0x02014b50, 4), le(dir, 20, 2), le(dir, 20, 2), le(dir, 0, 2);
-    le(dir, compress ? 8 : 0, 2), le(dir, 0, 4), le(dir, crc, 4), le(dir, body.size(), 4);
-    le(dir, data.size(), 4), le(dir, name.size(), 2), le(dir, 0, 2), le(dir, 0, 2);
+    le(dir, compress ? 8 : 0, 2), le(dir, 0, 4), le(dir, crc, 4),
+        le(dir, body.size(), 4);
+    le(dir, data.size(), 4), le(dir, name.size(), 2), le(dir, 0, 2),
+        le(dir, 0, 2);
     le(dir, 0, 2), le(dir, 0, 2), le(dir, 0, 4), le(dir, offset, 4);
     dir += name;
   }
   uint64_t dirOffset = out.size();
   out += dir;
-  le(out, 0x06054b50, 4), le(out, 0, 2), le(out, 0, 2), le(out, members.size(), 2);
-  le(out, members.size(), 2), le(out, dir.size(), 4), le(out, dirOffset, 4), le(out, 0, 2);
+  le(out, 0x06054b50, 4), le(out, 0, 2), le(out, 0, 2),
+      le(out, members.size(), 2);
+  le(out, members.size(), 2), le(out, dir.size(), 4), le(out, dirOffset, 4),
+      le(out, 0, 2);
   return out;
 }
 
 TEST(Npz, StoredAndDeflatedMembers) {
   Tensor a = iota(DType::F32, {4, 3}), b = iota(DType::I64, {5});
   for (bool compress : {false, true}) {
-    std::string bytes = zip({{"layer.0.w.npy", npy::serialize(a)},
-                             {"b.npy", npy::serialize(b)}},
-                            compress);
+    std::string bytes = zip(
+        {{"layer.0.w.npy", npy::serialize(a)}, {"b.npy", npy::serialize(b)}},
+        compress);
     auto r = parseNpz(bytes.data(), bytes.size(), "'w.npz'");
     ASSERT_TRUE(r) << r.message();
     ASSERT_EQ(r->size(), 2u);
@@ -177,20 +195,28 @@ TEST(Npz, MalformedArchivesAreErrors) {
     EXPECT_FALSE(r);
     return r ? std::string() : r.message();
   };
-  EXPECT_NE(error("PK\x03\x04 is not really a zip archive").find("end-of-central-directory"),
+  EXPECT_NE(error("PK\x03\x04 is not really a zip archive")
+                .find("end-of-central-directory"),
             std::string::npos);
-  std::string bad = zip({{"a.npy", npy::serialize(a)}}, true, /*corruptCrc=*/true);
-  EXPECT_EQ(error(bad), "'w.npz': malformed .npz file: member 'a.npy' fails its CRC-32 check");
+  std::string bad =
+      zip({{"a.npy", npy::serialize(a)}}, true, /*corruptCrc=*/true);
+  EXPECT_EQ(
+      error(bad),
+      "'w.npz': malformed .npz file: member 'a.npy' fails its CRC-32 check");
   std::string good = zip({{"a.npy", npy::serialize(a)}}, true);
   std::string truncated = good.substr(0, 40) + good.substr(good.size() - 80);
   EXPECT_FALSE(error(truncated).empty());
-  EXPECT_NE(error(zip({{"notes.txt", "hello"}}, false)).find("is not a .npy array"),
-            std::string::npos);
-  EXPECT_NE(error(zip({{"a.npy", "garbage"}}, false)).find("'a.npy' in 'w.npz'"),
-            std::string::npos);
-  EXPECT_NE(error(zip({{"a.npy", npy::serialize(a)}, {"a.npy", npy::serialize(a)}}, false))
-                .find("appears twice"),
-            std::string::npos);
+  EXPECT_NE(
+      error(zip({{"notes.txt", "hello"}}, false)).find("is not a .npy array"),
+      std::string::npos);
+  EXPECT_NE(
+      error(zip({{"a.npy", "garbage"}}, false)).find("'a.npy' in 'w.npz'"),
+      std::string::npos);
+  EXPECT_NE(
+      error(zip({{"a.npy", npy::serialize(a)}, {"a.npy", npy::serialize(a)}},
+                false))
+          .find("appears twice"),
+      std::string::npos);
 }
 
 } // namespace

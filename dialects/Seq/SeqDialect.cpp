@@ -36,8 +36,8 @@ static LogicalResult polishDiagnostic(Diagnostic &diag) {
   std::string doubled = "custom op " + quoted + " " + quoted + " op ";
   if (text.compare(at, doubled.size(), doubled) != 0)
     return failure();
-  std::string fixed = text.substr(0, at) + quoted + " op " +
-                      text.substr(at + doubled.size());
+  std::string fixed =
+      text.substr(0, at) + quoted + " op " + text.substr(at + doubled.size());
   for (DiagnosticArgument &arg : diag.getArguments())
     arg = DiagnosticArgument(StringRef());
   diag << std::move(fixed);
@@ -97,8 +97,7 @@ LogicalResult SeqDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   return op->emitError() << "'" << kPlanAttrName << "' is for seq.ssd and "
-                         << "seq.linear_attention, not "
-                         << op->getName();
+                         << "seq.linear_attention, not " << op->getName();
 }
 
 //===----------------------------------------------------------------------===//
@@ -109,7 +108,8 @@ StringRef seqc::seq::nearestName(StringRef name, ArrayRef<StringRef> known) {
   // A likely misspelling: a few edits, and fewer than half the letters.
   // The bound also keeps a very long name from costing a full edit-distance
   // table per candidate.
-  unsigned allowed = std::max<unsigned>(1, std::min<size_t>(3, name.size() / 2));
+  unsigned allowed =
+      std::max<unsigned>(1, std::min<size_t>(3, name.size() / 2));
   StringRef best;
   unsigned bestDistance = allowed + 1;
   for (StringRef candidate : known) {

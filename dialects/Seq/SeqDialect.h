@@ -37,8 +37,9 @@ inline constexpr llvm::StringLiteral kPlanAttrName = "seq.plan";
 /// own (`inherent`), with the nearest known name: a misspelled attribute
 /// must not silently keep its default. Dialect-prefixed attributes
 /// (`seq.name`, `foo.bar`) are allowed.
-mlir::LogicalResult verifyKnownAttributes(mlir::Operation *op,
-                                          llvm::ArrayRef<llvm::StringRef> inherent);
+mlir::LogicalResult
+verifyKnownAttributes(mlir::Operation *op,
+                      llvm::ArrayRef<llvm::StringRef> inherent);
 
 /// The name among `known` closest to `name` by edit distance, if it is close
 /// enough to be a likely misspelling; empty otherwise.

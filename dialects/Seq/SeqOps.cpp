@@ -112,9 +112,9 @@ LogicalResult AssociativeScanOp::verifyRegions() {
     for (size_t which : {i, i + n}) {
       Type argType = body.getArgument(which).getType();
       if (argType != elt)
-        return emitOpError() << "combiner argument #" << which << " has type "
-                             << argType << " but input #" << i
-                             << " has element type " << elt;
+        return emitOpError()
+               << "combiner argument #" << which << " has type " << argType
+               << " but input #" << i << " has element type " << elt;
     }
   }
   auto yield = dyn_cast<YieldOp>(body.getTerminator());
@@ -122,15 +122,14 @@ LogicalResult AssociativeScanOp::verifyRegions() {
     return emitOpError() << "combiner must end with seq.yield";
   if (yield.getValues().size() != n)
     return yield.emitOpError() << "yields " << yield.getValues().size()
-                               << " values but the scan has " << n
-                               << " inputs";
+                               << " values but the scan has " << n << " inputs";
   for (auto [i, in] : llvm::enumerate(getInputs())) {
     Type elt = cast<RankedTensorType>(in.getType()).getElementType();
     Type yielded = yield.getValues()[i].getType();
     if (yielded != elt)
-      return yield.emitOpError() << "value #" << i << " has type " << yielded
-                                 << " but input #" << i << " has element type "
-                                 << elt;
+      return yield.emitOpError()
+             << "value #" << i << " has type " << yielded << " but input #" << i
+             << " has element type " << elt;
   }
   return success();
 }
@@ -334,10 +333,10 @@ LogicalResult RouteOp::verify() {
     return emitOpError() << "k must be >= 1, but is " << k;
   if (static_cast<bool>(getNoiseEps()) != static_cast<bool>(getNoiseLogits()))
     return emitOpError() << "noise needs both eps and noise_logits";
-  int64_t experts = cast<RankedTensorType>(getLogits().getType()).getRank() == 2
-                        ? cast<RankedTensorType>(getLogits().getType())
-                              .getDimSize(1)
-                        : ShapedType::kDynamic;
+  int64_t experts =
+      cast<RankedTensorType>(getLogits().getType()).getRank() == 2
+          ? cast<RankedTensorType>(getLogits().getType()).getDimSize(1)
+          : ShapedType::kDynamic;
   if (!ShapedType::isDynamic(experts) && k > experts)
     return emitOpError() << "k = " << k
                          << " exceeds the number of experts E = " << experts;
@@ -409,8 +408,8 @@ static ParseResult parseRequiredOperands(OpAsmParser &parser, StringRef names,
 }
 
 template <typename... Values>
-static void printRequiredOperands(OpAsmPrinter &printer, Operation *,
-                                  StringRef, Values... values) {
+static void printRequiredOperands(OpAsmPrinter &printer, Operation *, StringRef,
+                                  Values... values) {
   SmallVector<Value> list{values...};
   llvm::interleaveComma(list, printer, [&](Value v) { printer << v; });
 }

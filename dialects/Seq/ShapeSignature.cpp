@@ -32,8 +32,8 @@ void ShapeSignature::add(StringRef name, Value value, ArrayRef<DimExpr> dims,
                          ElementKind kind) {
   if (!value)
     return;
-  decls.push_back(TensorDecl{name.str(), value, {dims.begin(), dims.end()},
-                             kind});
+  decls.push_back(
+      TensorDecl{name.str(), value, {dims.begin(), dims.end()}, kind});
   for (const DimExpr &d : dims)
     noteSymbol(d.symbol);
 }
@@ -206,12 +206,12 @@ LogicalResult ShapeSignature::verify(Operation *op) const {
                  << describe(i, j) << " is " << size << ", which is not "
                  << e.str() << " for any " << e.symbol << " >= 0";
         int64_t value = base / e.scale;
-        known[e.symbol] = Known{value, static_cast<int>(i),
-                                static_cast<unsigned>(j), ""};
+        known[e.symbol] =
+            Known{value, static_cast<int>(i), static_cast<unsigned>(j), ""};
         // A size that must be positive is reported before anything derived
         // from it (W-1 of a zero-width filter would be -1).
-        if (value < 1 && (llvm::is_contained(positive, e.symbol) ||
-                          isDivisor(e.symbol)))
+        if (value < 1 &&
+            (llvm::is_contained(positive, e.symbol) || isDivisor(e.symbol)))
           return op->emitOpError()
                  << e.symbol << " must be at least 1, but " << describe(i, j)
                  << " gives " << e.symbol << " = " << value;
@@ -221,8 +221,8 @@ LogicalResult ShapeSignature::verify(Operation *op) const {
       int64_t expected = e.apply(k.value);
       if (size == expected)
         continue;
-      auto diag = op->emitOpError() << describe(i, j) << " is " << size
-                                    << " but ";
+      auto diag = op->emitOpError()
+                  << describe(i, j) << " is " << size << " but ";
       if (k.tensor < 0) {
         diag << "attribute " << k.origin << " is " << k.value;
         if (!e.isPlain())
@@ -242,15 +242,14 @@ LogicalResult ShapeSignature::verify(Operation *op) const {
     const Known &k = known.find(sym)->second;
     if (k.tensor < 0)
       return "attribute " + k.origin;
-    return "dimension " + std::to_string(k.dim) + " of " +
-           decls[k.tensor].name;
+    return "dimension " + std::to_string(k.dim) + " of " + decls[k.tensor].name;
   };
   for (const std::string &sym : positive) {
     auto it = known.find(sym);
     if (it != known.end() && it->second.value < 1)
-      return op->emitOpError() << sym << " must be at least 1, but "
-                               << where(sym) << " gives " << sym << " = "
-                               << it->second.value;
+      return op->emitOpError()
+             << sym << " must be at least 1, but " << where(sym) << " gives "
+             << sym << " = " << it->second.value;
   }
   for (const auto &[dividend, divisor] : divisible) {
     auto num = known.find(dividend), den = known.find(divisor);
@@ -261,12 +260,11 @@ LogicalResult ShapeSignature::verify(Operation *op) const {
     if (num == known.end() || den == known.end())
       continue;
     if (num->second.value % den->second.value != 0)
-      return op->emitOpError()
-             << dividend << " = " << num->second.value
-             << " is not a multiple of " << divisor << " = "
-             << den->second.value << " (" << dividend << " from "
-             << where(dividend) << ", " << divisor << " from "
-             << where(divisor) << ")";
+      return op->emitOpError() << dividend << " = " << num->second.value
+                               << " is not a multiple of " << divisor << " = "
+                               << den->second.value << " (" << dividend
+                               << " from " << where(dividend) << ", " << divisor
+                               << " from " << where(divisor) << ")";
   }
   return success();
 }

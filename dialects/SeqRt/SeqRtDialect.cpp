@@ -59,9 +59,8 @@ ParallelForOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                          << getArgs().size() << " shared arguments";
   for (auto [i, arg] : llvm::enumerate(getArgs()))
     if (arg.getType() != inputs[i + 2])
-      return emitOpError() << "argument #" << i << " has type "
-                           << arg.getType() << " but the callee expects "
-                           << inputs[i + 2];
+      return emitOpError() << "argument #" << i << " has type " << arg.getType()
+                           << " but the callee expects " << inputs[i + 2];
   if (!fn.getResultTypes().empty())
     return emitOpError() << "callee must not return values";
   return success();

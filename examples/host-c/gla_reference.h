@@ -33,16 +33,18 @@ static void gla_fill(int64_t T, float *q, float *k, float *v, float *g) {
 /* S_t = diag(exp(g_t)) S_{t-1} + k_t^T v_t, o_t = scale * q_t S_t, in
  * double, one token at a time. */
 static void gla_reference(int64_t T, const float *q, const float *k,
-                          const float *v, const float *g, float scale,
-                          float *o, float *last) {
+                          const float *v, const float *g, float scale, float *o,
+                          float *last) {
   double *S = (double *)calloc(HEADS * DK * DV, sizeof(double));
   int64_t t;
   int h, i, j;
   for (t = 0; t < T; ++t)
     for (h = 0; h < HEADS; ++h) {
       double *Sh = S + h * DK * DV;
-      const float *qt = q + (t * HEADS + h) * DK, *kt = k + (t * HEADS + h) * DK;
-      const float *vt = v + (t * HEADS + h) * DV, *gt = g + (t * HEADS + h) * DK;
+      const float *qt = q + (t * HEADS + h) * DK,
+                  *kt = k + (t * HEADS + h) * DK;
+      const float *vt = v + (t * HEADS + h) * DV,
+                  *gt = g + (t * HEADS + h) * DK;
       for (i = 0; i < DK; ++i)
         for (j = 0; j < DV; ++j)
           Sh[i * DV + j] = exp(gt[i]) * Sh[i * DV + j] + (double)kt[i] * vt[j];

@@ -9,7 +9,8 @@ static int run(const seqc_function *fn, int64_t T) {
   int64_t shape[4] = {1, T, HEADS, DK};
   size_t n = (size_t)(T * HEADS * DK);
   float *q = malloc(n * 4), *k = malloc(n * 4), *v = malloc(n * 4);
-  float *g = malloc(n * 4), *o = malloc(n * 4), *last = malloc(HEADS * DK * DV * 4);
+  float *g = malloc(n * 4), *o = malloc(n * 4),
+        *last = malloc(HEADS * DK * DV * 4);
   seqc_view in[4];
   seqc_tensor *out[2] = {NULL, NULL};
   int failures = 0;
@@ -21,8 +22,8 @@ static int run(const seqc_function *fn, int64_t T) {
     printf("  error: %s\n", seqc_last_error());
     failures = 1;
   } else {
-    failures += gla_compare("outputs", seqc_tensor_data(out[0]), o,
-                            (int64_t)n, 1e-4);
+    failures +=
+        gla_compare("outputs", seqc_tensor_data(out[0]), o, (int64_t)n, 1e-4);
     failures += gla_compare("final state", seqc_tensor_data(out[1]), last,
                             HEADS * DK * DV, 1e-4);
   }

@@ -48,10 +48,12 @@ int main() {
   }
 
   // Weights (scaled so activations stay O(1)) and a 32-token prompt.
-  std::vector<Tensor> weights = {
-      random(DType::F32, {32, 164}, 1, 0.2f),  random(DType::F32, {96, 4}, 2, 0.5f),
-      random(DType::F32, {4}, 3, 1.0f),        random(DType::F32, {4}, 4, 1.0f),
-      random(DType::F32, {4}, 5, 1.0f),        random(DType::F32, {64, 32}, 6, 0.2f)};
+  std::vector<Tensor> weights = {random(DType::F32, {32, 164}, 1, 0.2f),
+                                 random(DType::F32, {96, 4}, 2, 0.5f),
+                                 random(DType::F32, {4}, 3, 1.0f),
+                                 random(DType::F32, {4}, 4, 1.0f),
+                                 random(DType::F32, {4}, 5, 1.0f),
+                                 random(DType::F32, {64, 32}, 6, 0.2f)};
   for (int64_t i = 0; i < 4; ++i) // A < 0: decaying states
     weights[3].dataAs<float>()[i] = -std::exp(weights[3].dataAs<float>()[i]);
   Tensor prompt = random(DType::F32, {1, 32, 32}, 7, 1.0f);
@@ -72,7 +74,8 @@ int main() {
   std::vector<float> streamed;
   for (int64_t t = 0; t < 32; ++t) {
     Tensor token = Tensor::zeros(DType::F32, {1, 1, 32}).take();
-    std::memcpy(token.data(), prompt.dataAs<float>() + t * 32, 32 * sizeof(float));
+    std::memcpy(token.data(), prompt.dataAs<float>() + t * 32,
+                32 * sizeof(float));
     std::vector<TensorView> stepArgs = {token.view(), conv.view(), ssm.view()};
     for (const Tensor &w : weights)
       stepArgs.push_back(w.view());
@@ -93,10 +96,11 @@ int main() {
     norm += double(x) * x;
   std::printf("output norm %.4f\n", std::sqrt(norm));
   int failures = !(norm > 0 && std::isfinite(norm));
-  failures += check("outputs", streamed.data(), (*whole)[0].dataAs<float>(), 32 * 32);
-  failures += check("conv state", conv.dataAs<float>(), (*whole)[1].dataAs<float>(),
-                    conv.numel());
-  failures += check("ssm state", ssm.dataAs<float>(), (*whole)[2].dataAs<float>(),
-                    ssm.numel());
+  failures +=
+      check("outputs", streamed.data(), (*whole)[0].dataAs<float>(), 32 * 32);
+  failures += check("conv state", conv.dataAs<float>(),
+                    (*whole)[1].dataAs<float>(), conv.numel());
+  failures += check("ssm state", ssm.dataAs<float>(),
+                    (*whole)[2].dataAs<float>(), ssm.numel());
   return failures ? 1 : 0;
 }

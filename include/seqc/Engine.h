@@ -42,7 +42,7 @@ struct CompileEvent {
     CacheHit,  ///< `what`: "memory" or "disk"; nothing is compiled
     CacheMiss, ///< the module is compiled now (stages follow)
     Stage,     ///< the stage `what` took `seconds`
-    Remark,    ///< `what`: an op took no fast lowering, and why ("FILE:L:C: ...")
+    Remark, ///< `what`: an op took no fast lowering, and why ("FILE:L:C: ...")
   };
   Kind kind;
   std::string what;

@@ -1,4 +1,5 @@
-//===- Signature.h - function signatures and calls into compiled code -*- C++ -*-===//
+//===- Signature.h - function signatures and calls into compiled code -*- C++
+//-*-===//
 //
 // What the JIT, the compile cache and ahead-of-time objects share: the type
 // of each argument and result of a compiled function, and the call through
@@ -81,12 +82,10 @@ std::string packedSymbol(const std::string &name);
 /// managed memory are copied there, the call's buffers are managed memory
 /// (every kernel launch is synchronous), and results stay in managed memory
 /// (their tensors free it).
-Expected<std::vector<Tensor>> invokePacked(PackedFn fn,
-                                           const FunctionSignature &sig,
-                                           const std::vector<TensorView> &args,
-                                           size_t memoryLimit,
-                                           CallStats *stats = nullptr,
-                                           bool cudaMemory = false);
+Expected<std::vector<Tensor>>
+invokePacked(PackedFn fn, const FunctionSignature &sig,
+             const std::vector<TensorView> &args, size_t memoryLimit,
+             CallStats *stats = nullptr, bool cudaMemory = false);
 
 /// The machine's physical memory in bytes (the default memory limit).
 size_t physicalMemoryBytes();

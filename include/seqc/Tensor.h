@@ -97,7 +97,9 @@ public:
   const std::vector<int64_t> &shape() const { return dims; }
   int64_t rank() const { return static_cast<int64_t>(dims.size()); }
   int64_t numel() const;
-  size_t byteSize() const { return static_cast<size_t>(numel()) * dtypeSize(type); }
+  size_t byteSize() const {
+    return static_cast<size_t>(numel()) * dtypeSize(type);
+  }
   void *data() { return storage.get(); }
   const void *data() const { return storage.get(); }
   template <typename T> T *dataAs() { return static_cast<T *>(data()); }

@@ -1,4 +1,5 @@
-//===- Weights.h - named tensors from .safetensors and .npz files -*- C++ -*-===//
+//===- Weights.h - named tensors from .safetensors and .npz files -*- C++
+//-*-===//
 //
 // Model weights arrive as files of named tensors: `.safetensors` (what model
 // hubs ship: an 8-byte header length, a JSON header of name -> dtype, shape
@@ -37,7 +38,8 @@ Expected<std::vector<NamedTensor>> read(const std::string &path);
 
 /// The bytes of a .safetensors file holding `tensors` (names must be
 /// distinct and not "__metadata__").
-Expected<std::string> serializeSafetensors(const std::vector<NamedTensor> &tensors);
+Expected<std::string>
+serializeSafetensors(const std::vector<NamedTensor> &tensors);
 /// Writes a .safetensors file atomically.
 Status writeSafetensors(const std::string &path,
                         const std::vector<NamedTensor> &tensors);

@@ -53,11 +53,11 @@ typedef enum seqc_profile {
 
 typedef struct seqc_compile_options {
   seqc_target target;
-  int reference;        /* nonzero: the reference lowering (the oracle) */
-  int opt_level;        /* 0-3 */
-  size_t memory_limit;  /* bytes one call may hold; 0: physical memory */
-  int num_threads;      /* 0: keep the pool's count */
-  int use_cache;        /* nonzero: memory and disk cache */
+  int reference;         /* nonzero: the reference lowering (the oracle) */
+  int opt_level;         /* 0-3 */
+  size_t memory_limit;   /* bytes one call may hold; 0: physical memory */
+  int num_threads;       /* 0: keep the pool's count */
+  int use_cache;         /* nonzero: memory and disk cache */
   const char *cache_dir; /* NULL: $SEQC_CACHE_DIR, $XDG_CACHE_HOME/seqc, ... */
   int fuse;             /* nonzero (default): elementwise glue fused into ops */
   seqc_profile profile; /* default SEQC_PROFILE_NONE */
@@ -98,9 +98,8 @@ size_t seqc_function_num_outputs(const seqc_function *function);
  * and shape (-1 for a dynamic dimension); pointers stay valid while the
  * function lives. */
 seqc_status seqc_function_tensor(const seqc_function *function, int is_output,
-                                 size_t index, seqc_dtype *dtype,
-                                 int32_t *rank, const int64_t **shape,
-                                 const char **name);
+                                 size_t index, seqc_dtype *dtype, int32_t *rank,
+                                 const int64_t **shape, const char **name);
 
 /* Runs the function: checks the inputs against its signature, and on
  * success stores a new tensor per result in `outputs` (destroy each with

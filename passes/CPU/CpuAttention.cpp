@@ -40,7 +40,9 @@ struct CpuAttention : OpRewritePattern<seq::AttentionOp> {
   LogicalResult matchAndRewrite(seq::AttentionOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allF32(op))
-      return rewriter.notifyMatchFailure(op, "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
+      return rewriter.notifyMatchFailure(
+          op,
+          "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
     auto qType = cast<RankedTensorType>(op.getQ().getType());
     auto kType = cast<RankedTensorType>(op.getK().getType());
     auto vType = cast<RankedTensorType>(op.getV().getType());
@@ -49,7 +51,8 @@ struct CpuAttention : OpRewritePattern<seq::AttentionOp> {
     if (ShapedType::isDynamic(H) || ShapedType::isDynamic(K) ||
         ShapedType::isDynamic(Hkv) || ShapedType::isDynamic(V) || Hkv == 0 ||
         H % Hkv != 0)
-      return rewriter.notifyMatchFailure(op, "needs static H, K, Hkv and V, with H a multiple of Hkv");
+      return rewriter.notifyMatchFailure(
+          op, "needs static H, K, Hkv and V, with H a multiple of Hkv");
     const int64_t lanes = target.vectorWidth;
     const int64_t Kpad = roundUp(K, lanes);
 
@@ -65,12 +68,12 @@ struct CpuAttention : OpRewritePattern<seq::AttentionOp> {
     // Packed keys (transposed) and values per (batch, kv head).
     auto f32 = b.getF32Type();
     int64_t dyn = ShapedType::kDynamic;
-    Value kT = memref::AllocOp::create(
-        b, MemRefType::get({dyn, Hkv, Kpad, dyn}, f32), ValueRange{Bsz, S},
-        b.getI64IntegerAttr(64));
-    Value vP = memref::AllocOp::create(
-        b, MemRefType::get({dyn, Hkv, dyn, V}, f32), ValueRange{Bsz, S},
-        b.getI64IntegerAttr(64));
+    Value kT =
+        memref::AllocOp::create(b, MemRefType::get({dyn, Hkv, Kpad, dyn}, f32),
+                                ValueRange{Bsz, S}, b.getI64IntegerAttr(64));
+    Value vP =
+        memref::AllocOp::create(b, MemRefType::get({dyn, Hkv, dyn, V}, f32),
+                                ValueRange{Bsz, S}, b.getI64IntegerAttr(64));
     Value kIn = readBuffer(b, op.getK()), vIn = readBuffer(b, op.getV());
     Value keyBlocks = kb.divs(kb.add(S, kb.idx(Bk - 1)), kb.idx(Bk));
     emitParallelKernel(
@@ -127,22 +130,22 @@ struct CpuAttention : OpRewritePattern<seq::AttentionOp> {
           Value hk = k.divs(h, k.idx(rep));
           Value i0 = k.mul(blk, k.idx(Bq));
           Value rows = k.mins(k.idx(Bq), k.sub(nT, i0));
-          Value offset = k.sub(nS, nT); // query i sees key positions <= i + S - T
+          Value offset =
+              k.sub(nS, nT); // query i sees key positions <= i + S - T
 
           Value Qs = k.stackBuffer({Bq, Kpad}), Sc = k.stackBuffer({Bq, Bk});
           Value Oacc = k.stackBuffer({Bq, V});
           Value mS = k.stackBuffer({Bq}), lS = k.stackBuffer({Bq});
           Value scaleV = k.f32(scale);
-          packRows(k, target,
-                   MatrixRef{Qm,
-                             [&](Value i, Value c) {
-                               return SmallVector<Value>{bi, k.add(i0, i), h,
-                                                         c};
-                             }},
-                   rows, K, Qs,
-                   [&](Value v, Value) {
-                     return k.fmul(v, k.splat(scaleV, lanes));
-                   });
+          packRows(
+              k, target,
+              MatrixRef{Qm,
+                        [&](Value i, Value c) {
+                          return SmallVector<Value>{bi, k.add(i0, i), h, c};
+                        }},
+              rows, K, Qs, [&](Value v, Value) {
+                return k.fmul(v, k.splat(scaleV, lanes));
+              });
           Value negInf = k.f32(-std::numeric_limits<float>::infinity());
           k.forEach(k.idx(0), rows, k.idx(1), [&](Value i) {
             k.mstore(negInf, mS, {i});
@@ -160,8 +163,8 @@ struct CpuAttention : OpRewritePattern<seq::AttentionOp> {
             jEnd = k.mins(nS, k.add(lastPos, k.idx(1)));
           Value jBegin = k.idx(0);
           if (window > 0) {
-            Value first = k.sub(k.add(k.add(i0, offset), k.idx(1)),
-                                k.idx(window));
+            Value first =
+                k.sub(k.add(k.add(i0, offset), k.idx(1)), k.idx(window));
             jBegin = arith::MaxSIOp::create(k.builder(), k.idx(0), first);
           }
           // Whole tiles from the tile containing jBegin.
@@ -170,10 +173,10 @@ struct CpuAttention : OpRewritePattern<seq::AttentionOp> {
           k.forEach(tileBegin, jEnd, k.idx(Bk), [&](Value j0) {
             Value cols = k.mins(k.idx(Bk), k.sub(nS, j0));
             // S = (q scale) K_tile^T.
-            MatrixRef kTile{KT, [&](Value c, Value j) {
-                              return SmallVector<Value>{bi, hk, c,
-                                                        k.add(j0, j)};
-                            }};
+            MatrixRef kTile{
+                KT, [&](Value c, Value j) {
+                  return SmallVector<Value>{bi, hk, c, k.add(j0, j)};
+                }};
             emitGemm(k, target, {rows, cols, k.idx(K)}, rowMajor(Qs), kTile,
                      rowMajor(Sc), GemmMode::Overwrite);
             // Online softmax, row by row.
@@ -190,10 +193,10 @@ struct CpuAttention : OpRewritePattern<seq::AttentionOp> {
                 if (causal)
                   vis = k.andi(vis, k.cmp(CmpIPredicate::sle, j, posV));
                 if (window > 0)
-                  vis = k.andi(vis, k.cmp(CmpIPredicate::slt,
-                                          arith::SubIOp::create(k.builder(),
-                                                                posV, j),
-                                          k.splat(k.idx(window), lanes)));
+                  vis = k.andi(
+                      vis, k.cmp(CmpIPredicate::slt,
+                                 arith::SubIOp::create(k.builder(), posV, j),
+                                 k.splat(k.idx(window), lanes)));
                 Value s = k.select(vis, k.vload(Sc, {i, k.idx(c0)}, lanes),
                                    k.splat(negInf, lanes));
                 sv.push_back(s);
@@ -224,10 +227,10 @@ struct CpuAttention : OpRewritePattern<seq::AttentionOp> {
               }
             });
             // O += p V_tile.
-            MatrixRef vTile{VP, [&](Value j, Value c) {
-                              return SmallVector<Value>{bi, hk, k.add(j0, j),
-                                                        c};
-                            }};
+            MatrixRef vTile{
+                VP, [&](Value j, Value c) {
+                  return SmallVector<Value>{bi, hk, k.add(j0, j), c};
+                }};
             emitGemm(k, target, {rows, k.idx(V), cols}, rowMajor(Sc), vTile,
                      rowMajor(Oacc), GemmMode::Accumulate);
           });

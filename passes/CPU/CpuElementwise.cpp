@@ -35,8 +35,8 @@ static SmallVector<Value> inputBuffers(ImplicitLocOpBuilder &b,
 /// Whether a matmul's kernel will apply `op` (see CpuMatmul): as the
 /// producer of its A, or as the consumer of its result.
 static bool fusesIntoMatmul(linalg::GenericOp op) {
-  if (auto mm = dyn_cast_or_null<linalg::MatmulOp>(
-          soleComputeUser(op->getResult(0))))
+  if (auto mm =
+          dyn_cast_or_null<linalg::MatmulOp>(soleComputeUser(op->getResult(0))))
     if (mm.getDpsInputs()[0] == op->getResult(0))
       return true;
   for (Value in : op.getDpsInputs())
@@ -55,7 +55,8 @@ struct CpuElementwiseMap : OpRewritePattern<linalg::GenericOp> {
                                 PatternRewriter &rewriter) const override {
     std::optional<ElementwiseStage> stage = ElementwiseStage::match(op);
     if (!stage || (fuse && fusesIntoMatmul(op)))
-      return rewriter.notifyMatchFailure(op, "not a 2-D elementwise map, or fused into a matmul");
+      return rewriter.notifyMatchFailure(
+          op, "not a 2-D elementwise map, or fused into a matmul");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     auto type = cast<RankedTensorType>(op->getResult(0).getType());
@@ -66,7 +67,8 @@ struct CpuElementwiseMap : OpRewritePattern<linalg::GenericOp> {
     args.push_back(out);
     const int64_t lanes = target.vectorWidth;
     unsigned numInputs = stage->access.size();
-    Value tasks = kb.divs(kb.add(M, kb.idx(kRowsPerTask - 1)), kb.idx(kRowsPerTask));
+    Value tasks =
+        kb.divs(kb.add(M, kb.idx(kRowsPerTask - 1)), kb.idx(kRowsPerTask));
     emitParallelKernel(
         b, "elementwise", tasks, args,
         [&](KernelBuilder &k, Value task, ValueRange in) {
@@ -117,7 +119,8 @@ struct CpuRowSum : OpRewritePattern<linalg::GenericOp> {
     args.push_back(out);
     const int64_t lanes = target.vectorWidth;
     unsigned numInputs = stage->access.size();
-    Value tasks = kb.divs(kb.add(M, kb.idx(kRowsPerTask - 1)), kb.idx(kRowsPerTask));
+    Value tasks =
+        kb.divs(kb.add(M, kb.idx(kRowsPerTask - 1)), kb.idx(kRowsPerTask));
     emitParallelKernel(
         b, "row_sum", tasks, args,
         [&](KernelBuilder &k, Value task, ValueRange in) {

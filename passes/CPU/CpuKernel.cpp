@@ -2,7 +2,6 @@
 
 #include "CPU/CpuKernel.h"
 
-
 using namespace mlir;
 using namespace seqc;
 

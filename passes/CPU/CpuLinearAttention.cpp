@@ -34,7 +34,9 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   LogicalResult matchAndRewrite(seq::LinearAttentionOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allF32(op))
-      return rewriter.notifyMatchFailure(op, "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
+      return rewriter.notifyMatchFailure(
+          op,
+          "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
     auto qType = cast<RankedTensorType>(op.getQ().getType());
     auto vType = cast<RankedTensorType>(op.getV().getType());
     int64_t H = qType.getDimSize(2), K = qType.getDimSize(3);
@@ -43,8 +45,9 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
         ShapedType::isDynamic(V))
       return rewriter.notifyMatchFailure(op, "needs static H, K and V");
     int64_t decayRank =
-        op.getDecay() ? cast<RankedTensorType>(op.getDecay().getType()).getRank()
-                      : 0;
+        op.getDecay()
+            ? cast<RankedTensorType>(op.getDecay().getType()).getRank()
+            : 0;
     // Chunked, recurrent or global, and the chunk size: the strategy's plan.
     TargetDescription machine = target.describe();
     seq::PlanAttr chosen = *planFor(op, machine);
@@ -72,10 +75,18 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
       initIndex = args.size();
       args.push_back(readBuffer(b, op.getInit()));
     }
-    Params p{H, K, V, decayRank, decayIndex, initIndex, op.getFeatureMap(),
-             op.getScale().convertToDouble(), op.getEps().convertToDouble(),
+    Params p{H,
+             K,
+             V,
+             decayRank,
+             decayIndex,
+             initIndex,
+             op.getFeatureMap(),
+             op.getScale().convertToDouble(),
+             op.getEps().convertToDouble(),
              op.getNormalize(),
-             plan == seq::PlanKind::chunked ? chosen.getChunk() : target.vectorWidth};
+             plan == seq::PlanKind::chunked ? chosen.getChunk()
+                                            : target.vectorWidth};
     switch (plan) {
     case seq::PlanKind::chunked:
       emitChunked(b, kb, args, Bsz, p);
@@ -87,7 +98,8 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
       emitGlobal(b, kb, args, Bsz, p);
       break;
     }
-    rewriter.replaceOp(op, {asTensor(b, oBuf, oType), asTensor(b, sBuf, sType)});
+    rewriter.replaceOp(op,
+                       {asTensor(b, oBuf, oType), asTensor(b, sBuf, sType)});
     return success();
   }
 
@@ -122,8 +134,9 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
                      k.idx(p.K), p.V, S);
       return;
     }
-    seqc::packRows(k, target, rowMajor(S), k.idx(p.K), p.V, S,
-                   [&](Value v, Value) { return k.vconst(0.0, target.vectorWidth); });
+    seqc::packRows(
+        k, target, rowMajor(S), k.idx(p.K), p.V, S,
+        [&](Value v, Value) { return k.vconst(0.0, target.vectorWidth); });
   }
 
   void storeState(KernelBuilder &k, ValueRange in, const Params &p, Value bi,
@@ -179,8 +192,8 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
               k.vstore(k.vconst(0.0, lanes), csS, {k.idx(i0)});
             Value csLast =
                 k.loop(qlen, {k.f32(0.0)}, [&](Value i, ValueRange cum) {
-                  Value cs = k.fadd(cum[0],
-                                    logDecay(k, in, p, bi, k.add(t0, i), h));
+                  Value cs =
+                      k.fadd(cum[0], logDecay(k, in, p, bi, k.add(t0, i), h));
                   k.mstore(cs, csS, {i});
                   return SmallVector<Value>{cs};
                 })[0];
@@ -189,13 +202,13 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
                      [&](Value) { return scale; });
             packRows(k, p, Km, bi, t0, h, qlen, kp, nullptr);
             transposeInto(k, target, rowMajor(kp), qlen, p.K, kT);
-            seqc::packRows(k, target,
-                           MatrixRef{Vm,
-                                     [&](Value j, Value v) {
-                                       return SmallVector<Value>{
-                                           bi, k.add(t0, j), h, v};
-                                     }},
-                           qlen, p.V, Vc);
+            seqc::packRows(
+                k, target,
+                MatrixRef{Vm,
+                          [&](Value j, Value v) {
+                            return SmallVector<Value>{bi, k.add(t0, j), h, v};
+                          }},
+                qlen, p.V, Vc);
             emitGemm(k, target, {qlen, qlen, k.idx(p.K)}, rowMajor(qs),
                      rowMajor(kT), rowMajor(Mm), GemmMode::Overwrite);
             // M = L o (q' k'^T).
@@ -205,8 +218,8 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
               Value iSplat = k.splat(i, lanes);
               for (int64_t j0 = 0; j0 < Qpad; j0 += lanes) {
                 Value j = k.idx(j0);
-                Value cols = arith::AddIOp::create(k.builder(), iota,
-                                                   k.splat(j, lanes));
+                Value cols =
+                    arith::AddIOp::create(k.builder(), iota, k.splat(j, lanes));
                 Value causal = k.cmp(CmpIPredicate::ule, cols, iSplat);
                 Value l = k.exp(k.fsub(csI, k.vload(csS, {j}, lanes)));
                 Value m = k.fmul(l, k.vload(Mm, {i, j}, lanes));
@@ -240,15 +253,13 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
               for (int64_t v0 = 0; v0 < p.V; v0 += lanes) {
                 Value mask = k.vmask(k.idx(p.V - v0), lanes);
                 SmallVector<Value> at{kk, k.idx(v0)};
-                k.vstoreMasked(
-                    k.fmul(k.vloadMasked(S, at, lanes, mask), decay), S, at,
-                    mask);
+                k.vstoreMasked(k.fmul(k.vloadMasked(S, at, lanes, mask), decay),
+                               S, at, mask);
               }
             });
             seqc::packRows(k, target, rowMajor(kp), qlen, p.K, kp,
                            [&](Value v, Value j) {
-                             Value w = k.exp(
-                                 k.fsub(csLast, k.mload(csS, {j})));
+                             Value w = k.exp(k.fsub(csLast, k.mload(csS, {j})));
                              return k.fmul(v, k.splat(w, lanes));
                            });
             emitGemm(k, target, {k.idx(p.K), k.idx(p.V), qlen}, transposed(kp),
@@ -288,12 +299,12 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
                                     : k.exp(logDecay(k, in, p, bi, t, h));
             SmallVector<Value> init(os);
             init.push_back(k.f32(0.0)); // q' . z
-            SmallVector<Value> acc = k.loop(
-                k.idx(p.K), init, [&](Value kk, ValueRange c) {
-                  Value f = scalarDecay
-                                ? scalarDecay
-                                : k.exp(k.mload(in[p.decayIndex],
-                                                {bi, t, h, kk}));
+            SmallVector<Value> acc =
+                k.loop(k.idx(p.K), init, [&](Value kk, ValueRange c) {
+                  Value f =
+                      scalarDecay
+                          ? scalarDecay
+                          : k.exp(k.mload(in[p.decayIndex], {bi, t, h, kk}));
                   Value kp = k.featureMap(p.phi, k.mload(Km, {bi, t, h, kk}));
                   Value qp = k.fmul(
                       k.featureMap(p.phi, k.mload(Qm, {bi, t, h, kk})), scale);
@@ -314,9 +325,8 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
                 });
             Value inv;
             if (p.normalize)
-              inv = k.splat(k.fdiv(k.f32(1.0),
-                                   k.fadd(acc.back(), k.f32(p.eps))),
-                            lanes);
+              inv = k.splat(
+                  k.fdiv(k.f32(1.0), k.fadd(acc.back(), k.f32(p.eps))), lanes);
             for (size_t v = 0; v < vs.size(); ++v) {
               Value o = inv ? k.fmul(acc[v], inv) : acc[v];
               k.vstoreMasked(o, O, {bi, t, h, k.idx(v * lanes)}, masks[v]);
@@ -352,9 +362,9 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
             k.forEach(k.idx(0), len, k.idx(1), [&](Value j) {
               for (int64_t c0 = 0; c0 < p.K; c0 += lanes) {
                 Value mask = k.vmask(k.idx(p.K - c0), lanes);
-                Value s = k.fadd(k.vloadMasked(zs, {k.idx(c0)}, lanes, mask),
-                                 k.vloadMasked(rows, {j, k.idx(c0)}, lanes,
-                                               mask));
+                Value s =
+                    k.fadd(k.vloadMasked(zs, {k.idx(c0)}, lanes, mask),
+                           k.vloadMasked(rows, {j, k.idx(c0)}, lanes, mask));
                 k.vstoreMasked(s, zs, {k.idx(c0)}, mask);
               }
             });
@@ -379,14 +389,14 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
             if (!p.normalize)
               return;
             k.forEach(k.idx(0), len, k.idx(1), [&](Value i) {
-              Value dot = k.loop(k.idx(p.K), {k.f32(0.0)},
-                                 [&](Value kk, ValueRange a) {
-                                   return SmallVector<Value>{k.fadd(
-                                       a[0], k.fmul(k.mload(rows, {i, kk}),
-                                                    k.mload(zs, {kk})))};
-                                 })[0];
-              Value inv = k.splat(
-                  k.fdiv(k.f32(1.0), k.fadd(dot, k.f32(p.eps))), lanes);
+              Value dot =
+                  k.loop(k.idx(p.K), {k.f32(0.0)}, [&](Value kk, ValueRange a) {
+                    return SmallVector<Value>{
+                        k.fadd(a[0], k.fmul(k.mload(rows, {i, kk}),
+                                            k.mload(zs, {kk})))};
+                  })[0];
+              Value inv =
+                  k.splat(k.fdiv(k.f32(1.0), k.fadd(dot, k.f32(p.eps))), lanes);
               for (int64_t v0 = 0; v0 < p.V; v0 += lanes) {
                 Value mask = k.vmask(k.idx(p.V - v0), lanes);
                 SmallVector<Value> at{bi, k.add(t0, i), h, k.idx(v0)};

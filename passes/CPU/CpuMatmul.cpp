@@ -14,8 +14,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "CPU/CpuPatterns.h"
-#include "Common/ElementwiseStage.h"
 #include "CPU/Gemm.h"
+#include "Common/ElementwiseStage.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -48,11 +48,10 @@ static void redirectDims(PatternRewriter &rewriter, Value from, Value to) {
 
 /// C[batch] = init + A[batch] B[batch] with row-major operands (the default
 /// indexing maps of linalg.matmul and linalg.batch_matmul).
-template <typename OpTy>
-struct CpuMatmul : OpRewritePattern<OpTy> {
+template <typename OpTy> struct CpuMatmul : OpRewritePattern<OpTy> {
   CpuMatmul(MLIRContext *ctx, const CpuTarget &target, bool fuse)
-      : OpRewritePattern<OpTy>(ctx, /*benefit=*/2), target(target),
-        fuse(fuse) {}
+      : OpRewritePattern<OpTy>(ctx, /*benefit=*/2), target(target), fuse(fuse) {
+  }
 
   static constexpr int64_t RowBlock = 64, ColBlock = 256;
 
@@ -60,16 +59,20 @@ struct CpuMatmul : OpRewritePattern<OpTy> {
                                 PatternRewriter &rewriter) const override {
     constexpr bool batched = std::is_same_v<OpTy, linalg::BatchMatmulOp>;
     if (!op.hasPureTensorSemantics() || op->getNumResults() != 1)
-      return rewriter.notifyMatchFailure(op, "needs tensor operands and one result");
+      return rewriter.notifyMatchFailure(
+          op, "needs tensor operands and one result");
     // Only the default (row-major, untransposed) indexing maps.
     SmallVector<AffineMap> defaults(
         OpTy::getDefaultIndexingMaps(op->getContext()));
     if (op.getIndexingMapsArray() != defaults)
-      return rewriter.notifyMatchFailure(op, "needs the default indexing maps (no transposed operands)");
+      return rewriter.notifyMatchFailure(
+          op, "needs the default indexing maps (no transposed operands)");
     Value A = op.getDpsInputs()[0], B = op.getDpsInputs()[1];
     Value init = op.getDpsInits()[0];
     if (!isF32Tensor(A) || !isF32Tensor(B) || !isF32Tensor(init))
-      return rewriter.notifyMatchFailure(op, "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
+      return rewriter.notifyMatchFailure(
+          op,
+          "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
 
     // Elementwise producer of A and consumer of the result, fused when
     // nothing else needs the intermediate (2-D matmuls).
@@ -121,8 +124,7 @@ struct CpuMatmul : OpRewritePattern<OpTy> {
              {kb.dim(B, off), K});
     // The kernel takes M and N (and the batch) from the init.
     kb.check(kb.cmp(arith::CmpIPredicate::eq, kb.dim(init, off), M),
-             "the init has {0} rows but A has {1}",
-             {kb.dim(init, off), M});
+             "the init has {0} rows but A has {1}", {kb.dim(init, off), M});
     kb.check(kb.cmp(arith::CmpIPredicate::eq, kb.dim(init, off + 1), N),
              "the init has {0} columns but B has {1}",
              {kb.dim(init, off + 1), N});
@@ -160,12 +162,13 @@ struct CpuMatmul : OpRewritePattern<OpTy> {
     unsigned epiArgs = args.size();
     if (epilogue)
       for (auto [i, in] : llvm::enumerate(epilogue->op.getDpsInputs()))
-        args.push_back(static_cast<int>(i) == epilogueInput
-                           ? cBuf
-                           : readBuffer(b, in));
+        args.push_back(
+            static_cast<int>(i) == epilogueInput ? cBuf : readBuffer(b, in));
 
-    Value rowBlocks = kb.divs(kb.add(M, kb.idx(RowBlock - 1)), kb.idx(RowBlock));
-    Value colBlocks = kb.divs(kb.add(N, kb.idx(ColBlock - 1)), kb.idx(ColBlock));
+    Value rowBlocks =
+        kb.divs(kb.add(M, kb.idx(RowBlock - 1)), kb.idx(RowBlock));
+    Value colBlocks =
+        kb.divs(kb.add(N, kb.idx(ColBlock - 1)), kb.idx(ColBlock));
     std::string name = batched ? "batch_matmul" : "matmul";
     if (prologue)
       name += "_prologue";
@@ -183,7 +186,8 @@ struct CpuMatmul : OpRewritePattern<OpTy> {
           Value cb = k.divs(k.add(nN, k.idx(ColBlock - 1)), k.idx(ColBlock));
           Value col = k.rems(task, cb), rest = k.divs(task, cb);
           Value row = k.rems(rest, rb), bi = k.divs(rest, rb);
-          Value i0 = k.mul(row, k.idx(RowBlock)), j0 = k.mul(col, k.idx(ColBlock));
+          Value i0 = k.mul(row, k.idx(RowBlock)),
+                j0 = k.mul(col, k.idx(ColBlock));
           Value rows = k.mins(k.idx(RowBlock), k.sub(nM, i0));
           Value cols = k.mins(k.idx(ColBlock), k.sub(nN, j0));
           auto at = [&, bi](Value r0, Value c0) {
@@ -217,9 +221,9 @@ struct CpuMatmul : OpRewritePattern<OpTy> {
               k.forEach(k.idx(0), rows, k.idx(1), [&](Value r) {
                 k.forEach(k.idx(0), len, k.idx(lanes), [&](Value kk) {
                   Value mask = k.vmask(k.sub(len, kk), lanes);
-                  Value v = prologue->emit(k, lanes, k.add(i0, r), k.add(k0, kk),
-                                           aIns, /*givenInput=*/-1, Value(),
-                                           mask);
+                  Value v =
+                      prologue->emit(k, lanes, k.add(i0, r), k.add(k0, kk),
+                                     aIns, /*givenInput=*/-1, Value(), mask);
                   k.vstoreMasked(v, packed, {r, kk}, mask);
                 });
               });
@@ -238,9 +242,9 @@ struct CpuMatmul : OpRewritePattern<OpTy> {
               k.forEach(k.idx(0), cols, k.idx(lanes), [&](Value cc) {
                 Value mask = k.vmask(k.sub(cols, cc), lanes);
                 Value v = k.vloadMasked(Cm, c.at(r, cc), lanes, mask);
-                Value out = epilogue->emit(k, lanes, k.add(i0, r),
-                                           k.add(j0, cc), eIns, epilogueInput,
-                                           v, mask);
+                Value out =
+                    epilogue->emit(k, lanes, k.add(i0, r), k.add(j0, cc), eIns,
+                                   epilogueInput, v, mask);
                 k.vstoreMasked(out, Cm, c.at(r, cc), mask);
               });
             });

@@ -15,8 +15,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "CPU/CpuPatterns.h"
-#include "Reference/ReferencePatterns.h"
 #include "CPU/Gemm.h"
+#include "Reference/ReferencePatterns.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -37,15 +37,17 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
   LogicalResult matchAndRewrite(seq::MoeFfnOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allF32(op))
-      return rewriter.notifyMatchFailure(op, "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
+      return rewriter.notifyMatchFailure(
+          op,
+          "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
     Value T = dims["T"], D = dims["D"], K = dims["k"], E = dims["E"],
           F = dims["F"];
     emitExpertIndexChecks(kb, op.getIndices(), T, K, E);
-    Value cap = expertCapacity(kb, op.getCapacityFactor().convertToDouble(),
-                               T, K, E);
+    Value cap =
+        expertCapacity(kb, op.getCapacityFactor().convertToDouble(), T, K, E);
     const int64_t lanes = target.vectorWidth;
     bool gated = static_cast<bool>(op.getWGate());
     seq::Activation act = op.getActivation();
@@ -64,8 +66,8 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
         kb.add(kb.divs(choices, kb.idx(RowBlock)), kb.add(E, kb.idx(1)));
     auto loadType = cast<RankedTensorType>(op.getLoad().getType());
     Value load = allocBuffer(b, loadType, {E});
-    Value rowOf = i64Buf(choices);    // (t, j) -> row, -1 if dropped
-    Value tokenOf = i64Buf(choices);  // row -> t
+    Value rowOf = i64Buf(choices);   // (t, j) -> row, -1 if dropped
+    Value tokenOf = i64Buf(choices); // row -> t
     Value offsets = i64Buf(kb.add(E, kb.idx(1)));
     Value blocks = i64Buf(kb.add(kb.mul(maxBlocks, kb.idx(2)), kb.idx(1)));
     Value xIn = readBuffer(b, op.getX()), wIn = readBuffer(b, op.getWeights());
@@ -91,28 +93,27 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
               Value ok = k.cmp(CmpIPredicate::slt, used, cap64);
               Value slot = k.add(k.mul(t, nK), j);
               k.mstore(k.select(ok, used, k.i64(-1)), Row, {slot});
-              k.mstore(k.select(ok, arith::AddIOp::create(k.builder(), used,
-                                                          one64),
+              k.mstore(k.select(ok,
+                                arith::AddIOp::create(k.builder(), used, one64),
                                 used),
                        Load, {e});
             });
           });
           // Exclusive scan of the loads; the list of (expert, first row)
           // blocks.
-          SmallVector<Value> end = k.loop(
-              nE, {zero64, k.idx(0)}, [&](Value e, ValueRange c) {
+          SmallVector<Value> end =
+              k.loop(nE, {zero64, k.idx(0)}, [&](Value e, ValueRange c) {
                 k.mstore(c[0], Off, {e});
                 Value n = k.mload(Load, {e});
                 Value nIdx = arith::IndexCastOp::create(
                     k.builder(), k.builder().getIndexType(), n);
                 Value start = arith::IndexCastOp::create(
                     k.builder(), k.builder().getIndexType(), c[0]);
-                Value count = k.loop(
-                    k.idx(0), nIdx, {c[1]}, [&](Value r, ValueRange cb) {
+                Value count =
+                    k.loop(k.idx(0), nIdx, {c[1]}, [&](Value r, ValueRange cb) {
                       // One block per RowBlock rows.
-                      Value first = k.cmp(
-                          CmpIPredicate::eq,
-                          k.rems(r, k.idx(RowBlock)), k.idx(0));
+                      Value first = k.cmp(CmpIPredicate::eq,
+                                          k.rems(r, k.idx(RowBlock)), k.idx(0));
                       return k.ifElse(
                           first, {cb[0].getType()},
                           [&] {
@@ -120,8 +121,7 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
                             k.mstore(k.indexToI64(e), Blk, {at});
                             k.mstore(k.indexToI64(k.add(start, r)), Blk,
                                      {k.add(at, k.idx(1))});
-                            return SmallVector<Value>{
-                                k.add(cb[0], k.idx(1))};
+                            return SmallVector<Value>{k.add(cb[0], k.idx(1))};
                           },
                           [&] { return SmallVector<Value>{cb[0]}; });
                     })[0];
@@ -139,8 +139,8 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
               Value pos = k.mload(Row, {slot});
               k.ifThen(k.cmp(CmpIPredicate::sge, pos, zero64), [&] {
                 Value e = k.i32ToIndex(k.mload(Idx, {t, j}));
-                Value row = arith::AddIOp::create(k.builder(),
-                                                  k.mload(Off, {e}), pos);
+                Value row =
+                    arith::AddIOp::create(k.builder(), k.mload(Off, {e}), pos);
                 k.mstore(row, Row, {slot});
                 k.mstore(k.indexToI64(t), Tok,
                          {arith::IndexCastOp::create(
@@ -165,8 +165,8 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
     };
     auto blockInfo = [&](KernelBuilder &k, Value Blk, Value Off, Value blk) {
       Value e = toIndex(k, k.mload(Blk, {k.mul(blk, k.idx(2))}));
-      Value row0 = toIndex(k, k.mload(Blk, {k.add(k.mul(blk, k.idx(2)),
-                                                  k.idx(1))}));
+      Value row0 =
+          toIndex(k, k.mload(Blk, {k.add(k.mul(blk, k.idx(2)), k.idx(1))}));
       Value end = toIndex(k, k.mload(Off, {k.add(e, k.idx(1))}));
       return BlockInfo{e, row0, k.mins(k.idx(RowBlock), k.sub(end, row0))};
     };
@@ -176,8 +176,8 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
                                          ValueRange{choices, F},
                                          b.getI64IntegerAttr(64));
     Value fBlocks = kb.divs(kb.add(F, kb.idx(ColBlock - 1)), kb.idx(ColBlock));
-    SmallVector<Value> upArgs{xIn, readBuffer(b, op.getWUp()), hBuf, tokenOf,
-                              blocks, offsets};
+    SmallVector<Value> upArgs{
+        xIn, readBuffer(b, op.getWUp()), hBuf, tokenOf, blocks, offsets};
     if (gated)
       upArgs.push_back(readBuffer(b, op.getWGate()));
     emitParallelKernel(
@@ -191,8 +191,8 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
           Value f0 = k.mul(fb, k.idx(ColBlock));
           Value cols = k.mins(k.idx(ColBlock), k.sub(nF, f0));
           MatrixRef xRows{X, [&, bl](Value r, Value d) {
-                            Value t = toIndex(k, k.mload(Tok, {k.add(bl.row0,
-                                                                     r)}));
+                            Value t =
+                                toIndex(k, k.mload(Tok, {k.add(bl.row0, r)}));
                             return SmallVector<Value>{t, d};
                           }};
           auto weights = [&](Value W) {
@@ -214,11 +214,11 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
               Value mask = k.vmask(k.sub(cols, k.idx(c0)), lanes);
               SmallVector<Value> at{r, k.idx(c0)};
               Value u = k.vloadMasked(up, at, lanes, mask);
-              Value hv = gate ? k.fmul(k.activation(act, k.vloadMasked(
-                                                             gate, at, lanes,
-                                                             mask)),
-                                       u)
-                              : k.activation(act, u);
+              Value hv =
+                  gate ? k.fmul(k.activation(
+                                    act, k.vloadMasked(gate, at, lanes, mask)),
+                                u)
+                       : k.activation(act, u);
               k.vstoreMasked(hv, Hb, {k.add(bl.row0, r), k.add(f0, k.idx(c0))},
                              mask);
             }
@@ -247,10 +247,10 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
           MatrixRef w{Wd, [&, bl](Value f, Value d) {
                         return SmallVector<Value>{bl.e, f, k.add(d0, d)};
                       }};
-          MatrixRef out{Yr, [&, bl](Value r, Value d) {
-                          return SmallVector<Value>{k.add(bl.row0, r),
-                                                    k.add(d0, d)};
-                        }};
+          MatrixRef out{
+              Yr, [&, bl](Value r, Value d) {
+                return SmallVector<Value>{k.add(bl.row0, r), k.add(d0, d)};
+              }};
           emitGemm(k, target, {bl.rows, cols, nF}, hRows, w, out,
                    GemmMode::Overwrite);
         });
@@ -271,27 +271,27 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
           k.forEach(t0, tEnd, k.idx(1), [&](Value t) {
             k.forEach(k.idx(0), nD, k.idx(lanes), [&](Value d) {
               Value mask = k.vmask(k.sub(nD, d), lanes);
-              Value acc = k.loop(nK, {k.vconst(0.0, lanes)}, [&](Value j,
-                                                                 ValueRange c) {
-                Value row = k.mload(Row, {k.add(k.mul(t, nK), j)});
-                Value ok = k.cmp(CmpIPredicate::sge, row, k.i64(0));
-                return k.ifElse(
-                    ok, {c[0].getType()},
-                    [&] {
-                      Value yv = k.vloadMasked(Yr, {toIndex(k, row), d}, lanes,
-                                               mask);
-                      Value wv = k.splat(k.mload(W, {t, j}), lanes);
-                      return SmallVector<Value>{k.vfma(wv, yv, c[0])};
-                    },
-                    [&] { return SmallVector<Value>{c[0]}; });
-              })[0];
+              Value acc = k.loop(
+                  nK, {k.vconst(0.0, lanes)}, [&](Value j, ValueRange c) {
+                    Value row = k.mload(Row, {k.add(k.mul(t, nK), j)});
+                    Value ok = k.cmp(CmpIPredicate::sge, row, k.i64(0));
+                    return k.ifElse(
+                        ok, {c[0].getType()},
+                        [&] {
+                          Value yv = k.vloadMasked(Yr, {toIndex(k, row), d},
+                                                   lanes, mask);
+                          Value wv = k.splat(k.mload(W, {t, j}), lanes);
+                          return SmallVector<Value>{k.vfma(wv, yv, c[0])};
+                        },
+                        [&] { return SmallVector<Value>{c[0]}; });
+                  })[0];
               k.vstoreMasked(acc, Y, {t, d}, mask);
             });
           });
         });
 
-    rewriter.replaceOp(op, {asTensor(b, yBuf, yType),
-                            asTensor(b, load, loadType)});
+    rewriter.replaceOp(op,
+                       {asTensor(b, yBuf, yType), asTensor(b, load, loadType)});
     return success();
   }
 

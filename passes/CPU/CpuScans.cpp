@@ -38,7 +38,9 @@ struct CpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
   LogicalResult matchAndRewrite(seq::LinearScanOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allF32(op))
-      return rewriter.notifyMatchFailure(op, "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
+      return rewriter.notifyMatchFailure(
+          op,
+          "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
@@ -100,9 +102,9 @@ struct CpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
             Value t = reverse ? k.sub(k.sub(nT, k.idx(1)), step) : step;
             eachVector([&](Value c, Value mask) {
               Value col = k.add(s0, c);
-              Value hv = k.vfma(load(A, {bi, t, col}, mask),
-                                load(state, {c}, mask),
-                                load(Bv, {bi, t, col}, mask));
+              Value hv =
+                  k.vfma(load(A, {bi, t, col}, mask), load(state, {c}, mask),
+                         load(Bv, {bi, t, col}, mask));
               store(hv, state, {c}, mask, false);
               store(hv, H, {bi, t, col}, mask, /*streaming=*/true);
             });
@@ -113,11 +115,11 @@ struct CpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
         });
 
     Value h = restoreScanShape(b, asTensor(b, hBuf, htype),
-                      cast<RankedTensorType>(op.getH().getType()),
-                      dims.of("h"));
+                               cast<RankedTensorType>(op.getH().getType()),
+                               dims.of("h"));
     Value l = restoreScanShape(b, asTensor(b, lBuf, ltype),
-                      cast<RankedTensorType>(op.getLast().getType()),
-                      dims.of("last"));
+                               cast<RankedTensorType>(op.getLast().getType()),
+                               dims.of("last"));
     rewriter.replaceOp(op, {h, l});
     return success();
   }
@@ -140,8 +142,8 @@ static Value transposeLast2(ImplicitLocOpBuilder &b, KernelBuilder &kb,
     shape.push_back(type.getDimSize(p));
     sizes.push_back(kb.dim(t, p));
   }
-  Value init = kb.empty(RankedTensorType::get(shape, type.getElementType()),
-                        sizes);
+  Value init =
+      kb.empty(RankedTensorType::get(shape, type.getElementType()), sizes);
   return linalg::TransposeOp::create(b, t, init, perm).getResult()[0];
 }
 
@@ -155,7 +157,9 @@ struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
   LogicalResult matchAndRewrite(seq::SelectiveScanOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allF32(op))
-      return rewriter.notifyMatchFailure(op, "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
+      return rewriter.notifyMatchFailure(
+          op,
+          "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
     auto aType = cast<RankedTensorType>(op.getA().getType());
     auto bType = cast<RankedTensorType>(op.getB().getType());
     int64_t N = aType.getDimSize(1), G = bType.getDimSize(2);
@@ -165,7 +169,9 @@ struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
     // straddle two B/C groups so B and C are one broadcast per step.
     if (ShapedType::isDynamic(N) || N > 64 || ShapedType::isDynamic(G) ||
         ShapedType::isDynamic(D) || (G > 1 && (D / G) % lanes != 0))
-      return rewriter.notifyMatchFailure(op, "needs static N <= 64, static D and G, and D / G a multiple of the vector width when G > 1");
+      return rewriter.notifyMatchFailure(
+          op, "needs static N <= 64, static D and G, and D / G a multiple of "
+              "the vector width when G > 1");
 
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
@@ -184,9 +190,12 @@ struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
         {cast<RankedTensorType>(op.getLast().getType()).getDimSize(0), N, D},
         f32);
     Value lastBuf = allocBuffer(b, stateT, {Bsz, kb.idx(N), kb.idx(D)});
-    SmallVector<Value> args{readBuffer(b, op.getU()), readBuffer(b, op.getDelta()),
-                            readBuffer(b, AT),        readBuffer(b, op.getB()),
-                            readBuffer(b, op.getC()), yBuf,
+    SmallVector<Value> args{readBuffer(b, op.getU()),
+                            readBuffer(b, op.getDelta()),
+                            readBuffer(b, AT),
+                            readBuffer(b, op.getB()),
+                            readBuffer(b, op.getC()),
+                            yBuf,
                             lastBuf};
     enum Opt { Skip, Gate, Bias, Init };
     int optIndex[4] = {-1, -1, -1, -1};
@@ -216,19 +225,18 @@ struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
           auto opt = [&](Opt which) {
             return optIndex[which] < 0 ? Value() : in[optIndex[which]];
           };
-          Value bias = opt(Bias) ? k.vloadMasked(opt(Bias), {d0}, lanes, mask)
-                                 : Value();
-          Value skip = opt(Skip) ? k.vloadMasked(opt(Skip), {d0}, lanes, mask)
-                                 : Value();
+          Value bias =
+              opt(Bias) ? k.vloadMasked(opt(Bias), {d0}, lanes, mask) : Value();
+          Value skip =
+              opt(Skip) ? k.vloadMasked(opt(Skip), {d0}, lanes, mask) : Value();
           // The N states stay in registers for the whole sequence; the
           // columns of A are re-read from L1 every step (loaded inside the
           // loop, after its stores, so they are not hoisted into registers
           // the states need).
           SmallVector<Value> h;
           for (int64_t n = 0; n < N; ++n)
-            h.push_back(opt(Init) ? k.vloadMasked(opt(Init),
-                                                  {bi, k.idx(n), d0}, lanes,
-                                                  mask)
+            h.push_back(opt(Init) ? k.vloadMasked(opt(Init), {bi, k.idx(n), d0},
+                                                  lanes, mask)
                                   : vzero(k, lanes));
           SmallVector<Value> hT = k.loop(nT, h, [&](Value t, ValueRange c) {
             Value dt = k.vloadMasked(Delta, {bi, t, d0}, lanes, mask);
@@ -248,8 +256,8 @@ struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
               Value input = k.fmul(dtu, Bn);
               if (zoh) {
                 // expm1(dt A) / A, whose limit at A = 0 is dt.
-                Value isZero = k.fcmp(arith::CmpFPredicate::OEQ, aCol,
-                                      k.like(dt, 0.0));
+                Value isZero =
+                    k.fcmp(arith::CmpFPredicate::OEQ, aCol, k.like(dt, 0.0));
                 Value safeA = k.select(isZero, k.like(dt, 1.0), aCol);
                 Value w = k.select(isZero, dt, k.fdiv(k.expm1(dA), safeA));
                 input = k.fmul(k.fmul(w, u), Bn);
@@ -272,8 +280,8 @@ struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
 
     Value y = asTensor(b, yBuf, cast<RankedTensorType>(op.getY().getType()));
     Value last = transposeLast2(b, kb, asTensor(b, lastBuf, stateT));
-    rewriter.replaceOp(op, {y, tensor::CastOp::create(b, op.getLast().getType(),
-                                                      last)});
+    rewriter.replaceOp(
+        op, {y, tensor::CastOp::create(b, op.getLast().getType(), last)});
     return success();
   }
 
@@ -290,11 +298,14 @@ struct CpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
   LogicalResult matchAndRewrite(seq::CausalConv1dOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allF32(op))
-      return rewriter.notifyMatchFailure(op, "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
+      return rewriter.notifyMatchFailure(
+          op,
+          "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
     auto wType = cast<RankedTensorType>(op.getW().getType());
     int64_t W = wType.getDimSize(1), D = wType.getDimSize(0);
     if (ShapedType::isDynamic(W) || W < 1 || W > 16 || ShapedType::isDynamic(D))
-      return rewriter.notifyMatchFailure(op, "needs a static width W in [1, 16] and a static D");
+      return rewriter.notifyMatchFailure(
+          op, "needs a static width W in [1, 16] and a static D");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
@@ -305,8 +316,8 @@ struct CpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
     auto lastType = cast<RankedTensorType>(op.getLast().getType());
     // Weights and states with channels innermost: [W, D], [B, W-1, D].
     Value wT = transposeLast2(b, kb, op.getW());
-    auto histType = RankedTensorType::get({lastType.getDimSize(0), W - 1, D},
-                                          f32);
+    auto histType =
+        RankedTensorType::get({lastType.getDimSize(0), W - 1, D}, f32);
     Value yBuf = allocBuffer(b, yType, dims.of("y"));
     Value histBuf = allocBuffer(b, histType, {Bsz, kb.idx(W - 1), kb.idx(D)});
     SmallVector<Value> args{readBuffer(b, op.getX()), readBuffer(b, wT), yBuf,
@@ -337,24 +348,23 @@ struct CpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
                            ? k.vloadMasked(in[biasIndex], {d0}, lanes, mask)
                            : vzero(k, lanes);
           for (int64_t j = 0; j < W - 1; ++j)
-            window.push_back(initIndex >= 0
-                                 ? k.vloadMasked(in[initIndex],
-                                                 {bi, k.idx(j), d0}, lanes,
-                                                 mask)
-                                 : vzero(k, lanes));
-          SmallVector<Value> last = k.loop(nT, window, [&](Value t,
-                                                           ValueRange hist) {
-            Value x = k.vloadMasked(X, {bi, t, d0}, lanes, mask);
-            Value y = k.vfma(taps[W - 1], x, bias);
-            for (int64_t j = 0; j < W - 1; ++j)
-              y = k.vfma(taps[j], hist[j], y);
-            k.vstoreMasked(k.activation(act, y), Y, {bi, t, d0}, mask);
-            SmallVector<Value> next(hist.begin() + (W > 1 ? 1 : 0),
-                                    hist.end());
-            if (W > 1)
-              next.push_back(x);
-            return next;
-          });
+            window.push_back(initIndex >= 0 ? k.vloadMasked(in[initIndex],
+                                                            {bi, k.idx(j), d0},
+                                                            lanes, mask)
+                                            : vzero(k, lanes));
+          SmallVector<Value> last =
+              k.loop(nT, window, [&](Value t, ValueRange hist) {
+                Value x = k.vloadMasked(X, {bi, t, d0}, lanes, mask);
+                Value y = k.vfma(taps[W - 1], x, bias);
+                for (int64_t j = 0; j < W - 1; ++j)
+                  y = k.vfma(taps[j], hist[j], y);
+                k.vstoreMasked(k.activation(act, y), Y, {bi, t, d0}, mask);
+                SmallVector<Value> next(hist.begin() + (W > 1 ? 1 : 0),
+                                        hist.end());
+                if (W > 1)
+                  next.push_back(x);
+                return next;
+              });
           for (int64_t j = 0; j < W - 1; ++j)
             k.vstoreMasked(last[j], Hist, {bi, k.idx(j), d0}, mask);
         });

@@ -8,8 +8,8 @@
 //   M   = L o CB o dt                     L[i,j] = exp(cs_i - cs_j), j <= i
 //   Y   = M X_c                           intra-chunk (masked matmul)
 //   Y  += (exp(cs) o C_c) S^T             contribution of earlier chunks
-//   S^T = exp(cs_Q) S^T + (w o B_c)^T X_c  chunk state, w_j = exp(cs_Q-cs_j) dt_j
-//   Y   = (Y + D X) silu(z)
+//   S^T = exp(cs_Q) S^T + (w o B_c)^T X_c  chunk state, w_j = exp(cs_Q-cs_j)
+//   dt_j Y   = (Y + D X) silu(z)
 //
 // cs is the chunk-local cumulative sum of dt * A, so every exponent is
 // bounded by one chunk. States passing over chunks is the sequential loop of
@@ -51,7 +51,9 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
   LogicalResult matchAndRewrite(seq::SsdOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allF32(op))
-      return rewriter.notifyMatchFailure(op, "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
+      return rewriter.notifyMatchFailure(
+          op,
+          "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
     auto xType = cast<RankedTensorType>(op.getX().getType());
     auto bType = cast<RankedTensorType>(op.getB().getType());
     int64_t H = xType.getDimSize(2), P = xType.getDimSize(3);
@@ -77,9 +79,13 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
     auto lastType = cast<RankedTensorType>(op.getLast().getType());
     Value yBuf = allocBuffer(b, yType, dims.of("y"));
     Value lastBuf = allocBuffer(b, lastType, dims.of("last"));
-    SmallVector<Value> args{readBuffer(b, op.getX()), readBuffer(b, op.getDt()),
-                            readBuffer(b, op.getA()), readBuffer(b, op.getB()),
-                            readBuffer(b, op.getC()), yBuf, lastBuf};
+    SmallVector<Value> args{readBuffer(b, op.getX()),
+                            readBuffer(b, op.getDt()),
+                            readBuffer(b, op.getA()),
+                            readBuffer(b, op.getB()),
+                            readBuffer(b, op.getC()),
+                            yBuf,
+                            lastBuf};
     enum Opt { Skip, Gate, Bias, Init };
     int optIndex[4] = {-1, -1, -1, -1};
     auto addOpt = [&](Opt which, Value v) {
@@ -138,8 +144,8 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
         if (d)
           y = k.vfma(d, k.vloadMasked(Xc, {i, k.idx(p0)}, lanes, mask), y);
         if (gate)
-          y = k.fmul(y, k.silu(k.vloadMasked(gate, {bi, t, h, k.idx(p0)},
-                                             lanes, mask)));
+          y = k.fmul(y, k.silu(k.vloadMasked(gate, {bi, t, h, k.idx(p0)}, lanes,
+                                             mask)));
         k.vstoreMasked(y, in[5], {bi, t, h, k.idx(p0)}, mask);
       }
     };
@@ -164,8 +170,8 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
     };
 
     if (recurrent) {
-      emitRecurrent(b, kb, args, Bsz, H, P, N, headsPerGroup, stepDt,
-                    finishRow, optIndex[Init]);
+      emitRecurrent(b, kb, args, Bsz, H, P, N, headsPerGroup, stepDt, finishRow,
+                    optIndex[Init]);
     } else {
       // CB = C_c B_c^T per (batch, chunk, group).
       auto cbType = MemRefType::get(
@@ -185,13 +191,13 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
             Value qlen = imin(k, k.idx(Q), k.sub(nT, t0));
             // B_c^T [N x Q] so a row of the right operand is contiguous.
             Value BT = scratch(k, {N, Qpad});
-            transposeInto(k, target,
-                          MatrixRef{in[0],
-                                    [&](Value j, Value n) {
-                                      return SmallVector<Value>{
-                                          bi, k.add(t0, j), g, n};
-                                    }},
-                          qlen, N, BT);
+            transposeInto(
+                k, target,
+                MatrixRef{in[0],
+                          [&](Value j, Value n) {
+                            return SmallVector<Value>{bi, k.add(t0, j), g, n};
+                          }},
+                qlen, N, BT);
             MatrixRef A{in[1], [&](Value i, Value n) {
                           return SmallVector<Value>{bi, k.add(t0, i), g, n};
                         }};
@@ -206,13 +212,13 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
                   finishChunkRow, loadState, storeState);
     }
 
-    rewriter.replaceOp(op, {asTensor(b, yBuf, yType),
-                            asTensor(b, lastBuf, lastType)});
+    rewriter.replaceOp(
+        op, {asTensor(b, yBuf, yType), asTensor(b, lastBuf, lastType)});
     return success();
   }
 
-  using StepDt = std::function<Value(KernelBuilder &, ValueRange, Value, Value,
-                                     Value)>;
+  using StepDt =
+      std::function<Value(KernelBuilder &, ValueRange, Value, Value, Value)>;
   using RowFn =
       std::function<void(KernelBuilder &, ValueRange, Value, Value, Value)>;
 
@@ -220,11 +226,11 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
   using ChunkRowFn = std::function<void(KernelBuilder &, ValueRange, Value,
                                         Value, Value, Value, Value, Value)>;
 
-  void emitChunked(ImplicitLocOpBuilder &b, KernelBuilder &kb,
-                   ValueRange args, Value Bsz, int64_t H, int64_t P, int64_t N,
-                   int64_t Q, int64_t Qpad, int64_t headsPerGroup,
-                   const StepDt &stepDt, const ChunkRowFn &finishChunkRow,
-                   const RowFn &loadState, const RowFn &storeState) const {
+  void emitChunked(ImplicitLocOpBuilder &b, KernelBuilder &kb, ValueRange args,
+                   Value Bsz, int64_t H, int64_t P, int64_t N, int64_t Q,
+                   int64_t Qpad, int64_t headsPerGroup, const StepDt &stepDt,
+                   const ChunkRowFn &finishChunkRow, const RowFn &loadState,
+                   const RowFn &storeState) const {
     const int64_t lanes = target.vectorWidth;
     emitParallelKernel(
         b, "ssd_chunks", kb.mul(Bsz, kb.idx(H)), args,
@@ -270,24 +276,23 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
               Value iSplat = k.splat(i, lanes);
               for (int64_t j0 = 0; j0 < Qpad; j0 += lanes) {
                 Value j = k.idx(j0);
-                Value cols = arith::AddIOp::create(
-                    k.builder(), iota, k.splat(j, lanes));
+                Value cols =
+                    arith::AddIOp::create(k.builder(), iota, k.splat(j, lanes));
                 Value causal = k.cmp(CmpIPredicate::ule, cols, iSplat);
                 Value l = k.exp(k.fsub(csI, k.vload(csS, {j}, lanes)));
                 Value cb = k.vload(CB, {bi, c, g, i, j}, lanes);
                 Value m = k.fmul(k.fmul(l, cb), k.vload(dtS, {j}, lanes));
-                k.vstore(k.select(causal, m, k.vconst(0.0, lanes)), Mm,
-                         {i, j});
+                k.vstore(k.select(causal, m, k.vconst(0.0, lanes)), Mm, {i, j});
               }
             });
 
-            packRows(k, target,
-                     MatrixRef{X,
-                               [&](Value j, Value p) {
-                                 return SmallVector<Value>{bi, k.add(t0, j), h,
-                                                           p};
-                               }},
-                     qlen, P, Xc);
+            packRows(
+                k, target,
+                MatrixRef{X,
+                          [&](Value j, Value p) {
+                            return SmallVector<Value>{bi, k.add(t0, j), h, p};
+                          }},
+                qlen, P, Xc);
             MatrixRef xRows = rowMajor(Xc), yRows = rowMajor(Yc);
             // Y = M X_c.
             emitGemm(k, target, {qlen, k.idx(P), qlen}, rowMajor(Mm), xRows,
@@ -386,18 +391,16 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
           // The first step reads init (or nothing), the others Last.
           k.ifThen(k.cmp(CmpIPredicate::sgt, nT, k.idx(0)), [&] {
             step(k.idx(0), initIndex >= 0 ? in[initIndex] : Value());
-            k.forEach(k.idx(1), nT, k.idx(1),
-                      [&](Value t) { step(t, Last); });
+            k.forEach(k.idx(1), nT, k.idx(1), [&](Value t) { step(t, Last); });
           });
           // No steps: the state is init (or zeros).
           k.ifThen(k.cmp(CmpIPredicate::eq, nT, k.idx(0)), [&] {
             k.forEach(k.idx(0), k.idx(P), k.idx(1), [&](Value p) {
               for (size_t v = 0; v < masks.size(); ++v) {
                 SmallVector<Value> at{bi, h, p, k.idx(v * lanes)};
-                Value s = initIndex >= 0
-                              ? k.vloadMasked(in[initIndex], at, lanes,
-                                              masks[v])
-                              : k.vconst(0.0, lanes);
+                Value s = initIndex >= 0 ? k.vloadMasked(in[initIndex], at,
+                                                         lanes, masks[v])
+                                         : k.vconst(0.0, lanes);
                 k.vstoreMasked(s, Last, at, masks[v]);
               }
             });

@@ -135,18 +135,17 @@ void emitPass(KernelBuilder &kb, MicroKernel &mk, Value M, Value N,
   kb.ifThen(kb.cmp(CmpIPredicate::slt, fullColEnd, N), [&] {
     SmallVector<Value> masks;
     for (int64_t v = 0; v < vecs; ++v)
-      masks.push_back(kb.vmask(
-          kb.sub(N, kb.add(fullColEnd, kb.idx(v * lanes))), lanes));
+      masks.push_back(
+          kb.vmask(kb.sub(N, kb.add(fullColEnd, kb.idx(v * lanes))), lanes));
     columnBlock(fullColEnd, masks);
   });
 }
 
 } // namespace
 
-void seqc::emitGemm(KernelBuilder &kb, const CpuTarget &target,
-                    GemmShape shape, const MatrixRef &A, const MatrixRef &B,
-                    const MatrixRef &C, GemmMode mode,
-                    const PrepareA &prepareA) {
+void seqc::emitGemm(KernelBuilder &kb, const CpuTarget &target, GemmShape shape,
+                    const MatrixRef &A, const MatrixRef &B, const MatrixRef &C,
+                    GemmMode mode, const PrepareA &prepareA) {
   const int64_t lanes = target.vectorWidth;
   const int64_t vecs = 2;
   // Accumulators + B vectors + a broadcast must fit the register file:

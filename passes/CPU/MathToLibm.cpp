@@ -29,11 +29,11 @@ struct SeqMathToLibm : seqc::impl::SeqMathToLibmBase<SeqMathToLibm> {
   void runOnOperation() override {
     ConversionTarget target(getContext());
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
-    target.addIllegalOp<math::ExpM1Op, math::Log1pOp, math::ErfOp,
-                        math::ErfcOp, math::TanOp, math::AtanOp, math::Atan2Op,
-                        math::SinhOp, math::CoshOp, math::TanhOp, math::AsinOp,
-                        math::AcosOp, math::AsinhOp, math::AcoshOp,
-                        math::AtanhOp, math::CbrtOp>();
+    target.addIllegalOp<math::ExpM1Op, math::Log1pOp, math::ErfOp, math::ErfcOp,
+                        math::TanOp, math::AtanOp, math::Atan2Op, math::SinhOp,
+                        math::CoshOp, math::TanhOp, math::AsinOp, math::AcosOp,
+                        math::AsinhOp, math::AcoshOp, math::AtanhOp,
+                        math::CbrtOp>();
     RewritePatternSet patterns(&getContext());
     populateMathToLibmConversionPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,

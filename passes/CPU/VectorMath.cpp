@@ -24,9 +24,8 @@ struct SeqVectorMath : seqc::impl::SeqVectorMathBase<SeqVectorMath> {
     // (its approximation needs AVX2 intrinsics and 8-lane vectors).
     auto approximate = [](StringRef name) {
       name.consume_front("math.");
-      return llvm::is_contained({"exp", "expm1", "log", "log1p", "log2",
-                                 "tanh", "erf"},
-                                name);
+      return llvm::is_contained(
+          {"exp", "expm1", "log", "log1p", "log2", "tanh", "erf"}, name);
     };
     populateMathF32ExpansionPatterns(patterns, approximate);
     populateMathPolynomialApproximationPatterns(patterns, approximate);
@@ -36,8 +35,8 @@ struct SeqVectorMath : seqc::impl::SeqVectorMathBase<SeqVectorMath> {
     // into scalar fmaf calls: make it the LLVM intrinsic (vectors included).
     getOperation()->walk([](math::FmaOp op) {
       OpBuilder b(op);
-      Value fma = LLVM::FMAOp::create(b, op.getLoc(), op.getA(), op.getB(),
-                                      op.getC());
+      Value fma =
+          LLVM::FMAOp::create(b, op.getLoc(), op.getA(), op.getB(), op.getC());
       op.replaceAllUsesWith(fma);
       op.erase();
     });

@@ -19,7 +19,8 @@ static std::optional<ElementwiseStage> matchBody(linalg::GenericOp op,
       op.getNumLoops() != 2 ||
       op.getNumReductionLoops() != (reduction ? 1u : 0u))
     return std::nullopt;
-  if (reduction && op.getIteratorTypesArray()[1] != utils::IteratorType::reduction)
+  if (reduction &&
+      op.getIteratorTypesArray()[1] != utils::IteratorType::reduction)
     return std::nullopt;
   auto out = dyn_cast<RankedTensorType>(op.getResult(0).getType());
   if (!out || !out.getElementType().isF32())
@@ -82,8 +83,7 @@ static std::optional<ElementwiseStage> matchBody(linalg::GenericOp op,
   return stage;
 }
 
-std::optional<ElementwiseStage>
-ElementwiseStage::match(linalg::GenericOp op) {
+std::optional<ElementwiseStage> ElementwiseStage::match(linalg::GenericOp op) {
   return matchBody(op, /*reduction=*/false);
 }
 

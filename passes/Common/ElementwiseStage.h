@@ -1,4 +1,5 @@
-//===- ElementwiseStage.h - elementwise ops applied inside kernels -*- C++ -*-===//
+//===- ElementwiseStage.h - elementwise ops applied inside kernels -*- C++
+//-*-===//
 //
 // Norms, scales, activations and residual adds around a matmul are
 // elementwise linalg.generic ops over the matmul's operand or result. A
@@ -38,7 +39,8 @@ struct ElementwiseStage {
   /// `op` as a row sum, out[m] += sum_n f(inputs at (m, n)): iterators
   /// (parallel, reduction), output indexed by (m), a body yielding
   /// `acc + f` with f a stage's body; emit() then computes f.
-  static std::optional<ElementwiseStage> matchRowSum(mlir::linalg::GenericOp op);
+  static std::optional<ElementwiseStage>
+  matchRowSum(mlir::linalg::GenericOp op);
 
   /// The stage's value for `lanes` consecutive columns [col, col + lanes) of
   /// row `row`: input i is `given` when i == givenInput, else loaded from

@@ -62,32 +62,32 @@ struct SemiseparableMaskKernel : OpRewritePattern<seq::SemiseparableMaskOp> {
     Value maskBuf = allocBuffer(b, maskType, dims.of("mask"));
     Value logA = readBuffer(b, op.getLogA());
     // Columns: every position of log_a (the last index is the column j).
-    dispatch.emit(b, "semiseparable_mask", kb,
-                   product(kb, dims.of("log_a")), {logA, maskBuf},
-                   [&](KernelBuilder &k, Value item, ValueRange in) {
-                     SmallVector<Value> sizes = sizesOf(k, in[0]);
-                     SmallVector<Value> pos = delinearize(k, item, sizes);
-                     SmallVector<Value> lead(pos.begin(), pos.end() - 1);
-                     Value j = pos.back(), T = sizes.back();
-                     auto at = [&](Value i) {
-                       SmallVector<Value> idx(lead);
-                       idx.push_back(i);
-                       idx.push_back(j);
-                       return idx;
-                     };
-                     k.forEach(k.idx(0), j, k.idx(1), [&](Value i) {
-                       k.mstore(k.f32(0.0), in[1], at(i));
-                     });
-                     k.mstore(k.f32(1.0), in[1], at(j));
-                     k.loop(k.add(j, k.idx(1)), T, {k.f32(0.0)},
-                            [&](Value i, ValueRange c) {
-                              SmallVector<Value> src(lead);
-                              src.push_back(i);
-                              Value s = k.fadd(c[0], k.mload(in[0], src));
-                              k.mstore(k.exp(s), in[1], at(i));
-                              return SmallVector<Value>{s};
-                            });
-                   });
+    dispatch.emit(b, "semiseparable_mask", kb, product(kb, dims.of("log_a")),
+                  {logA, maskBuf},
+                  [&](KernelBuilder &k, Value item, ValueRange in) {
+                    SmallVector<Value> sizes = sizesOf(k, in[0]);
+                    SmallVector<Value> pos = delinearize(k, item, sizes);
+                    SmallVector<Value> lead(pos.begin(), pos.end() - 1);
+                    Value j = pos.back(), T = sizes.back();
+                    auto at = [&](Value i) {
+                      SmallVector<Value> idx(lead);
+                      idx.push_back(i);
+                      idx.push_back(j);
+                      return idx;
+                    };
+                    k.forEach(k.idx(0), j, k.idx(1), [&](Value i) {
+                      k.mstore(k.f32(0.0), in[1], at(i));
+                    });
+                    k.mstore(k.f32(1.0), in[1], at(j));
+                    k.loop(k.add(j, k.idx(1)), T, {k.f32(0.0)},
+                           [&](Value i, ValueRange c) {
+                             SmallVector<Value> src(lead);
+                             src.push_back(i);
+                             Value s = k.fadd(c[0], k.mload(in[0], src));
+                             k.mstore(k.exp(s), in[1], at(i));
+                             return SmallVector<Value>{s};
+                           });
+                  });
     rewriter.replaceOp(op, asTensor(b, maskBuf, maskType));
     return success();
   }
@@ -102,7 +102,8 @@ struct AssociativeScanKernel : OpRewritePattern<seq::AssociativeScanOp> {
   LogicalResult matchAndRewrite(seq::AssociativeScanOp op,
                                 PatternRewriter &rewriter) const override {
     if (!RegionCaptures::of(op.getCombiner()).scalarOnly())
-      return rewriter.notifyMatchFailure(op, "its combiner captures values from outside other than scalars");
+      return rewriter.notifyMatchFailure(
+          op, "its combiner captures values from outside other than scalars");
     if (std::string why = dispatch.unsupportedTypes(op); !why.empty())
       return rewriter.notifyMatchFailure(op, why);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
@@ -131,7 +132,8 @@ struct AssociativeScanKernel : OpRewritePattern<seq::AssociativeScanOp> {
     size_t numArgs = args.size();
     args.append(captures.values);
 
-    dispatch.emit(b, "associative_scan", kb, product(kb, outer), args,
+    dispatch.emit(
+        b, "associative_scan", kb, product(kb, outer), args,
         [&](KernelBuilder &k, Value item, ValueRange in) {
           ImplicitLocOpBuilder &kbld = k.builder();
           IRMapping outside = captures.map(kbld, in.drop_front(numArgs));
@@ -202,7 +204,8 @@ struct RandomFeaturesKernel : OpRewritePattern<seq::RandomFeaturesOp> {
     Value fBuf = allocBuffer(b, fType, dims.of("features"));
     SmallVector<Value> xSizes = dims.of("x");
     SmallVector<Value> rows(xSizes.begin(), xSizes.end() - 1);
-    dispatch.emit(b, "random_features", kb, kb.mul(product(kb, rows), dims["M"]),
+    dispatch.emit(
+        b, "random_features", kb, kb.mul(product(kb, rows), dims["M"]),
         {readBuffer(b, op.getX()), readBuffer(b, op.getOmega()), fBuf},
         [&](KernelBuilder &k, Value item, ValueRange in) {
           Value x = in[0], omega = in[1];
@@ -295,7 +298,8 @@ struct RouteKernel : OpRewritePattern<seq::RouteOp> {
     double scale = op.getRoutedScale().convertToDouble();
     bool normalize = op.getNormalize();
 
-    dispatch.emit(b, "route_select", kb, T, args,
+    dispatch.emit(
+        b, "route_select", kb, T, args,
         [&](KernelBuilder &k, Value t, ValueRange in) {
           Value logits = in[0], w = in[1], idx = in[2];
           Value nE = k.mdim(logits, 1), nK = k.mdim(w, 1);
@@ -368,8 +372,8 @@ struct RouteKernel : OpRewritePattern<seq::RouteOp> {
               in[5], {t});
         });
 
-    dispatch.emit(b, "route_statistics", kb, E,
-        {args[0], first, pmax, pden, stats},
+    dispatch.emit(
+        b, "route_statistics", kb, E, {args[0], first, pmax, pden, stats},
         [&](KernelBuilder &k, Value e, ValueRange in) {
           Value nT = k.mdim(in[0], 0);
           auto r =
@@ -389,19 +393,19 @@ struct RouteKernel : OpRewritePattern<seq::RouteOp> {
     // aux = coef * E * sum_i f_i P_i (0 for an empty batch).
     double coef = op.getAuxLossCoef().convertToDouble();
     dispatch.emit(b, "route_aux", kb, kb.idx(1), {stats, auxBuf, T},
-                   [&](KernelBuilder &k, Value, ValueRange in) {
-                     Value nE = k.mdim(in[0], 1), nT = in[2];
-                     Value dot = k.sumOver(nE, [&](Value e) {
-                       return k.fmul(k.mload(in[0], {k.idx(0), e}),
-                                     k.mload(in[0], {k.idx(1), e}));
-                     });
-                     Value hasTokens = k.cmp(CmpIPredicate::sgt, nT, k.idx(0));
-                     Value tF =
-                         k.select(hasTokens, k.indexToF32(nT), k.f32(1.0));
-                     Value aux = k.fmul(k.fmul(k.f32(coef), k.indexToF32(nE)),
-                                        k.fdiv(dot, k.fmul(tF, tF)));
-                     k.mstore(k.select(hasTokens, aux, k.f32(0.0)), in[1], {});
-                   });
+                  [&](KernelBuilder &k, Value, ValueRange in) {
+                    Value nE = k.mdim(in[0], 1), nT = in[2];
+                    Value dot = k.sumOver(nE, [&](Value e) {
+                      return k.fmul(k.mload(in[0], {k.idx(0), e}),
+                                    k.mload(in[0], {k.idx(1), e}));
+                    });
+                    Value hasTokens = k.cmp(CmpIPredicate::sgt, nT, k.idx(0));
+                    Value tF =
+                        k.select(hasTokens, k.indexToF32(nT), k.f32(1.0));
+                    Value aux = k.fmul(k.fmul(k.f32(coef), k.indexToF32(nE)),
+                                       k.fdiv(dot, k.fmul(tF, tF)));
+                    k.mstore(k.select(hasTokens, aux, k.f32(0.0)), in[1], {});
+                  });
     rewriter.replaceOp(op, {asTensor(b, wBuf, wType), asTensor(b, iBuf, iType),
                             asTensor(b, auxBuf, auxType)});
     return success();

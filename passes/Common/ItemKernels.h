@@ -21,8 +21,8 @@ namespace seqc {
 
 /// body(kb, item, args) for one item in [0, count): `args` are the
 /// kernel's view of the values passed to ItemDispatch::emit.
-using ItemBody = std::function<void(KernelBuilder &kb, Value item,
-                                    ValueRange args)>;
+using ItemBody =
+    std::function<void(KernelBuilder &kb, Value item, ValueRange args)>;
 
 /// What a target supplies to the item kernels.
 class ItemDispatch {

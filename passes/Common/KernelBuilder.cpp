@@ -486,7 +486,7 @@ SmallVector<Value> KernelBuilder::inlineBlock(Block &body, ValueRange args,
 
 void KernelBuilder::check(Value ok, StringRef message, ValueRange args) {
   seq_rt::CheckOp::create(b, ok, b.getStringAttr(checkPrefix + message.str()),
-                       args);
+                          args);
 }
 
 /// The first file:line:col inside `loc` (fused, named and call-site

@@ -42,7 +42,8 @@ struct GpuAttention : OpRewritePattern<seq::AttentionOp> {
                                 PatternRewriter &rewriter) const override {
     int64_t vDim = cast<RankedTensorType>(op.getV().getType()).getDimSize(3);
     if (!allFloat(op) || ShapedType::isDynamic(vDim) || vDim > VMax)
-      return rewriter.notifyMatchFailure(op, "needs float operands and a static V of at most 128");
+      return rewriter.notifyMatchFailure(
+          op, "needs float operands and a static V of at most 128");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);

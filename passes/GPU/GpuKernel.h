@@ -22,10 +22,10 @@
 #define SEQC_PASSES_GPUKERNEL_H
 
 #include "Common/ItemKernels.h"
+#include "Common/KernelBuilder.h"
 #include "Common/Kernels.h"
 #include "GPU/GpuMma.h"
 #include "Transforms/Strategy.h"
-#include "Common/KernelBuilder.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
@@ -57,7 +57,6 @@ struct GpuTarget {
   /// (65504) could overflow.
   mlir::Type tensorCoreType(ValueRange operands, bool allowF16) const;
 };
-
 
 /// One thread block of a kernel being emitted.
 class GpuBlock {

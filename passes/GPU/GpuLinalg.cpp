@@ -36,7 +36,8 @@ struct GpuGeneric : OpRewritePattern<linalg::GenericOp> {
                                 PatternRewriter &rewriter) const override {
     if (!op.hasPureTensorSemantics() || op.getNumResults() == 0 ||
         !RegionCaptures::of(op.getRegion()).scalarOnly())
-      return rewriter.notifyMatchFailure(op, "needs tensor operands and a body that captures no tensors");
+      return rewriter.notifyMatchFailure(
+          op, "needs tensor operands and a body that captures no tensors");
     SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
     // Outputs must be indexed by parallel dimensions only (linalg's rule for
     // reductions); their maps must be projected permutations to give each
@@ -48,11 +49,13 @@ struct GpuGeneric : OpRewritePattern<linalg::GenericOp> {
       // parallel dimension must index each output (else threads would share
       // an element).
       if (!map.isProjectedPermutation() || map.getNumResults() != numParallel)
-        return rewriter.notifyMatchFailure(op, "an output is not indexed by every parallel dimension");
+        return rewriter.notifyMatchFailure(
+            op, "an output is not indexed by every parallel dimension");
       for (AffineExpr e : map.getResults())
         if (iters[cast<AffineDimExpr>(e).getPosition()] !=
             utils::IteratorType::parallel)
-          return rewriter.notifyMatchFailure(op, "an output is indexed by a reduction dimension");
+          return rewriter.notifyMatchFailure(
+              op, "an output is indexed by a reduction dimension");
     }
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
@@ -187,15 +190,18 @@ template <typename OpTy> struct GpuMatmul : OpRewritePattern<OpTy> {
                                 PatternRewriter &rewriter) const override {
     constexpr bool batched = std::is_same_v<OpTy, linalg::BatchMatmulOp>;
     if (!op.hasPureTensorSemantics() || op->getNumResults() != 1)
-      return rewriter.notifyMatchFailure(op, "needs tensor operands and one result");
+      return rewriter.notifyMatchFailure(
+          op, "needs tensor operands and one result");
     SmallVector<AffineMap> defaults(
         OpTy::getDefaultIndexingMaps(op->getContext()));
     if (op.getIndexingMapsArray() != defaults)
-      return rewriter.notifyMatchFailure(op, "needs the default indexing maps (no transposed operands)");
+      return rewriter.notifyMatchFailure(
+          op, "needs the default indexing maps (no transposed operands)");
     Value A = op.getDpsInputs()[0], B = op.getDpsInputs()[1];
     Value init = op.getDpsInits()[0];
     if (!allFloat(op))
-      return rewriter.notifyMatchFailure(op, "needs float (f32, f16, bf16) operands");
+      return rewriter.notifyMatchFailure(
+          op, "needs float (f32, f16, bf16) operands");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     auto type = cast<RankedTensorType>(op->getResult(0).getType());

@@ -67,8 +67,8 @@ void emitLinearAttentionRecurrent(ImplicitLocOpBuilder &b,
                                   const LinearAttentionBuffers &buf,
                                   const LinearAttentionForm &form, Value state,
                                   Value numerators, Value blocks) {
-  SmallVector<Value> args{buf.q, buf.k, buf.v, buf.o, buf.last, state,
-                          numerators};
+  SmallVector<Value> args{buf.q,    buf.k, buf.v,     buf.o,
+                          buf.last, state, numerators};
   if (buf.decay)
     args.push_back(buf.decay);
   if (buf.init)
@@ -90,9 +90,9 @@ void emitLinearAttentionRecurrent(ImplicitLocOpBuilder &b,
           return k.cmp(CmpIPredicate::slt, a, c);
         };
         blk.phase2(nK, nC, [&](Value kk, Value c) {
-          Value s0 = init ? k.loadIf(lt(c, nV), init, {bi, h, kk, c},
-                                     k.f32(0.0))
-                          : k.f32(0.0);
+          Value s0 = init
+                         ? k.loadIf(lt(c, nV), init, {bi, h, kk, c}, k.f32(0.0))
+                         : k.f32(0.0);
           k.mstore(s0, st, {bi, h, kk, c});
         });
         k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
@@ -107,18 +107,18 @@ void emitLinearAttentionRecurrent(ImplicitLocOpBuilder &b,
               f = k.exp(k.mload(g, at));
             }
             Value kp = k.featureMap(form.phi, k.mload(km, {bi, t, h, kk}));
-            Value val = k.select(lt(c, nV), k.loadIf(lt(c, nV), vm,
-                                                     {bi, t, h, c}, k.f32(0.0)),
-                                 k.f32(1.0));
-            Value s = k.fadd(k.fmul(f, k.mload(st, {bi, h, kk, c})),
-                             k.fmul(kp, val));
+            Value val = k.select(
+                lt(c, nV), k.loadIf(lt(c, nV), vm, {bi, t, h, c}, k.f32(0.0)),
+                k.f32(1.0));
+            Value s =
+                k.fadd(k.fmul(f, k.mload(st, {bi, h, kk, c})), k.fmul(kp, val));
             k.mstore(s, st, {bi, h, kk, c});
           });
           blk.phase(nC, [&](Value c) {
             auto sum = k.loop(nK, {k.f32(0.0)}, [&](Value kk, ValueRange it) {
-              Value qp = k.fmul(
-                  k.featureMap(form.phi, k.mload(q, {bi, t, h, kk})),
-                  k.f32(form.scale));
+              Value qp =
+                  k.fmul(k.featureMap(form.phi, k.mload(q, {bi, t, h, kk})),
+                         k.f32(form.scale));
               return SmallVector<Value>{
                   k.fadd(it[0], k.fmul(qp, k.mload(st, {bi, h, kk, c})))};
             });
@@ -127,8 +127,8 @@ void emitLinearAttentionRecurrent(ImplicitLocOpBuilder &b,
           blk.phase(nV, [&](Value c) {
             Value out = k.mload(num, {bi, h, c});
             if (form.normalize)
-              out = k.fdiv(out, k.fadd(k.mload(num, {bi, h, nV}),
-                                       k.f32(form.eps)));
+              out = k.fdiv(out,
+                           k.fadd(k.mload(num, {bi, h, nV}), k.f32(form.eps)));
             k.mstore(out, o, {bi, t, h, c});
           });
         });
@@ -148,7 +148,8 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   LogicalResult matchAndRewrite(seq::LinearAttentionOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allFloat(op))
-      return rewriter.notifyMatchFailure(op, "needs float (f32, f16, bf16) operands");
+      return rewriter.notifyMatchFailure(
+          op, "needs float (f32, f16, bf16) operands");
     TargetDescription machine = target.describe();
     seq::PlanAttr plan = *planFor(op, machine);
     if (std::string why = planUnsupportedReason(op, plan, machine);
@@ -162,7 +163,9 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     // memory (the chunked kernels; the recurrence has no such bound).
     if (plan.getKind() != seq::PlanKind::recurrent && decayRank == 4 &&
         (ShapedType::isDynamic(kStatic) || kStatic > KMaxDecay))
-      return rewriter.notifyMatchFailure(op, "a per-channel decay needs a static K of at most 128 (chunked plan)");
+      return rewriter.notifyMatchFailure(
+          op,
+          "a per-channel decay needs a static K of at most 128 (chunked plan)");
     const int64_t KG = decayRank == 4 ? kStatic : 1;
 
     Type mmaType = target.tensorCoreType({op.getQ(), op.getK(), op.getV()},

@@ -25,9 +25,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common/Kernels.h"
-#include "Reference/ReferencePatterns.h"
 #include "GPU/GpuGemm.h"
 #include "GPU/GpuPatterns.h"
+#include "Reference/ReferencePatterns.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
@@ -53,7 +53,8 @@ struct GpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
     if (!isFloat(op.getX()) || !isFloat(op.getWeights()) ||
         !isFloat(op.getWUp()) || !isFloat(op.getWDown()) ||
         (op.getWGate() && !isFloat(op.getWGate())) || !isFloat(op.getY()))
-      return rewriter.notifyMatchFailure(op, "needs float tokens, weights and results");
+      return rewriter.notifyMatchFailure(
+          op, "needs float tokens, weights and results");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);

@@ -15,9 +15,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common/Kernels.h"
+#include "Common/ScanLayout.h"
 #include "GPU/GpuKernel.h"
 #include "GPU/GpuPatterns.h"
-#include "Common/ScanLayout.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
@@ -36,7 +36,8 @@ struct GpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
   LogicalResult matchAndRewrite(seq::LinearScanOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allFloat(op))
-      return rewriter.notifyMatchFailure(op, "needs float (f32, f16, bf16) operands");
+      return rewriter.notifyMatchFailure(
+          op, "needs float (f32, f16, bf16) operands");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
@@ -326,7 +327,8 @@ struct GpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
   LogicalResult matchAndRewrite(seq::CausalConv1dOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allFloat(op))
-      return rewriter.notifyMatchFailure(op, "needs float (f32, f16, bf16) operands");
+      return rewriter.notifyMatchFailure(
+          op, "needs float (f32, f16, bf16) operands");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);

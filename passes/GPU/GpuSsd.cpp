@@ -54,8 +54,8 @@ struct SsdBuffers {
 void emitSsdRecurrent(ImplicitLocOpBuilder &b, const GpuTarget &target,
                       KernelBuilder &kb, const SsdBuffers &buf, Value state,
                       Value items, bool softplus) {
-  SmallVector<Value> args{buf.x, buf.dt, buf.a, buf.b, buf.c, buf.y,
-                          buf.last, state};
+  SmallVector<Value> args{buf.x, buf.dt, buf.a,    buf.b,
+                          buf.c, buf.y,  buf.last, state};
   // Optional operands follow the fixed ones, in this order.
   SmallVector<Value> optional{buf.bias, buf.skip, buf.gate, buf.init};
   for (Value v : optional)
@@ -118,7 +118,8 @@ struct GpuSsd : OpRewritePattern<seq::SsdOp> {
   LogicalResult matchAndRewrite(seq::SsdOp op,
                                 PatternRewriter &rewriter) const override {
     if (!allFloat(op))
-      return rewriter.notifyMatchFailure(op, "needs float (f32, f16, bf16) operands");
+      return rewriter.notifyMatchFailure(
+          op, "needs float (f32, f16, bf16) operands");
     TargetDescription machine = target.describe();
     seq::PlanAttr plan = *planFor(op, machine);
     if (std::string why = planUnsupportedReason(op, plan, machine);
@@ -146,10 +147,10 @@ struct GpuSsd : OpRewritePattern<seq::SsdOp> {
     if (plan.getKind() == seq::PlanKind::recurrent) {
       Value state = allocBuffer(
           b, RankedTensorType::get({dyn, dyn, dyn, dyn}, f32), {Bsz, H, P, N});
-      emitSsdRecurrent(b, target, kb,
-                       {X, Dt, A, Bm, Cm, yBuf, lastBuf, bias, skip, gate,
-                        init},
-                       state, kb.mul(kb.mul(Bsz, H), P), softplus);
+      emitSsdRecurrent(
+          b, target, kb,
+          {X, Dt, A, Bm, Cm, yBuf, lastBuf, bias, skip, gate, init}, state,
+          kb.mul(kb.mul(Bsz, H), P), softplus);
       rewriter.replaceOp(
           op, {asTensor(b, yBuf, yType), asTensor(b, lastBuf, lastType)});
       return success();

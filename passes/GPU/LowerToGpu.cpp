@@ -1,7 +1,7 @@
 //===- LowerToGpu.cpp - seq ops to GPU kernels ----------------------------===//
 
-#include "Reference/Fallback.h"
 #include "GPU/GpuPatterns.h"
+#include "Reference/Fallback.h"
 #include "seqc/Passes.h"
 
 #include "Seq/SeqDialect.h"

@@ -52,8 +52,9 @@ public:
       pendingReference = Fallback{describeOp(op), op->getLoc(), declined(op)};
   }
 
-  void notifyMatchFailure(
-      Location loc, function_ref<void(Diagnostic &)> reasonCallback) override {
+  void
+  notifyMatchFailure(Location loc,
+                     function_ref<void(Diagnostic &)> reasonCallback) override {
     if (!current)
       return;
     Diagnostic reason(loc, DiagnosticSeverity::Remark);
@@ -99,8 +100,8 @@ private:
   }
 
   void report(const Fallback &f, StringRef what) {
-    DiagnosticSeverity severity = policy.strict ? DiagnosticSeverity::Error
-                                                : DiagnosticSeverity::Remark;
+    DiagnosticSeverity severity =
+        policy.strict ? DiagnosticSeverity::Error : DiagnosticSeverity::Remark;
     // Through the engine, not op->emit: the op may be gone already.
     InFlightDiagnostic diag =
         f.loc.getContext()->getDiagEngine().emit(f.loc, severity);

@@ -41,8 +41,8 @@ struct LowerCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
           })[0];
     };
 
-    Value y = kb.empty(cast<RankedTensorType>(op.getY().getType()),
-                       dims.of("y"));
+    Value y =
+        kb.empty(cast<RankedTensorType>(op.getY().getType()), dims.of("y"));
     y = kb.nest({Bsz, T, D}, {y}, [&](ValueRange ivs, ValueRange it) {
       Value bi = ivs[0], t = ivs[1], d = ivs[2];
       Value acc0 = op.getBias() ? kb.load(op.getBias(), {d}) : zero;
@@ -58,11 +58,11 @@ struct LowerCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
 
     Value last = kb.empty(cast<RankedTensorType>(op.getLast().getType()),
                           dims.of("last"));
-    last = kb.nest({Bsz, D, history}, {last}, [&](ValueRange ivs,
-                                                   ValueRange it) {
-      Value v = padded(ivs[0], kb.add(T, ivs[2]), ivs[1]);
-      return SmallVector<Value>{kb.store(v, it[0], ivs)};
-    })[0];
+    last =
+        kb.nest({Bsz, D, history}, {last}, [&](ValueRange ivs, ValueRange it) {
+          Value v = padded(ivs[0], kb.add(T, ivs[2]), ivs[1]);
+          return SmallVector<Value>{kb.store(v, it[0], ivs)};
+        })[0];
     rewriter.replaceOp(op, {y, last});
     return success();
   }

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Reference/ReferencePatterns.h"
 #include "Common/KernelBuilder.h"
+#include "Reference/ReferencePatterns.h"
 #include "seqc/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

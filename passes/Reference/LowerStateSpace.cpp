@@ -48,19 +48,20 @@ struct LowerSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
     Value last = kb.empty(cast<RankedTensorType>(op.getLast().getType()),
                           dims.of("last"));
 
-    SmallVector<Value> acc = kb.nest(
-        {Bsz, D, N}, {yacc, last}, [&](ValueRange ivs, ValueRange it) {
+    SmallVector<Value> acc =
+        kb.nest({Bsz, D, N}, {yacc, last}, [&](ValueRange ivs, ValueRange it) {
           Value bi = ivs[0], d = ivs[1], n = ivs[2];
           Value g = kb.divs(d, perGroup);
           Value a = kb.load(op.getA(), {d, n});
-          Value bias = op.getDeltaBias() ? kb.load(op.getDeltaBias(), {d})
-                                         : Value();
-          Value h0 = op.getInit() ? kb.load(op.getInit(), {bi, d, n})
-                                  : kb.f32(0.0);
-          SmallVector<Value> scan = kb.loop(
-              T, {h0, it[0]}, [&](Value t, ValueRange c) {
-                Value dt = discretizedStep(kb, kb.load(op.getDelta(), {bi, t, d}),
-                                           bias, op.getDeltaSoftplus());
+          Value bias =
+              op.getDeltaBias() ? kb.load(op.getDeltaBias(), {d}) : Value();
+          Value h0 =
+              op.getInit() ? kb.load(op.getInit(), {bi, d, n}) : kb.f32(0.0);
+          SmallVector<Value> scan =
+              kb.loop(T, {h0, it[0]}, [&](Value t, ValueRange c) {
+                Value dt =
+                    discretizedStep(kb, kb.load(op.getDelta(), {bi, t, d}),
+                                    bias, op.getDeltaSoftplus());
                 Value u = kb.load(op.getU(), {bi, t, d});
                 Value bu = kb.fmul(kb.load(op.getB(), {bi, t, g, n}), u);
                 Value dtA = kb.fmul(dt, a);
@@ -69,11 +70,10 @@ struct LowerSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
                   // expm1(dt A) / A, whose limit at A = 0 is dt.
                   Value isZero = kb.fcmp(CmpFPredicate::OEQ, a, kb.f32(0.0));
                   Value safeA = kb.select(isZero, kb.f32(1.0), a);
-                  weight = kb.select(isZero, dt,
-                                     kb.fdiv(kb.expm1(dtA), safeA));
+                  weight = kb.select(isZero, dt, kb.fdiv(kb.expm1(dtA), safeA));
                 }
-                Value h = kb.fadd(kb.fmul(kb.exp(dtA), c[0]),
-                                  kb.fmul(weight, bu));
+                Value h =
+                    kb.fadd(kb.fmul(kb.exp(dtA), c[0]), kb.fmul(weight, bu));
                 Value contrib = kb.fmul(kb.load(op.getC(), {bi, t, g, n}), h);
                 Value y = kb.fadd(kb.load(c[1], {bi, t, d}), contrib);
                 return SmallVector<Value>{h, kb.store(y, c[1], {bi, t, d})};
@@ -87,8 +87,8 @@ struct LowerSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
       Value d = ivs[2];
       Value v = kb.load(acc[0], ivs);
       if (op.getSkip())
-        v = kb.fadd(v, kb.fmul(kb.load(op.getSkip(), {d}),
-                               kb.load(op.getU(), ivs)));
+        v = kb.fadd(
+            v, kb.fmul(kb.load(op.getSkip(), {d}), kb.load(op.getU(), ivs)));
       if (op.getGate())
         v = kb.fmul(v, kb.silu(kb.load(op.getGate(), ivs)));
       return SmallVector<Value>{kb.store(v, it[0], ivs)};
@@ -121,10 +121,10 @@ struct LowerSsd : OpRewritePattern<seq::SsdOp> {
           Value g = kb.divs(h, perGroup);
           Value a = kb.load(op.getA(), {h});
           Value bias = op.getDtBias() ? kb.load(op.getDtBias(), {h}) : Value();
-          Value s0 = op.getInit() ? kb.load(op.getInit(), {bi, h, p, n})
-                                  : kb.f32(0.0);
-          SmallVector<Value> scan = kb.loop(
-              T, {s0, it[0]}, [&](Value t, ValueRange c) {
+          Value s0 =
+              op.getInit() ? kb.load(op.getInit(), {bi, h, p, n}) : kb.f32(0.0);
+          SmallVector<Value> scan =
+              kb.loop(T, {s0, it[0]}, [&](Value t, ValueRange c) {
                 Value dt = discretizedStep(kb, kb.load(op.getDt(), {bi, t, h}),
                                            bias, op.getDtSoftplus());
                 Value decay = kb.exp(kb.fmul(dt, a));
@@ -145,8 +145,8 @@ struct LowerSsd : OpRewritePattern<seq::SsdOp> {
       Value h = ivs[2];
       Value v = kb.load(acc[0], ivs);
       if (op.getSkip())
-        v = kb.fadd(v, kb.fmul(kb.load(op.getSkip(), {h}),
-                               kb.load(op.getX(), ivs)));
+        v = kb.fadd(
+            v, kb.fmul(kb.load(op.getSkip(), {h}), kb.load(op.getX(), ivs)));
       if (op.getGate())
         v = kb.fmul(v, kb.silu(kb.load(op.getGate(), ivs)));
       return SmallVector<Value>{kb.store(v, it[0], ivs)};
@@ -170,8 +170,8 @@ struct LowerSemiseparableMask : OpRewritePattern<seq::SemiseparableMaskOp> {
     Value T = inSizes.back();
     SmallVector<Value> outer(inSizes.begin(), inSizes.end() - 1);
     outer.push_back(T); // the column j
-    Value mask =
-        kb.zeros(cast<RankedTensorType>(op.getMask().getType()), dims.of("mask"));
+    Value mask = kb.zeros(cast<RankedTensorType>(op.getMask().getType()),
+                          dims.of("mask"));
     mask = kb.nest(outer, {mask}, [&](ValueRange ivs, ValueRange it) {
       SmallVector<Value> lead(ivs.drop_back());
       Value j = ivs.back();
@@ -183,7 +183,8 @@ struct LowerSemiseparableMask : OpRewritePattern<seq::SemiseparableMaskOp> {
       };
       Value m = kb.store(kb.f32(1.0), it[0], at(j));
       SmallVector<Value> seg = kb.loop(
-          kb.add(j, kb.idx(1)), T, {kb.f32(0.0), m}, [&](Value i, ValueRange c) {
+          kb.add(j, kb.idx(1)), T, {kb.f32(0.0), m},
+          [&](Value i, ValueRange c) {
             SmallVector<Value> src(lead);
             src.push_back(i);
             Value s = kb.fadd(c[0], kb.load(op.getLogA(), src));

@@ -12,8 +12,8 @@ namespace seqc {
 /// bad one), and the per-expert capacity ceil(C k T / E) (T k when C = 0).
 void emitExpertIndexChecks(KernelBuilder &kb, Value indices, Value T, Value K,
                            Value E);
-Value expertCapacity(KernelBuilder &kb, double capacityFactor, Value T,
-                     Value K, Value E);
+Value expertCapacity(KernelBuilder &kb, double capacityFactor, Value T, Value K,
+                     Value E);
 
 } // namespace seqc
 

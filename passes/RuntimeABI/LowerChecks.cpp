@@ -1,7 +1,8 @@
-//===- LowerChecks.cpp - seq_rt.check to calls into the runtime --------------===//
+//===- LowerChecks.cpp - seq_rt.check to calls into the runtime
+//--------------===//
 
-#include "seqc/Passes.h"
 #include "EntryPoints.h"
+#include "seqc/Passes.h"
 
 #include "Seq/SeqDialect.h"
 
@@ -107,8 +108,8 @@ struct SeqLowerChecks : seqc::impl::SeqLowerChecksBase<SeqLowerChecks> {
         return g;
       std::string text = msg.str();
       text.push_back('\0');
-      auto type = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8),
-                                           text.size());
+      auto type =
+          LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), text.size());
       g = LLVM::GlobalOp::create(
           top, module.getLoc(), type, /*isConstant=*/true,
           LLVM::Linkage::Internal,
@@ -130,7 +131,8 @@ struct SeqLowerChecks : seqc::impl::SeqLowerChecksBase<SeqLowerChecks> {
       b.setInsertionPointToStart(&ifOp.getThenRegion().front());
       SmallVector<Value> args{
           LLVM::AddressOfOp::create(b, globalFor(op.getMessage())),
-          arith::ConstantOp::create(b, b.getI64IntegerAttr(op.getArgs().size()))};
+          arith::ConstantOp::create(b,
+                                    b.getI64IntegerAttr(op.getArgs().size()))};
       for (Value v : op.getArgs()) {
         if (v.getType().isIndex())
           args.push_back(arith::IndexCastOp::create(b, i64, v));

@@ -1,7 +1,8 @@
-//===- LowerParallel.cpp - seq_rt.parallel_for to the runtime's thread pool --===//
+//===- LowerParallel.cpp - seq_rt.parallel_for to the runtime's thread pool
+//--===//
 
-#include "seqc/Passes.h"
 #include "EntryPoints.h"
+#include "seqc/Passes.h"
 
 #include "Seq/SeqDialect.h"
 
@@ -43,9 +44,9 @@ struct SeqLowerParallel : seqc::impl::SeqLowerParallelBase<SeqLowerParallel> {
     Type ptr = LLVM::LLVMPointerType::get(ctx);
     Type i64 = IntegerType::get(ctx, 64);
     OpBuilder top = OpBuilder::atBlockBegin(module.getBody());
-    FailureOr<LLVM::LLVMFuncOp> runtimeFn = LLVM::lookupOrCreateFn(
-        top, module, seqc::rt::entry::kParallelFor, {i64, ptr, ptr},
-        LLVM::LLVMVoidType::get(ctx));
+    FailureOr<LLVM::LLVMFuncOp> runtimeFn =
+        LLVM::lookupOrCreateFn(top, module, seqc::rt::entry::kParallelFor,
+                               {i64, ptr, ptr}, LLVM::LLVMVoidType::get(ctx));
     if (failed(runtimeFn))
       return signalPassFailure();
 
@@ -63,7 +64,8 @@ struct SeqLowerParallel : seqc::impl::SeqLowerParallelBase<SeqLowerParallel> {
         layout.argTypes.push_back(arg.getType());
         layout.fieldTypes.push_back(converted);
       }
-      layout.structType = LLVM::LLVMStructType::getLiteral(ctx, layout.fieldTypes);
+      layout.structType =
+          LLVM::LLVMStructType::getLiteral(ctx, layout.fieldTypes);
 
       StringRef callee = op.getCallee();
       func::FuncOp &tramp = trampolines[callee];
@@ -73,7 +75,8 @@ struct SeqLowerParallel : seqc::impl::SeqLowerParallelBase<SeqLowerParallel> {
       // Pack the shared arguments into a stack slot of the enclosing
       // function (allocated once, at its entry).
       auto parent = op->getParentOfType<FunctionOpInterface>();
-      OpBuilder entry = OpBuilder::atBlockBegin(&parent.getFunctionBody().front());
+      OpBuilder entry =
+          OpBuilder::atBlockBegin(&parent.getFunctionBody().front());
       Value one = LLVM::ConstantOp::create(entry, op.getLoc(), i64,
                                            entry.getI64IntegerAttr(1));
       Value slot = LLVM::AllocaOp::create(entry, op.getLoc(), ptr,
@@ -82,9 +85,9 @@ struct SeqLowerParallel : seqc::impl::SeqLowerParallelBase<SeqLowerParallel> {
       ImplicitLocOpBuilder b(op.getLoc(), op);
       Value packed = LLVM::PoisonOp::create(b, layout.structType);
       for (auto [i, arg] : llvm::enumerate(op.getArgs())) {
-        Value field = UnrealizedConversionCastOp::create(
-                          b, layout.fieldTypes[i], arg)
-                          .getResult(0);
+        Value field =
+            UnrealizedConversionCastOp::create(b, layout.fieldTypes[i], arg)
+                .getResult(0);
         packed = LLVM::InsertValueOp::create(b, packed, field, i);
       }
       LLVM::StoreOp::create(b, packed, slot);

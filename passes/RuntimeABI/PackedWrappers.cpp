@@ -52,16 +52,16 @@ struct SeqEmitPackedWrappers
         fn.emitError() << "'" << name << "' is already defined";
         return signalPassFailure();
       }
-      auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
-                                              {ptr});
+      auto type =
+          LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr});
       auto wrapper = LLVM::LLVMFuncOp::create(top, fn.getLoc(), name, type);
       Block *entry = wrapper.addEntryBlock(top);
       ImplicitLocOpBuilder b(fn.getLoc(), ctx);
       b.setInsertionPointToStart(entry);
       Value args = entry->getArgument(0);
       auto slot = [&](int64_t i) {
-        Value at = LLVM::GEPOp::create(b, ptr, ptr, args,
-                                       ArrayRef<LLVM::GEPArg>{i});
+        Value at =
+            LLVM::GEPOp::create(b, ptr, ptr, args, ArrayRef<LLVM::GEPArg>{i});
         return LLVM::LoadOp::create(b, ptr, at).getResult();
       };
       LLVM::LLVMFunctionType fnType = fn.getFunctionType();
@@ -70,8 +70,7 @@ struct SeqEmitPackedWrappers
         operands.push_back(LLVM::LoadOp::create(b, t, slot(i)));
       auto call = LLVM::CallOp::create(b, fn, operands);
       if (!isa<LLVM::LLVMVoidType>(fnType.getReturnType()))
-        LLVM::StoreOp::create(b, call.getResult(),
-                              slot(fnType.getNumParams()));
+        LLVM::StoreOp::create(b, call.getResult(), slot(fnType.getNumParams()));
       LLVM::ReturnOp::create(b, ValueRange{});
     }
   }

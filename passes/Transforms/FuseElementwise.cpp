@@ -36,8 +36,7 @@ namespace {
 
 static bool isConst(Value v, double c) {
   FloatAttr attr;
-  return matchPattern(v, m_Constant(&attr)) &&
-         attr.getValueAsDouble() == c;
+  return matchPattern(v, m_Constant(&attr)) && attr.getValueAsDouble() == c;
 }
 
 /// The constant float behind `v`, if any.
@@ -199,8 +198,7 @@ static bool makeAvailableBefore(Value v, Operation *user,
   Operation *def = v.getDefiningOp();
   if (def == user)
     return false; // v is the user's own result (a self-gate y * silu(y))
-  if (!def || def->getBlock() != user->getBlock() ||
-      def->isBeforeInBlock(user))
+  if (!def || def->getBlock() != user->getBlock() || def->isBeforeInBlock(user))
     return true;
   if (!isPure(def))
     return false;
@@ -218,8 +216,7 @@ static bool makeAvailableBefore(Value v, Operation *user,
 //===----------------------------------------------------------------------===//
 
 /// y' = y * silu(z) after ssd / selective_scan without a gate: gate(z).
-template <typename OpTy>
-struct FuseGate : OpRewritePattern<OpTy> {
+template <typename OpTy> struct FuseGate : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
 
   LogicalResult matchAndRewrite(OpTy op,
@@ -275,8 +272,7 @@ struct FuseConvSilu : OpRewritePattern<CausalConv1dOp> {
 
 /// dt = softplus(x [+ bias]) before ssd / selective_scan without softplus
 /// and bias: the op takes x, the bias and the softplus flag.
-template <typename OpTy>
-struct FuseDtSoftplus : OpRewritePattern<OpTy> {
+template <typename OpTy> struct FuseDtSoftplus : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
 
   static constexpr bool isSsd = std::is_same_v<OpTy, SsdOp>;
@@ -323,7 +319,8 @@ struct FuseDtSoftplus : OpRewritePattern<OpTy> {
           AffineMap map = g.getMatchingIndexingMap(cOperand);
           unsigned last = g.getNumLoops() - 1;
           // The bias is indexed by the head / channel dimension alone.
-          if (map.getNumResults() == 1 && map.getResult(0).isFunctionOfDim(last) &&
+          if (map.getNumResults() == 1 &&
+              map.getResult(0).isFunctionOfDim(last) &&
               map.getResult(0) == getAffineDimExpr(last, g.getContext())) {
             x = in;
             newBias = cOperand->get();

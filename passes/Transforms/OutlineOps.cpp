@@ -95,10 +95,9 @@ struct SeqOutlineOps : seqc::impl::SeqOutlineOpsBase<SeqOutlineOps> {
 
     OpBuilder at(op);
     auto call = func::CallOp::create(at, op->getLoc(), fn, args);
-    call->setAttr("seq.name",
-                  at.getStringAttr(parent.getSymName() + ":" +
-                                   std::to_string(index) + " " +
-                                   op->getName().getStringRef()));
+    call->setAttr("seq.name", at.getStringAttr(parent.getSymName() + ":" +
+                                               std::to_string(index) + " " +
+                                               op->getName().getStringRef()));
     op->replaceAllUsesWith(call.getResults());
     op->erase();
   }

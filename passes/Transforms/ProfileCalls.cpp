@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "seqc/Passes.h"
 #include "EntryPoints.h"
+#include "seqc/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -28,9 +28,8 @@ static func::FuncOp declare(ModuleOp module, StringRef name) {
   if (auto fn = module.lookupSymbol<func::FuncOp>(name))
     return fn;
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-  auto fn = func::FuncOp::create(
-      b, module.getLoc(), name,
-      b.getFunctionType({b.getI64Type()}, {}));
+  auto fn = func::FuncOp::create(b, module.getLoc(), name,
+                                 b.getFunctionType({b.getI64Type()}, {}));
   fn.setPrivate();
   return fn;
 }
@@ -66,9 +65,9 @@ struct SeqProfileCalls : seqc::impl::SeqProfileCallsBase<SeqProfileCalls> {
         func::CallOp::create(b, call.getLoc(), exit, ValueRange{idValue});
       }
       if (!allFunctions)
-        fn->setAttr("seq.profile_regions",
-                    ArrayAttr::get(&getContext(),
-                                   ArrayRef(names).drop_front(first)));
+        fn->setAttr(
+            "seq.profile_regions",
+            ArrayAttr::get(&getContext(), ArrayRef(names).drop_front(first)));
     }
     if (allFunctions)
       for (auto fn : module.getOps<func::FuncOp>())

@@ -18,8 +18,7 @@ using namespace seqc;
 
 namespace {
 
-struct SelectStrategy
-    : seqc::impl::SeqSelectStrategyBase<SelectStrategy> {
+struct SelectStrategy : seqc::impl::SeqSelectStrategyBase<SelectStrategy> {
   using SeqSelectStrategyBase::SeqSelectStrategyBase;
 
   FailureOr<TargetDescription> describeTarget() {

@@ -63,8 +63,7 @@ std::optional<PlanInputs> inputsOf(Operation *op) {
     auto q = cast<RankedTensorType>(la.getQ().getType());
     auto v = cast<RankedTensorType>(la.getV().getType());
     PlanInputs in{ChunkedFamily::LinearAttention, q.getDimSize(1),
-                  q.getDimSize(3), v.getDimSize(3),
-                  hintOf(la.getChunkSize())};
+                  q.getDimSize(3), v.getDimSize(3), hintOf(la.getChunkSize())};
     in.causal = la.getCausal();
     in.perKeyDecay =
         la.getDecay() &&
@@ -193,8 +192,8 @@ std::optional<ChunkedFamily> seqc::chunkedFamilyOf(Operation *op) {
   return std::nullopt;
 }
 
-std::optional<seq::PlanAttr>
-seqc::choosePlan(Operation *op, const TargetDescription &target) {
+std::optional<seq::PlanAttr> seqc::choosePlan(Operation *op,
+                                              const TargetDescription &target) {
   std::optional<PlanInputs> in = inputsOf(op);
   if (!in)
     return std::nullopt;
@@ -216,8 +215,8 @@ seqc::choosePlan(Operation *op, const TargetDescription &target) {
     // kernels cannot take is adjusted, and said.
     if (q != in->hint)
       op->emitRemark() << "chunk_size " << in->hint << " taken as " << q
-                       << ": the " << target.name()
-                       << " kernels' chunks are " << describeLimits(limits);
+                       << ": the " << target.name() << " kernels' chunks are "
+                       << describeLimits(limits);
   }
   return seq::PlanAttr::get(ctx, seq::PlanKind::chunked, q);
 }

@@ -1,4 +1,5 @@
-//===- Strategy.h - one plan per op, chosen once for every target -*- C++ -*-===//
+//===- Strategy.h - one plan per op, chosen once for every target -*- C++
+//-*-===//
 //
 // How seq.ssd and seq.linear_attention are computed (recurrent, chunked with
 // chunk size Q, or global) is decided here, by one cost model over one

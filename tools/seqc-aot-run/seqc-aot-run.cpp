@@ -8,10 +8,11 @@
 // functions' types from the library's `<prefix>signatures`, binds inputs
 // (tensors of .safetensors / .npz files by argument name, .npy files in
 // order, or deterministic random data of any element type, bf16 included;
-// the same rules as seqc-run's), calls `<prefix><NAME>` and writes the results. It links only
-// seqc's runtime (no MLIR or LLVM), so it runs on machines that have neither
-// (a GPU machine running a --target cuda library). Inputs of CUDA functions
-// are placed in managed memory once, so timed calls run the kernels only.
+// the same rules as seqc-run's), calls `<prefix><NAME>` and writes the results.
+// It links only seqc's runtime (no MLIR or LLVM), so it runs on machines that
+// have neither (a GPU machine running a --target cuda library). Inputs of CUDA
+// functions are placed in managed memory once, so timed calls run the kernels
+// only.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,8 +60,10 @@ const char *kUsage =
     "  --weights FILE     binds arguments by name (their seq.name) to the\n"
     "                     tensors of a .safetensors or .npz file (repeatable)\n"
     "  --input A.npy      binds the next argument not bound by --weights\n"
-    "  --random-inputs    deterministic data for the other arguments; --seed N;\n"
-    "                     dynamic dimensions take --dynamic-size N (default 32)\n"
+    "  --random-inputs    deterministic data for the other arguments; --seed "
+    "N;\n"
+    "                     dynamic dimensions take --dynamic-size N (default "
+    "32)\n"
     "  --output-dir DIR   writes result0.npy, result1.npy, ...\n"
     "  --bench N          N timed calls after the first; prints the median\n";
 

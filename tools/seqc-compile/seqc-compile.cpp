@@ -1,7 +1,8 @@
 //===- seqc-compile.cpp - ahead-of-time compilation to objects ------------===//
 //
 //   seqc-compile FILE.mlir -o OUT.o|OUT.so [--header OUT.h] [--prefix P]
-//                [--reference] [--strict] [-O N] [--target cpu|cuda] [--chip SM]
+//                [--reference] [--strict] [-O N] [--target cpu|cuda] [--chip
+//                SM]
 //                [--cpu NAME]
 //
 // Writes an object file (or a shared library) with one C entry point per

@@ -130,10 +130,23 @@ bool parseSize(const std::string &s, size_t &out) {
   uint64_t scale = 1;
   std::string digits = s;
   switch (s.back()) {
-  case 'K': case 'k': scale = 1ull << 10; digits.pop_back(); break;
-  case 'M': case 'm': scale = 1ull << 20; digits.pop_back(); break;
-  case 'G': case 'g': scale = 1ull << 30; digits.pop_back(); break;
-  default: break;
+  case 'K':
+  case 'k':
+    scale = 1ull << 10;
+    digits.pop_back();
+    break;
+  case 'M':
+  case 'm':
+    scale = 1ull << 20;
+    digits.pop_back();
+    break;
+  case 'G':
+  case 'g':
+    scale = 1ull << 30;
+    digits.pop_back();
+    break;
+  default:
+    break;
   }
   uint64_t n;
   if (!parseUnsigned(digits, n) || n > (UINT64_MAX >> 30))
@@ -216,7 +229,8 @@ Options parseArgs(int argc, char **argv) {
       std::string v = takeValue();
       if (!parseSize(v, o.memoryLimit) || o.memoryLimit == 0)
         fail("--memory-limit needs a positive size in bytes, or with K, M "
-             "or G (512M, 4G), not '" + v + "'");
+             "or G (512M, 4G), not '" +
+             v + "'");
     } else if (arg == "--dynamic-size") {
       uint64_t n;
       if (!parseUnsigned(takeValue(), n) || n > (1u << 30))
