@@ -386,6 +386,25 @@ int main(int argc, char **argv) {
     add(c);
   }
 
+  // The item kernels (Common/ItemKernels.cpp): one body for both targets,
+  // on the CPU a thread-pool task per item.
+  {
+    int64_t H = 16, T = quick ? 512 : 1024;
+    add({"semiseparable_mask",
+         "B=1 H=16 T=" + std::to_string(T) + " (T x T mask written)",
+         graph("semiseparable_mask", {tensorType({1, H, T})},
+               {tensorType({1, H, T, T})}, "", ""),
+         0, 4.0 * H * T * T});
+  }
+  {
+    int64_t T = quick ? 4096 : 16384, E = 64;
+    add({"route", "T=" + std::to_string(T) + " E=64 k=2 softmax_topk",
+         graph("route", {tensorType({T, E})},
+               {tensorType({T, 2}), tensorType({T, 2}, "i32"), tensorType({})},
+               "", "k = 2 : i64"),
+         0, 4.0 * T * E});
+  }
+
   std::printf("%-18s %-46s %10s %12s %9s %10s %9s\n", "op", "shape",
               "median ms", "achieved", "of ceil", "vs ref", "1t/all");
   Engine engine;

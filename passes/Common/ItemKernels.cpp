@@ -47,6 +47,36 @@ static Value product(KernelBuilder &k, ArrayRef<Value> sizes) {
   return n;
 }
 
+/// Column j of a semiseparable mask: zeros above the diagonal, then
+/// L[i, j] = exp(sum_{r = j+1..i} log_a[r]) down the rows.
+void emitMaskColumn(KernelBuilder &k, Value j, Value T,
+                    llvm::function_ref<Value(Value)> logAt,
+                    llvm::function_ref<void(Value, Value, Value)> store) {
+  k.forEach(k.idx(0), j, k.idx(1), [&](Value i) { store(k.f32(0.0), i, j); });
+  store(k.f32(1.0), j, j);
+  k.loop(k.add(j, k.idx(1)), T, {k.f32(0.0)}, [&](Value i, ValueRange c) {
+    Value s = k.fadd(c[0], logAt(i));
+    store(k.exp(s), i, j);
+    return SmallVector<Value>{s};
+  });
+}
+
+/// Row i of a semiseparable mask: L[i, j] = exp(sum_{r = j+1..i} log_a[r])
+/// from the diagonal leftwards, zeros right of it.
+void emitMaskRow(KernelBuilder &k, Value i, Value T,
+                 llvm::function_ref<Value(Value)> logAt,
+                 llvm::function_ref<void(Value, Value, Value)> store) {
+  k.loop(i, {k.f32(0.0)}, [&](Value r, ValueRange c) {
+    // j = i - 1 - r: the segment grows by log_a[j + 1] = log_a[i - r].
+    Value s = k.fadd(c[0], logAt(k.sub(i, r)));
+    store(k.exp(s), i, k.sub(k.sub(i, k.idx(1)), r));
+    return SmallVector<Value>{s};
+  });
+  store(k.f32(1.0), i, i);
+  k.forEach(k.add(i, k.idx(1)), T, k.idx(1),
+            [&](Value j) { store(k.f32(0.0), i, j); });
+}
+
 struct SemiseparableMaskKernel : OpRewritePattern<seq::SemiseparableMaskOp> {
   SemiseparableMaskKernel(MLIRContext *ctx, const ItemDispatch &dispatch)
       : OpRewritePattern(ctx, /*benefit=*/2), dispatch(dispatch) {}
@@ -61,32 +91,34 @@ struct SemiseparableMaskKernel : OpRewritePattern<seq::SemiseparableMaskOp> {
     auto maskType = cast<RankedTensorType>(op.getMask().getType());
     Value maskBuf = allocBuffer(b, maskType, dims.of("mask"));
     Value logA = readBuffer(b, op.getLogA());
-    // Columns: every position of log_a (the last index is the column j).
+    // An item per column j on a target whose adjacent items share memory
+    // lines (a GPU: each row's writes coalesce), an item per row i on one
+    // where an item should write contiguous memory (a CPU task). Both sum
+    // segments, never differences of a long cumulative sum.
+    bool byColumn = dispatch.adjacentItemsShareLines();
     dispatch.emit(b, "semiseparable_mask", kb, product(kb, dims.of("log_a")),
                   {logA, maskBuf},
                   [&](KernelBuilder &k, Value item, ValueRange in) {
-                    SmallVector<Value> sizes = sizesOf(k, in[0]);
+                    Value la = in[0], mask = in[1];
+                    SmallVector<Value> sizes = sizesOf(k, la);
                     SmallVector<Value> pos = delinearize(k, item, sizes);
                     SmallVector<Value> lead(pos.begin(), pos.end() - 1);
-                    Value j = pos.back(), T = sizes.back();
-                    auto at = [&](Value i) {
+                    Value T = sizes.back();
+                    auto logAt = [&](Value t) {
+                      SmallVector<Value> idx(lead);
+                      idx.push_back(t);
+                      return k.mload(la, idx);
+                    };
+                    auto store = [&](Value v, Value i, Value j) {
                       SmallVector<Value> idx(lead);
                       idx.push_back(i);
                       idx.push_back(j);
-                      return idx;
+                      k.mstore(v, mask, idx);
                     };
-                    k.forEach(k.idx(0), j, k.idx(1), [&](Value i) {
-                      k.mstore(k.f32(0.0), in[1], at(i));
-                    });
-                    k.mstore(k.f32(1.0), in[1], at(j));
-                    k.loop(k.add(j, k.idx(1)), T, {k.f32(0.0)},
-                           [&](Value i, ValueRange c) {
-                             SmallVector<Value> src(lead);
-                             src.push_back(i);
-                             Value s = k.fadd(c[0], k.mload(in[0], src));
-                             k.mstore(k.exp(s), in[1], at(i));
-                             return SmallVector<Value>{s};
-                           });
+                    if (byColumn)
+                      emitMaskColumn(k, pos.back(), T, logAt, store);
+                    else
+                      emitMaskRow(k, pos.back(), T, logAt, store);
                   });
     rewriter.replaceOp(op, asTensor(b, maskBuf, maskType));
     return success();
@@ -372,23 +404,54 @@ struct RouteKernel : OpRewritePattern<seq::RouteOp> {
               in[5], {t});
         });
 
-    dispatch.emit(
-        b, "route_statistics", kb, E, {args[0], first, pmax, pden, stats},
-        [&](KernelBuilder &k, Value e, ValueRange in) {
-          Value nT = k.mdim(in[0], 0);
-          auto r =
-              k.loop(nT, {k.f32(0.0), k.f32(0.0)}, [&](Value t, ValueRange c) {
-                Value isFirst = k.cmp(CmpIPredicate::eq,
-                                      k.i32ToIndex(k.mload(in[1], {t})), e);
-                Value fc = k.select(isFirst, k.fadd(c[0], k.f32(1.0)), c[0]);
-                Value p = k.fdiv(
-                    k.exp(k.fsub(k.mload(in[0], {t, e}), k.mload(in[2], {t}))),
-                    k.mload(in[3], {t}));
-                return SmallVector<Value>{fc, k.fadd(c[1], p)};
-              });
-          k.mstore(r[0], in[4], {k.idx(0), e});
-          k.mstore(r[1], in[4], {k.idx(1), e});
-        });
+    // The load-balancing statistics, summed over tokens in order: an item
+    // per expert walking its column where adjacent items share memory
+    // lines (a GPU), else one item walking the logits row by row (a CPU
+    // task: contiguous reads; each expert's sums keep the same order).
+    if (dispatch.adjacentItemsShareLines())
+      dispatch.emit(
+          b, "route_statistics", kb, E, {args[0], first, pmax, pden, stats},
+          [&](KernelBuilder &k, Value e, ValueRange in) {
+            Value nT = k.mdim(in[0], 0);
+            auto r = k.loop(
+                nT, {k.f32(0.0), k.f32(0.0)}, [&](Value t, ValueRange c) {
+                  Value isFirst = k.cmp(CmpIPredicate::eq,
+                                        k.i32ToIndex(k.mload(in[1], {t})), e);
+                  Value fc = k.select(isFirst, k.fadd(c[0], k.f32(1.0)), c[0]);
+                  Value p = k.fdiv(k.exp(k.fsub(k.mload(in[0], {t, e}),
+                                                k.mload(in[2], {t}))),
+                                   k.mload(in[3], {t}));
+                  return SmallVector<Value>{fc, k.fadd(c[1], p)};
+                });
+            k.mstore(r[0], in[4], {k.idx(0), e});
+            k.mstore(r[1], in[4], {k.idx(1), e});
+          });
+
+    else
+      dispatch.emit(b, "route_statistics", kb, kb.idx(1),
+                    {args[0], first, pmax, pden, stats},
+                    [&](KernelBuilder &k, Value, ValueRange in) {
+                      Value logits = in[0], firstOf = in[1], rowMax = in[2],
+                            rowSum = in[3], st = in[4];
+                      Value nT = k.mdim(logits, 0), nE = k.mdim(logits, 1);
+                      k.forEach(k.idx(0), nE, k.idx(1), [&](Value e) {
+                        k.mstore(k.f32(0.0), st, {k.idx(0), e});
+                        k.mstore(k.f32(0.0), st, {k.idx(1), e});
+                      });
+                      k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
+                        Value f = k.i32ToIndex(k.mload(firstOf, {t}));
+                        k.mstore(k.fadd(k.mload(st, {k.idx(0), f}), k.f32(1.0)),
+                                 st, {k.idx(0), f});
+                        Value mx = k.mload(rowMax, {t}),
+                              den = k.mload(rowSum, {t});
+                        k.forEach(k.idx(0), nE, k.idx(1), [&](Value e) {
+                          Value p = k.fdiv(
+                              k.exp(k.fsub(k.mload(logits, {t, e}), mx)), den);
+                          k.mstore(k.fadd(k.mload(st, {k.idx(1), e}), p), st,
+                                   {k.idx(1), e});
+                        });
+                      });
+                    });
 
     // aux = coef * E * sum_i f_i P_i (0 for an empty batch).
     double coef = op.getAuxLossCoef().convertToDouble();

@@ -33,6 +33,11 @@ public:
   virtual void emit(mlir::ImplicitLocOpBuilder &b, llvm::StringRef name,
                     KernelBuilder &kb, Value count, ValueRange args,
                     const ItemBody &body) const = 0;
+  /// Whether items next to each other run side by side and share memory
+  /// lines (GPU threads of a warp: adjacent items should touch adjacent
+  /// addresses), rather than each item running alone (a CPU task: an item
+  /// should touch contiguous memory).
+  virtual bool adjacentItemsShareLines() const = 0;
   /// Why the target's kernels do not take `op`'s element types, or "".
   virtual std::string unsupportedTypes(mlir::Operation *op) const = 0;
 };

@@ -129,6 +129,7 @@ public:
   void emit(mlir::ImplicitLocOpBuilder &b, llvm::StringRef name,
             KernelBuilder &kb, Value count, ValueRange args,
             const ItemBody &body) const override;
+  bool adjacentItemsShareLines() const override { return true; }
   std::string unsupportedTypes(mlir::Operation *op) const override;
 
 private:
