@@ -44,6 +44,12 @@ static Value imin(KernelBuilder &kb, Value a, Value b) { return kb.mins(a, b); }
 
 namespace {
 
+/// seq.ssd's operands as a kernel sees them (optional ones null if absent).
+struct SsdOperands {
+  Value x, dt, a, b, c, y, last;
+  Value skip, gate, bias, init;
+};
+
 struct CpuSsd : OpRewritePattern<seq::SsdOp> {
   CpuSsd(MLIRContext *ctx, const CpuTarget &target)
       : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
@@ -101,6 +107,13 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
     auto opt = [&](ValueRange in, Opt which) {
       return optIndex[which] < 0 ? Value() : in[optIndex[which]];
     };
+    // A kernel's view of `args` by name.
+    auto view = [&](ValueRange in) {
+      return SsdOperands{in[0],         in[1],         in[2],
+                         in[3],         in[4],         in[5],
+                         in[6],         opt(in, Skip), opt(in, Gate),
+                         opt(in, Bias), opt(in, Init)};
+    };
 
     const int64_t Q = recurrent ? lanes : plan.getChunk();
     const int64_t Qpad = roundUp(Q, lanes);
@@ -110,7 +123,7 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
     // dt of step t for head h: softplus(dt + bias) as asked.
     auto stepDt = [&](KernelBuilder &k, ValueRange in, Value bi, Value t,
                       Value h) {
-      Value dt = k.mload(in[1], {bi, t, h});
+      Value dt = k.mload(view(in).dt, {bi, t, h});
       if (Value bias = opt(in, Bias))
         dt = k.fadd(dt, k.mload(bias, {h}));
       return op.getDtSoftplus() ? k.softplus(dt) : dt;
@@ -125,12 +138,12 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
       for (int64_t p0 = 0; p0 < P; p0 += lanes) {
         Value mask = k.vmask(k.idx(P - p0), lanes);
         SmallVector<Value> at{bi, t, h, k.idx(p0)};
-        Value y = k.vloadMasked(in[5], at, lanes, mask);
+        Value y = k.vloadMasked(view(in).y, at, lanes, mask);
         if (d)
-          y = k.vfma(d, k.vloadMasked(in[0], at, lanes, mask), y);
+          y = k.vfma(d, k.vloadMasked(view(in).x, at, lanes, mask), y);
         if (gate)
           y = k.fmul(y, k.silu(k.vloadMasked(gate, at, lanes, mask)));
-        k.vstoreMasked(y, in[5], at, mask);
+        k.vstoreMasked(y, view(in).y, at, mask);
       }
     };
     // Row i of the chunk buffers Yc (and Xc) finished into y[bi, t, h, :].
@@ -146,7 +159,7 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
         if (gate)
           y = k.fmul(y, k.silu(k.vloadMasked(gate, {bi, t, h, k.idx(p0)}, lanes,
                                              mask)));
-        k.vstoreMasked(y, in[5], {bi, t, h, k.idx(p0)}, mask);
+        k.vstoreMasked(y, view(in).y, {bi, t, h, k.idx(p0)}, mask);
       }
     };
     // S^T from init (or zeros), and last from S^T.
@@ -164,7 +177,7 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
                           Value ST) {
       k.forEach(k.idx(0), k.idx(P), k.idx(1), [&](Value p) {
         k.forEach(k.idx(0), k.idx(N), k.idx(1), [&](Value n) {
-          k.mstore(k.mload(ST, {n, p}), in[6], {bi, h, p, n});
+          k.mstore(k.mload(ST, {n, p}), view(in).last, {bi, h, p, n});
         });
       });
     };
@@ -183,7 +196,8 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
           b, "ssd_cb", kb.mul(kb.mul(Bsz, nChunks), kb.idx(G)),
           {args[3], args[4], cb},
           [&](KernelBuilder &k, Value task, ValueRange in) {
-            Value nc = k.mdim(in[2], 1), nT = k.mdim(in[0], 1);
+            Value bm = in[0], cm = in[1], cbOut = in[2];
+            Value nc = k.mdim(cbOut, 1), nT = k.mdim(bm, 1);
             Value g = k.rems(task, k.idx(G));
             Value rest = k.divs(task, k.idx(G));
             Value c = k.rems(rest, nc), bi = k.divs(rest, nc);
@@ -193,15 +207,15 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
             Value BT = scratch(k, {N, Qpad});
             transposeInto(
                 k, target,
-                MatrixRef{in[0],
+                MatrixRef{bm,
                           [&](Value j, Value n) {
                             return SmallVector<Value>{bi, k.add(t0, j), g, n};
                           }},
                 qlen, N, BT);
-            MatrixRef A{in[1], [&](Value i, Value n) {
+            MatrixRef A{cm, [&](Value i, Value n) {
                           return SmallVector<Value>{bi, k.add(t0, i), g, n};
                         }};
-            MatrixRef Cm{in[2], [&](Value i, Value j) {
+            MatrixRef Cm{cbOut, [&](Value i, Value j) {
                            return SmallVector<Value>{bi, c, g, i, j};
                          }};
             emitGemm(k, target, {qlen, qlen, k.idx(N)}, A, rowMajor(BT), Cm,
