@@ -50,10 +50,10 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
             : 0;
     // Chunked, recurrent or global, and the chunk size: the strategy's plan.
     TargetDescription machine = target.describe();
-    seq::PlanAttr chosen = *planFor(op, machine);
-    if (std::string why = planUnsupportedReason(op, chosen, machine);
-        !why.empty())
-      return rewriter.notifyMatchFailure(op, why);
+    FailureOr<seq::PlanAttr> followed = followPlan(op, machine, rewriter);
+    if (failed(followed))
+      return failure();
+    seq::PlanAttr chosen = *followed;
     seq::PlanKind plan = chosen.getKind();
 
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);

@@ -70,10 +70,10 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
     const int64_t lanes = target.vectorWidth;
     // Recurrent or chunked, and the chunk size: the strategy's plan.
     TargetDescription machine = target.describe();
-    seq::PlanAttr plan = *planFor(op, machine);
-    if (std::string why = planUnsupportedReason(op, plan, machine);
-        !why.empty())
-      return rewriter.notifyMatchFailure(op, why);
+    FailureOr<seq::PlanAttr> followed = followPlan(op, machine, rewriter);
+    if (failed(followed))
+      return failure();
+    seq::PlanAttr plan = *followed;
     bool recurrent = plan.getKind() == seq::PlanKind::recurrent;
 
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);

@@ -4,16 +4,17 @@
 // sequential body; the body is written once here and each target supplies
 // only the dispatch (ItemKernels.h): a task of the CPU's thread pool, a GPU
 // thread with adjacent threads on adjacent memory.
-//  - semiseparable_mask: an item per column j of a mask, its segment sums
-//    accumulated down the rows (each L[i, j] from its own sum, never a
-//    difference of cumulative sums);
+//  - semiseparable_mask: an item per column (GPU) or row (CPU) of a mask,
+//    each L[i, j] from its own segment sum, never a difference of
+//    cumulative sums;
 //  - associative_scan: an item per position outside the scanned dim,
 //    running the op's combiner region inline over the scanned dim;
 //  - random_features: an item per output feature (row, m);
 //  - route: an item per token selects its k experts (k rounds of "best not
-//    chosen yet", ties to the lower index) and computes their weights; an
-//    item per expert then sums the load-balancing statistics over tokens in
-//    order, and one item forms the auxiliary loss.
+//    chosen yet", ties to the lower index) and computes their weights; the
+//    load-balancing statistics are summed over tokens in order (an item per
+//    expert on a GPU, one pass over the rows on a CPU), and one item forms
+//    the auxiliary loss.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +48,23 @@ static Value product(KernelBuilder &k, ArrayRef<Value> sizes) {
   return n;
 }
 
+/// An item-kernel lowering: declines the element types the target's kernels
+/// do not take (a reported fallback), then lowers the op with `lower`.
+template <typename OpTy> struct ItemKernelPattern : OpRewritePattern<OpTy> {
+  ItemKernelPattern(MLIRContext *ctx, const ItemDispatch &dispatch)
+      : OpRewritePattern<OpTy>(ctx, /*benefit=*/2), dispatch(dispatch) {}
+
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const final {
+    if (std::string why = dispatch.unsupportedTypes(op); !why.empty())
+      return rewriter.notifyMatchFailure(op, why);
+    return lower(op, rewriter);
+  }
+  virtual LogicalResult lower(OpTy op, PatternRewriter &rewriter) const = 0;
+
+  const ItemDispatch &dispatch;
+};
+
 /// Column j of a semiseparable mask: zeros above the diagonal, then
 /// L[i, j] = exp(sum_{r = j+1..i} log_a[r]) down the rows.
 void emitMaskColumn(KernelBuilder &k, Value j, Value T,
@@ -77,14 +95,11 @@ void emitMaskRow(KernelBuilder &k, Value i, Value T,
             [&](Value j) { store(k.f32(0.0), i, j); });
 }
 
-struct SemiseparableMaskKernel : OpRewritePattern<seq::SemiseparableMaskOp> {
-  SemiseparableMaskKernel(MLIRContext *ctx, const ItemDispatch &dispatch)
-      : OpRewritePattern(ctx, /*benefit=*/2), dispatch(dispatch) {}
+struct SemiseparableMaskKernel : ItemKernelPattern<seq::SemiseparableMaskOp> {
+  using ItemKernelPattern::ItemKernelPattern;
 
-  LogicalResult matchAndRewrite(seq::SemiseparableMaskOp op,
-                                PatternRewriter &rewriter) const override {
-    if (std::string why = dispatch.unsupportedTypes(op); !why.empty())
-      return rewriter.notifyMatchFailure(op, why);
+  LogicalResult lower(seq::SemiseparableMaskOp op,
+                      PatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
@@ -123,21 +138,16 @@ struct SemiseparableMaskKernel : OpRewritePattern<seq::SemiseparableMaskOp> {
     rewriter.replaceOp(op, asTensor(b, maskBuf, maskType));
     return success();
   }
-
-  const ItemDispatch &dispatch;
 };
 
-struct AssociativeScanKernel : OpRewritePattern<seq::AssociativeScanOp> {
-  AssociativeScanKernel(MLIRContext *ctx, const ItemDispatch &dispatch)
-      : OpRewritePattern(ctx, /*benefit=*/2), dispatch(dispatch) {}
+struct AssociativeScanKernel : ItemKernelPattern<seq::AssociativeScanOp> {
+  using ItemKernelPattern::ItemKernelPattern;
 
-  LogicalResult matchAndRewrite(seq::AssociativeScanOp op,
-                                PatternRewriter &rewriter) const override {
+  LogicalResult lower(seq::AssociativeScanOp op,
+                      PatternRewriter &rewriter) const override {
     if (!RegionCaptures::of(op.getCombiner()).scalarOnly())
       return rewriter.notifyMatchFailure(
           op, "its combiner captures values from outside other than scalars");
-    if (std::string why = dispatch.unsupportedTypes(op); !why.empty())
-      return rewriter.notifyMatchFailure(op, why);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
@@ -216,18 +226,13 @@ struct AssociativeScanKernel : OpRewritePattern<seq::AssociativeScanOp> {
     rewriter.replaceOp(op, results);
     return success();
   }
-
-  const ItemDispatch &dispatch;
 };
 
-struct RandomFeaturesKernel : OpRewritePattern<seq::RandomFeaturesOp> {
-  RandomFeaturesKernel(MLIRContext *ctx, const ItemDispatch &dispatch)
-      : OpRewritePattern(ctx, /*benefit=*/2), dispatch(dispatch) {}
+struct RandomFeaturesKernel : ItemKernelPattern<seq::RandomFeaturesOp> {
+  using ItemKernelPattern::ItemKernelPattern;
 
-  LogicalResult matchAndRewrite(seq::RandomFeaturesOp op,
-                                PatternRewriter &rewriter) const override {
-    if (std::string why = dispatch.unsupportedTypes(op); !why.empty())
-      return rewriter.notifyMatchFailure(op, why);
+  LogicalResult lower(seq::RandomFeaturesOp op,
+                      PatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
@@ -277,22 +282,17 @@ struct RandomFeaturesKernel : OpRewritePattern<seq::RandomFeaturesOp> {
     rewriter.replaceOp(op, asTensor(b, fBuf, fType));
     return success();
   }
-
-  const ItemDispatch &dispatch;
 };
 
 /// The router: an item per token selects its k experts (k rounds of "best
-/// not chosen yet", ties to the lower index) and computes their weights; an
-/// item per expert then sums the load-balancing statistics over tokens in
-/// order, and one item forms the auxiliary loss.
-struct RouteKernel : OpRewritePattern<seq::RouteOp> {
-  RouteKernel(MLIRContext *ctx, const ItemDispatch &dispatch)
-      : OpRewritePattern(ctx, /*benefit=*/2), dispatch(dispatch) {}
+/// not chosen yet", ties to the lower index) and computes their weights;
+/// the load-balancing statistics are then summed over tokens in order (see
+/// below), and one item forms the auxiliary loss.
+struct RouteKernel : ItemKernelPattern<seq::RouteOp> {
+  using ItemKernelPattern::ItemKernelPattern;
 
-  LogicalResult matchAndRewrite(seq::RouteOp op,
-                                PatternRewriter &rewriter) const override {
-    if (std::string why = dispatch.unsupportedTypes(op); !why.empty())
-      return rewriter.notifyMatchFailure(op, why);
+  LogicalResult lower(seq::RouteOp op,
+                      PatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
@@ -473,8 +473,6 @@ struct RouteKernel : OpRewritePattern<seq::RouteOp> {
                             asTensor(b, auxBuf, auxType)});
     return success();
   }
-
-  const ItemDispatch &dispatch;
 };
 
 } // namespace

@@ -74,7 +74,7 @@ void emitLinearAttentionRecurrent(ImplicitLocOpBuilder &b,
   if (buf.init)
     args.push_back(buf.init);
   emitGpuKernel(
-      b, target, "linear_attention_recurrent", blocks, args, {{1}},
+      b, target, "linear_attention_recurrent", blocks, args, {},
       [&](GpuBlock &blk, ValueRange in, ValueRange) {
         KernelBuilder &k = blk.kb;
         Value q = in[0], km = in[1], vm = in[2], o = in[3], last = in[4],
@@ -151,10 +151,10 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
       return rewriter.notifyMatchFailure(
           op, "needs float (f32, f16, bf16) operands");
     TargetDescription machine = target.describe();
-    seq::PlanAttr plan = *planFor(op, machine);
-    if (std::string why = planUnsupportedReason(op, plan, machine);
-        !why.empty())
-      return rewriter.notifyMatchFailure(op, why);
+    FailureOr<seq::PlanAttr> followed = followPlan(op, machine, rewriter);
+    if (failed(followed))
+      return failure();
+    seq::PlanAttr plan = *followed;
     Value decay = op.getDecay();
     int64_t decayRank =
         decay ? cast<RankedTensorType>(decay.getType()).getRank() : 0;

@@ -121,10 +121,10 @@ struct GpuSsd : OpRewritePattern<seq::SsdOp> {
       return rewriter.notifyMatchFailure(
           op, "needs float (f32, f16, bf16) operands");
     TargetDescription machine = target.describe();
-    seq::PlanAttr plan = *planFor(op, machine);
-    if (std::string why = planUnsupportedReason(op, plan, machine);
-        !why.empty())
-      return rewriter.notifyMatchFailure(op, why);
+    FailureOr<seq::PlanAttr> followed = followPlan(op, machine, rewriter);
+    if (failed(followed))
+      return failure();
+    seq::PlanAttr plan = *followed;
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);

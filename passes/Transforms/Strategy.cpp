@@ -186,12 +186,6 @@ FailureOr<int64_t> seqc::chipVersion(Location loc, StringRef chip) {
                         << "' (expected sm_<version>, such as sm_80 or sm_90a)";
 }
 
-std::optional<ChunkedFamily> seqc::chunkedFamilyOf(Operation *op) {
-  if (std::optional<PlanInputs> in = inputsOf(op))
-    return in->family;
-  return std::nullopt;
-}
-
 std::optional<seq::PlanAttr> seqc::choosePlan(Operation *op,
                                               const TargetDescription &target) {
   std::optional<PlanInputs> in = inputsOf(op);
@@ -228,15 +222,9 @@ int64_t seqc::hostModelChunkSize(int64_t stateDim, int64_t valueDim) {
   return modelChunk(in, host, host.ssdChunks);
 }
 
-std::optional<seq::PlanAttr> seqc::planFor(Operation *op,
-                                           const TargetDescription &target) {
-  if (auto plan = op->getAttrOfType<seq::PlanAttr>(seq::kPlanAttrName))
-    return plan;
-  return choosePlan(op, target);
-}
-
-std::string seqc::planUnsupportedReason(Operation *op, seq::PlanAttr plan,
-                                        const TargetDescription &target) {
+/// Why `target`'s kernels cannot run `plan` for `op`, or "" when they can.
+static std::string planUnsupportedReason(Operation *op, seq::PlanAttr plan,
+                                         const TargetDescription &target) {
   std::optional<PlanInputs> in = inputsOf(op);
   if (!in || plan.getKind() != seq::PlanKind::chunked)
     return "";
@@ -255,4 +243,19 @@ std::string seqc::planUnsupportedReason(Operation *op, seq::PlanAttr plan,
                          "(plan recurrent does)",
                          target.name());
   return "";
+}
+
+FailureOr<seq::PlanAttr> seqc::followPlan(Operation *op,
+                                          const TargetDescription &target,
+                                          PatternRewriter &rewriter) {
+  auto plan = op->getAttrOfType<seq::PlanAttr>(seq::kPlanAttrName);
+  if (!plan) {
+    std::optional<seq::PlanAttr> chosen = choosePlan(op, target);
+    if (!chosen)
+      return rewriter.notifyMatchFailure(op, "has no choice of plans");
+    plan = *chosen;
+  }
+  if (std::string why = planUnsupportedReason(op, plan, target); !why.empty())
+    return rewriter.notifyMatchFailure(op, why);
+  return plan;
 }

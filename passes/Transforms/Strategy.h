@@ -5,7 +5,7 @@
 // chunk size Q, or global) is decided here, by one cost model over one
 // description of the machine. seq-select-strategy records the decision as
 // `seq.plan = #seq.plan<...>` on each op; the CPU and GPU lowerings read it
-// (planFor) and supply only what differs per target: the kernels and the
+// (followPlan) and supply only what differs per target: the kernels and the
 // chunk sizes their tiles allow (TargetDescription::chunkLimits).
 //
 //===----------------------------------------------------------------------===//
@@ -14,6 +14,8 @@
 #define SEQC_PASSES_TRANSFORMS_STRATEGY_H
 
 #include "Seq/SeqDialect.h"
+
+#include "mlir/IR/PatternMatch.h"
 
 #include <optional>
 
@@ -93,9 +95,6 @@ mlir::FailureOr<int64_t> chipVersion(mlir::Location loc, llvm::StringRef chip);
 /// (16 steps, a tensor-core tile's rows) the chunk machinery only pads.
 inline constexpr int64_t kRecurrentBelowSteps = 16;
 
-/// The family of `op`, or none for ops without a choice of plans.
-std::optional<ChunkedFamily> chunkedFamilyOf(mlir::Operation *op);
-
 /// The cost model's plan for `op` on `target`, ignoring any seq.plan it
 /// has; none for ops without a choice of plans. A `chunk_size` hint is
 /// honoured when the target's kernels allow it, else the nearest allowed
@@ -107,14 +106,13 @@ std::optional<seq::PlanAttr> choosePlan(mlir::Operation *op,
 /// valueDim without a hint (for the benchmark's report).
 int64_t hostModelChunkSize(int64_t stateDim, int64_t valueDim);
 
-/// The plan the lowerings follow: `op`'s seq.plan, else choosePlan.
-std::optional<seq::PlanAttr> planFor(mlir::Operation *op,
-                                     const TargetDescription &target);
-
-/// Why `target`'s kernels cannot run `plan` for `op` (a chunk size outside
-/// its limits, a variant without a chunked kernel), or "" when they can.
-std::string planUnsupportedReason(mlir::Operation *op, seq::PlanAttr plan,
-                                  const TargetDescription &target);
+/// The plan a lowering for `target` follows: `op`'s seq.plan, else
+/// choosePlan's. When the target's kernels cannot run it (a chunk size
+/// outside their limits, a variant without a chunked kernel), a match
+/// failure naming why, which the fallback report quotes.
+mlir::FailureOr<seq::PlanAttr> followPlan(mlir::Operation *op,
+                                          const TargetDescription &target,
+                                          mlir::PatternRewriter &rewriter);
 
 } // namespace seqc
 

@@ -58,3 +58,18 @@ func.func @fast_scan(%a: tensor<2x16x8xf32>) -> tensor<2x8xf32> {
   %h, %l = seq.linear_scan %a, %a : (tensor<2x16x8xf32>, tensor<2x16x8xf32>) -> (tensor<2x16x8xf32>, tensor<2x8xf32>)
   return %l : tensor<2x8xf32>
 }
+
+// -----
+
+// A forced plan the target's kernels cannot run is a reported fallback (an
+// error when strict), naming the target's chunk sizes.
+// STRICT: error: seq.ssd {{.*}} takes the reference lowering instead of a fast CPU kernel: plan chunked 1000 is outside the CPU kernels' chunk sizes (1 to 256 steps)
+// GPU: error: seq.ssd {{.*}} takes the reference lowering instead of a fast GPU kernel: plan chunked 1000 is outside the GPU kernels' chunk sizes (16 to 64 steps, multiples of 16)
+func.func @forced_plan(%x: tensor<1x64x2x8xf32>, %dt: tensor<1x64x2xf32>, %A: tensor<2xf32>,
+                       %B: tensor<1x64x1x16xf32>) -> tensor<1x64x2x8xf32> {
+  // expected-remark @+1 {{plan chunked 1000 is outside the CPU kernels' chunk sizes (1 to 256 steps)}}
+  %y, %l = seq.ssd %x, %dt, %A, %B, %B {seq.plan = #seq.plan<chunked, 1000>}
+    : (tensor<1x64x2x8xf32>, tensor<1x64x2xf32>, tensor<2xf32>, tensor<1x64x1x16xf32>, tensor<1x64x1x16xf32>)
+      -> (tensor<1x64x2x8xf32>, tensor<1x2x8x16xf32>)
+  return %y : tensor<1x64x2x8xf32>
+}
