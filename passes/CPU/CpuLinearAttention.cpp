@@ -1,19 +1,15 @@
-//===- CpuLinearAttention.cpp - chunked linear attention on the CPU -------===//
+//===- CpuLinearAttention.cpp - linear attention on the CPU ---------------===//
 //
-// Causal linear attention with a scalar decay per step (none, per head, or
-// data-dependent per (batch, step, head)) by chunks of Q steps, per (batch,
-// head), the K x V state in a stack buffer (the same scheme as SSD):
-//
-//   M = L o (q'_c k'_c^T)               L[i,j] = exp(cs_i - cs_j), j <= i
-//   O = M V_c + (exp(cs) o q'_c) S
-//   S = exp(cs_Q) S + (w o k'_c)^T V_c,  w_j = exp(cs_Q - cs_j)
-//
-// Per-key decays (GLA), normalized causal attention and short sequences run
-// the recurrence directly, vectorized over V. Non-causal attention is two
-// products: S = S0 + k'^T V, then O = q' S (normalized by q' . sum k').
+// Linear attention follows the strategy's plan: chunked plans (causal, a
+// scalar decay per step or none) are the chunked form
+// (Transforms/ChunkedForm.h, lowered by CPU/CpuChunked.cpp). Per-key decays
+// (GLA), normalized causal attention and short sequences run the recurrence
+// directly, vectorized over V. Non-causal attention is two products:
+// S = S0 + k'^T V, then O = q' S (normalized by q' . sum k').
 //
 //===----------------------------------------------------------------------===//
 
+#include "CPU/CpuChunked.h"
 #include "CPU/CpuPatterns.h"
 #include "CPU/Gemm.h"
 
@@ -60,6 +56,12 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
     Value Bsz = dims["B"];
+    if (plan == seq::PlanKind::chunked) {
+      ChunkedForm form = *ChunkedForm::describe(op, b, dims);
+      emitCpuChunked(b, kb, target, form, Bsz, chosen.getChunk());
+      rewriter.replaceOp(op, form.results(b));
+      return success();
+    }
     auto oType = cast<RankedTensorType>(op.getO().getType());
     auto sType = cast<RankedTensorType>(op.getLast().getType());
     Value oBuf = allocBuffer(b, oType, dims.of("o"));
@@ -84,20 +86,11 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
              op.getFeatureMap(),
              op.getScale().convertToDouble(),
              op.getEps().convertToDouble(),
-             op.getNormalize(),
-             plan == seq::PlanKind::chunked ? chosen.getChunk()
-                                            : target.vectorWidth};
-    switch (plan) {
-    case seq::PlanKind::chunked:
-      emitChunked(b, kb, args, Bsz, p);
-      break;
-    case seq::PlanKind::recurrent:
+             op.getNormalize()};
+    if (plan == seq::PlanKind::recurrent)
       emitRecurrent(b, kb, args, Bsz, p);
-      break;
-    case seq::PlanKind::global:
+    else
       emitGlobal(b, kb, args, Bsz, p);
-      break;
-    }
     rewriter.replaceOp(op,
                        {asTensor(b, oBuf, oType), asTensor(b, sBuf, sType)});
     return success();
@@ -109,7 +102,6 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     seq::FeatureMap phi;
     double scale, eps;
     bool normalize;
-    int64_t Q;
   };
 
   /// The log decay of step t, head h (0 without decay).
@@ -162,110 +154,6 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
         rows, p.K, dst, [&](Value v, Value i) {
           v = k.featureMap(p.phi, v);
           return factor ? k.fmul(v, k.splat(factor(i), lanes)) : v;
-        });
-  }
-
-  void emitChunked(ImplicitLocOpBuilder &b, KernelBuilder &kb, ValueRange args,
-                   Value Bsz, const Params &p) const {
-    const int64_t lanes = target.vectorWidth;
-    const int64_t Q = p.Q, Qpad = roundUp(Q, lanes);
-    emitParallelKernel(
-        b, "linear_attention_chunks", kb.mul(Bsz, kb.idx(p.H)), args,
-        [&](KernelBuilder &k, Value task, ValueRange in) {
-          Value Qm = in[0], Km = in[1], Vm = in[2], O = in[3];
-          Value nT = k.mdim(Qm, 1);
-          Value h = k.rems(task, k.idx(p.H)), bi = k.divs(task, k.idx(p.H));
-          Value S = k.stackBuffer({p.K, p.V});
-          Value csS = k.stackBuffer({Qpad});
-          Value qs = k.stackBuffer({Q, p.K}), kp = k.stackBuffer({Q, p.K});
-          Value kT = k.stackBuffer({p.K, Qpad}), Mm = k.stackBuffer({Q, Qpad});
-          // The chunk's rows of v and o, contiguous (4 KiB apart in [B, T, H,
-          // V] for 16 heads of 64, which would evict each other from L1).
-          Value Vc = k.stackBuffer({Q, p.V}), Oc = k.stackBuffer({Q, p.V});
-          loadState(k, in, p, bi, h, S);
-          Value scale = k.f32(p.scale);
-          Value nChunks = k.divs(k.add(nT, k.idx(Q - 1)), k.idx(Q));
-          k.forEach(k.idx(0), nChunks, k.idx(1), [&](Value c) {
-            Value t0 = k.mul(c, k.idx(Q));
-            Value qlen = k.mins(k.idx(Q), k.sub(nT, t0));
-            for (int64_t i0 = 0; i0 < Qpad; i0 += lanes)
-              k.vstore(k.vconst(0.0, lanes), csS, {k.idx(i0)});
-            Value csLast =
-                k.loop(qlen, {k.f32(0.0)}, [&](Value i, ValueRange cum) {
-                  Value cs =
-                      k.fadd(cum[0], logDecay(k, in, p, bi, k.add(t0, i), h));
-                  k.mstore(cs, csS, {i});
-                  return SmallVector<Value>{cs};
-                })[0];
-            // q' = phi(q) scale, k' = phi(k) and k'^T [K x Q], v rows.
-            packRows(k, p, Qm, bi, t0, h, qlen, qs,
-                     [&](Value) { return scale; });
-            packRows(k, p, Km, bi, t0, h, qlen, kp, nullptr);
-            transposeInto(k, target, rowMajor(kp), qlen, p.K, kT);
-            seqc::packRows(
-                k, target,
-                MatrixRef{Vm,
-                          [&](Value j, Value v) {
-                            return SmallVector<Value>{bi, k.add(t0, j), h, v};
-                          }},
-                qlen, p.V, Vc);
-            emitGemm(k, target, {qlen, qlen, k.idx(p.K)}, rowMajor(qs),
-                     rowMajor(kT), rowMajor(Mm), GemmMode::Overwrite);
-            // M = L o (q' k'^T).
-            Value iota = k.viota(lanes);
-            k.forEach(k.idx(0), qlen, k.idx(1), [&](Value i) {
-              Value csI = k.splat(k.mload(csS, {i}), lanes);
-              Value iSplat = k.splat(i, lanes);
-              for (int64_t j0 = 0; j0 < Qpad; j0 += lanes) {
-                Value j = k.idx(j0);
-                Value cols =
-                    arith::AddIOp::create(k.builder(), iota, k.splat(j, lanes));
-                Value causal = k.cmp(CmpIPredicate::ule, cols, iSplat);
-                Value l = k.exp(k.fsub(csI, k.vload(csS, {j}, lanes)));
-                Value m = k.fmul(l, k.vload(Mm, {i, j}, lanes));
-                k.vstore(k.select(causal, m, k.vconst(0.0, lanes)), Mm, {i, j});
-              }
-            });
-            emitGemm(k, target, {qlen, k.idx(p.V), qlen}, rowMajor(Mm),
-                     rowMajor(Vc), rowMajor(Oc), GemmMode::Overwrite);
-            // O += (exp(cs) o q') S.
-            k.forEach(k.idx(0), qlen, k.idx(1), [&](Value i) {
-              Value e = k.splat(k.exp(k.mload(csS, {i})), lanes);
-              for (int64_t c0 = 0; c0 < p.K; c0 += lanes) {
-                Value mask = k.vmask(k.idx(p.K - c0), lanes);
-                SmallVector<Value> at{i, k.idx(c0)};
-                k.vstoreMasked(k.fmul(k.vloadMasked(qs, at, lanes, mask), e),
-                               qs, at, mask);
-              }
-            });
-            emitGemm(k, target, {qlen, k.idx(p.V), k.idx(p.K)}, rowMajor(qs),
-                     rowMajor(S), rowMajor(Oc), GemmMode::Accumulate);
-            k.forEach(k.idx(0), qlen, k.idx(1), [&](Value i) {
-              for (int64_t v0 = 0; v0 < p.V; v0 += lanes) {
-                Value mask = k.vmask(k.idx(p.V - v0), lanes);
-                k.vstoreMasked(k.vloadMasked(Oc, {i, k.idx(v0)}, lanes, mask),
-                               O, {bi, k.add(t0, i), h, k.idx(v0)}, mask);
-              }
-            });
-            // S = exp(cs_Q) S + (w o k')^T V_c.
-            Value decay = k.splat(k.exp(csLast), lanes);
-            k.forEach(k.idx(0), k.idx(p.K), k.idx(1), [&](Value kk) {
-              for (int64_t v0 = 0; v0 < p.V; v0 += lanes) {
-                Value mask = k.vmask(k.idx(p.V - v0), lanes);
-                SmallVector<Value> at{kk, k.idx(v0)};
-                k.vstoreMasked(k.fmul(k.vloadMasked(S, at, lanes, mask), decay),
-                               S, at, mask);
-              }
-            });
-            seqc::packRows(k, target, rowMajor(kp), qlen, p.K, kp,
-                           [&](Value v, Value j) {
-                             Value w = k.exp(k.fsub(csLast, k.mload(csS, {j})));
-                             return k.fmul(v, k.splat(w, lanes));
-                           });
-            emitGemm(k, target, {k.idx(p.K), k.idx(p.V), qlen}, transposed(kp),
-                     rowMajor(Vc), rowMajor(S), GemmMode::Accumulate);
-          });
-          storeState(k, in, p, bi, h, S);
         });
   }
 

@@ -43,7 +43,6 @@ struct PlanInputs {
   int64_t hint;
   bool causal = true;
   bool perKeyDecay = false;
-  bool normalize = false;
 };
 
 /// A chunk_size hint as a signed size (hints past 2^63 are as large).
@@ -68,7 +67,6 @@ std::optional<PlanInputs> inputsOf(Operation *op) {
     in.perKeyDecay =
         la.getDecay() &&
         cast<RankedTensorType>(la.getDecay().getType()).getRank() == 4;
-    in.normalize = la.getNormalize();
     return in;
   }
   return std::nullopt;
@@ -127,7 +125,6 @@ TargetDescription TargetDescription::cpu(int64_t vectorWidth, int64_t l1Bytes,
   // 2048-step chunk would need over 16 MB).
   t.ssdChunks = t.linearAttentionChunks = ChunkLimits{1, 256, 1};
   t.chunkedPerKeyDecay = false;
-  t.chunkedNormalize = false;
   return t;
 }
 
@@ -159,10 +156,11 @@ TargetDescription TargetDescription::gpu(int64_t smVersion) {
   t.sharedBytes = 48 * 1024;
   t.stateCost = 256;
   // Chunks are whole tensor-core tiles (16 rows). The largest chunk is the
-  // largest whose tiles fit in shared memory: SSD's output kernel holds
-  // Q^2 + 98 Q + 1024 floats (Q = 64: 45.5 KB); linear attention's holds
-  // Q^2 + Q (K_decay + 129) + 1024 with up to 128 per-key decays (Q = 32:
-  // 41 KB; Q = 64 would need 54 KB even with one decay per head).
+  // largest whose tiles fit in shared memory: the chunked form's output
+  // kernel (GPU/GpuChunked.cpp) holds Q^2 + Q (K_decay + 98) + 1024 floats,
+  // K_decay = 1 for a scalar decay (Q = 64: 44.8 KiB) and up to 128 for
+  // linear attention's per-key decays (Q = 32: 36.3 KiB; Q = 64 would need
+  // 76.5 KiB), so linear attention, which may have them, stops at 32.
   t.ssdChunks = ChunkLimits{16, 64, 16};
   t.linearAttentionChunks = ChunkLimits{16, 32, 16};
   return t;
@@ -196,8 +194,7 @@ std::optional<seq::PlanAttr> seqc::choosePlan(Operation *op,
     return seq::PlanAttr::get(ctx, seq::PlanKind::global, 0);
   bool shortSequence =
       !ShapedType::isDynamic(in->steps) && in->steps < kRecurrentBelowSteps;
-  bool noChunkedKernel = (in->perKeyDecay && !target.chunkedPerKeyDecay) ||
-                         (in->normalize && !target.chunkedNormalize);
+  bool noChunkedKernel = in->perKeyDecay && !target.chunkedPerKeyDecay;
   if (shortSequence || noChunkedKernel)
     return seq::PlanAttr::get(ctx, seq::PlanKind::recurrent, 0);
 
@@ -237,10 +234,6 @@ static std::string planUnsupportedReason(Operation *op, seq::PlanAttr plan,
   if (in->perKeyDecay && !target.chunkedPerKeyDecay)
     return llvm::formatv("the {0}'s chunked kernel does not cover per-key "
                          "decay (plan recurrent does)",
-                         target.name());
-  if (in->normalize && !target.chunkedNormalize)
-    return llvm::formatv("the {0}'s chunked kernel does not cover normalize "
-                         "(plan recurrent does)",
                          target.name());
   return "";
 }

@@ -65,10 +65,9 @@ struct TargetDescription {
 
   /// The chunk sizes of each family's chunked kernels.
   ChunkLimits ssdChunks, linearAttentionChunks;
-  /// Whether the chunked linear-attention kernels cover per-key decay
-  /// (decay [B, T, H, K]) and `normalize`; where not, the recurrence runs.
+  /// Whether the chunked phases cover a per-key decay (linear attention's
+  /// decay [B, T, H, K]); where not, the recurrence runs.
   bool chunkedPerKeyDecay = true;
-  bool chunkedNormalize = true;
 
   /// A CPU with `vectorWidth` f32 lanes and the given caches.
   static TargetDescription cpu(int64_t vectorWidth, int64_t l1Bytes,

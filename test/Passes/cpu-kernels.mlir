@@ -16,10 +16,11 @@ func.func @scan(%a: tensor<2x100x300xf32>) -> tensor<2x100x300xf32> {
   return %h : tensor<2x100x300xf32>
 }
 
-// SSD by chunks: C B^T per (batch, chunk, group) in its own kernel, then one
-// task per (batch, head) looping over chunks of the hinted size.
+// SSD by chunks: the heads of a group share C B^T, computed per (batch,
+// chunk, group) in its own kernel, then one task per (batch, head) loops
+// over chunks of the hinted size.
 // CHECK-LABEL: func.func @ssd_chunked
-// CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_ssd_cb(
+// CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_ssd_scores(
 // CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_ssd_chunks(
 func.func @ssd_chunked(%x: tensor<1x256x4x16xf32>, %dt: tensor<1x256x4xf32>, %A: tensor<4xf32>,
                        %B: tensor<1x256x1x32xf32>) -> tensor<1x256x4x16xf32> {
@@ -31,7 +32,7 @@ func.func @ssd_chunked(%x: tensor<1x256x4x16xf32>, %dt: tensor<1x256x4xf32>, %A:
 
 // Decode (T = 1) takes the recurrence directly: no chunk machinery.
 // CHECK-LABEL: func.func @ssd_decode
-// CHECK-NOT: @__seqc_ssd_cb
+// CHECK-NOT: @__seqc_ssd_scores
 // CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_ssd_recurrent(
 func.func @ssd_decode(%x: tensor<1x1x4x16xf32>, %dt: tensor<1x1x4xf32>, %A: tensor<4xf32>,
                       %B: tensor<1x1x1x32xf32>, %h0: tensor<1x4x16x32xf32>) -> tensor<1x4x16x32xf32> {

@@ -5,7 +5,7 @@
 // RUN: seqc-opt %s --seqc-cuda-pipeline="emulate=1 strict=1" | FileCheck %s --check-prefix=GPU
 
 // CPU-DAG: @__seqc_ssd_recurrent(
-// CPU-DAG: @__seqc_ssd_cb(
+// CPU-DAG: @__seqc_ssd_scores(
 // CPU-DAG: @__seqc_linear_attention_recurrent(
 // GPU-DAG: @__seqc_gpu_ssd_recurrent(
 // GPU-DAG: @__seqc_gpu_ssd_chunk_states(

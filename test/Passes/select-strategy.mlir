@@ -70,14 +70,14 @@ func.func @ssd_hints(%x: tensor<1x256x2x32xf32>, %dt: tensor<1x256x2xf32>,
 
 // -----
 
-// Linear attention: non-causal is global; per-key decay and normalize are
-// chunked on the GPU, recurrent on the CPU (whose chunked kernel does not
-// cover them yet); a plan in the input is kept.
+// Linear attention: non-causal is global; a per-key decay is chunked on
+// the GPU, recurrent on the CPU (whose chunked phases take a scalar decay);
+// normalize is chunked on both; a plan in the input is kept.
 // CPU-LABEL: func @linear_attention
 // CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<global>
 // CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 32>
 // CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<recurrent>
-// CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<recurrent>
+// CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 32>
 // CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 16>
 // GPU-LABEL: func @linear_attention
 // GPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<global>

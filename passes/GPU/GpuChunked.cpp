@@ -1,0 +1,504 @@
+//===- GpuChunked.cpp - the chunked form's phases on the GPU --------------===//
+//
+// The three kernels of GpuChunked.h, written once over a ChunkedForm: the
+// family's operands are read through its roles (queryAt, keyAt, valueAt,
+// stateAt) and maps, its decay and weights through step / keyLogDecay, its
+// outputs through finish.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GPU/GpuChunked.h"
+#include "GPU/GpuGemm.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace seqc;
+
+namespace {
+
+using arith::CmpIPredicate;
+
+/// Key and value channels per staged tile.
+constexpr int64_t KT = 32, VT = 32;
+
+/// Block (bi, h, c) of a per-chunk kernel and the chunk's first step.
+struct ChunkBlock {
+  Value bi, h, c, t0;
+};
+
+/// What a chunk kernel's blocks see: the form's arguments by role and the
+/// kernel's own buffers after them.
+struct ChunkKernelArgs {
+  ChunkedArgs form;
+  ValueRange own;
+};
+
+class GpuChunkedLowering {
+public:
+  GpuChunkedLowering(const GpuTarget &target, const ChunkedForm &form,
+                     Type mmaType, int64_t chunk)
+      : target(target), form(form), mmaType(mmaType), Q(chunk),
+        KG(form.decay == ChunkedForm::Decay::PerKey ? form.keyDim : 1) {}
+
+  void emit(ImplicitLocOpBuilder &b, KernelBuilder &kb) const {
+    Value q = form.buffers[0], v = form.buffers[2];
+    Value Bsz = kb.mdim(v, 0), T = kb.mdim(v, 1), H = kb.mdim(v, 2);
+    Value K = kb.mdim(q, 3), V = kb.mdim(v, 3);
+    // Value columns carried: v, then the normalizer's ones.
+    Value Vx = form.normalize ? kb.add(V, kb.idx(1)) : V;
+    Value nChunks = kb.divs(kb.add(T, kb.idx(Q - 1)), kb.idx(Q));
+    auto f32 = b.getF32Type();
+    int64_t dyn = ShapedType::kDynamic;
+    // Chunk states (then incoming states) and chunk log decays, in f32.
+    Value states =
+        allocBuffer(b, RankedTensorType::get({dyn, dyn, dyn, dyn, dyn}, f32),
+                    {Bsz, H, nChunks, K, Vx});
+    Value decays =
+        allocBuffer(b, RankedTensorType::get({dyn, dyn, dyn, dyn}, f32),
+                    {Bsz, H, nChunks, kb.idx(KG)});
+    // Non-causal: the total state, read by every output.
+    Value totals =
+        form.causal
+            ? Value()
+            : allocBuffer(b, RankedTensorType::get({dyn, dyn, dyn, dyn}, f32),
+                          {Bsz, H, K, Vx});
+    Value blocks = kb.mul(kb.mul(Bsz, H), nChunks);
+    emitChunkStates(b, blocks, states, decays, Vx);
+    emitStatePassing(b, kb, kb.mul(kb.mul(kb.mul(Bsz, H), K), Vx), states,
+                     decays, totals);
+    emitChunkOutputs(b, blocks, form.causal ? states : totals, Vx);
+  }
+
+private:
+  std::string kernelName(StringRef phase) const {
+    return form.name + "_" + phase.str() + (mmaType ? "_mma" : "");
+  }
+
+  /// Emits a per-chunk kernel: the form's buffers then `own`.
+  void emitChunkKernel(
+      ImplicitLocOpBuilder &b, StringRef name, Value blocks,
+      ArrayRef<Value> own, ArrayRef<SmallVector<int64_t>> shared,
+      const std::function<void(GpuBlock &, const ChunkKernelArgs &, ValueRange)>
+          &body) const {
+    SmallVector<Value> args(form.buffers);
+    args.append(own.begin(), own.end());
+    size_t fixed = form.buffers.size();
+    emitGpuKernel(b, target, name, blocks, args, shared,
+                  [&](GpuBlock &blk, ValueRange in, ValueRange sh) {
+                    body(blk, {form.args(in), in.drop_front(fixed)}, sh);
+                  });
+  }
+
+  ChunkBlock chunkBlock(KernelBuilder &k, Value id,
+                        const ChunkedArgs &a) const {
+    Value nT = k.mdim(a.value, 1), nH = k.mdim(a.value, 2);
+    Value nC = k.divs(k.add(nT, k.idx(Q - 1)), k.idx(Q));
+    Value c = k.rems(id, nC), rest = k.divs(id, nC);
+    return ChunkBlock{k.divs(rest, nH), k.rems(rest, nH), c,
+                      k.mul(c, k.idx(Q))};
+  }
+
+  static Value lt(KernelBuilder &k, Value a, Value c) {
+    return k.cmp(CmpIPredicate::slt, a, c);
+  }
+  static Value at(KernelBuilder &k, Value row, int64_t ld, Value col) {
+    return k.add(k.mul(row, k.idx(ld)), col);
+  }
+
+  /// q'[s, kk] of the chunk (0 past its end and past K).
+  Value queryPrime(KernelBuilder &k, const ChunkedArgs &a, const ChunkBlock &cb,
+                   Value s, Value kk) const {
+    Value t = k.add(cb.t0, s);
+    Value ok =
+        k.andi(lt(k, t, k.mdim(a.query, 1)), lt(k, kk, k.mdim(a.query, 3)));
+    return k.ifElse(
+        ok, {k.f32Type()},
+        [&]() -> SmallVector<Value> {
+          return {form.mapQuery(
+              k, k.mload(a.query, form.queryAt(k, a, cb.bi, t, cb.h, kk)))};
+        },
+        [&]() -> SmallVector<Value> { return {k.f32(0.0)}; })[0];
+  }
+
+  /// w[s] k'[s, kk] of the chunk (0 past its end and past K).
+  Value keyPrime(KernelBuilder &k, const ChunkedArgs &a, const ChunkBlock &cb,
+                 Value weights, Value s, Value kk) const {
+    Value t = k.add(cb.t0, s);
+    Value ok = k.andi(lt(k, t, k.mdim(a.key, 1)), lt(k, kk, k.mdim(a.key, 3)));
+    Value key = k.ifElse(
+        ok, {k.f32Type()},
+        [&]() -> SmallVector<Value> {
+          return {form.mapKey(
+              k, k.mload(a.key, form.keyAt(k, a, cb.bi, t, cb.h, kk)))};
+        },
+        [&]() -> SmallVector<Value> { return {k.f32(0.0)}; })[0];
+    return k.fmul(key, k.mload(weights, {s}));
+  }
+
+  /// Value column `col` of step t0 + s: v, then the normalizer's ones.
+  Value value(KernelBuilder &k, const ChunkedArgs &a, const ChunkBlock &cb,
+              Value s, Value col) const {
+    Value t = k.add(cb.t0, s), nV = k.mdim(a.value, 3);
+    Value valid = lt(k, t, k.mdim(a.value, 1));
+    Value isV = k.andi(valid, lt(k, col, nV));
+    Value ones = k.f32(form.normalize ? 1.0 : 0.0);
+    Value isOne = k.andi(valid, k.cmp(CmpIPredicate::eq, col, nV));
+    return k.select(
+        isOne, ones,
+        k.loadIf(isV, a.value, form.valueAt(cb.bi, t, cb.h, col), k.f32(0.0)));
+  }
+
+  /// cs[s * KG + j], the chunk's cumulative log decay up to step s (per
+  /// key channel j with a per-key decay), and the weights w[s]; both 0 past
+  /// the chunk's end. The steps' coefficients load in parallel, then a
+  /// thread per decay column sums them.
+  void stageDecay(GpuBlock &blk, const ChunkedArgs &a, const ChunkBlock &cb,
+                  Value cs, Value weights) const {
+    KernelBuilder &k = blk.kb;
+    Value nT = k.mdim(a.value, 1);
+    blk.phase2(k.idx(Q), k.idx(KG), [&](Value s, Value j) {
+      Value t = k.add(cb.t0, s);
+      SmallVector<Value> gw = k.ifElse(
+          lt(k, t, nT), {k.f32Type(), k.f32Type()},
+          [&]() -> SmallVector<Value> {
+            StepCoefficients step = form.step(k, a, cb.bi, t, cb.h);
+            Value g = form.decay == ChunkedForm::Decay::PerKey
+                          ? form.keyLogDecay(k, a, cb.bi, t, cb.h, j)
+                          : step.logDecay;
+            return {g ? g : k.f32(0.0), step.weight ? step.weight : k.f32(1.0)};
+          },
+          [&]() -> SmallVector<Value> {
+            return {k.f32(0.0), k.f32(0.0)};
+          });
+      k.mstore(gw[0], cs, {at(k, s, KG, j)});
+      k.ifThen(k.cmp(CmpIPredicate::eq, j, k.idx(0)),
+               [&] { k.mstore(gw[1], weights, {s}); });
+    });
+    blk.phase(k.idx(KG), [&](Value j) {
+      k.loop(k.idx(Q), {k.f32(0.0)}, [&](Value s, ValueRange it) {
+        Value sum = k.fadd(it[0], k.mload(cs, {at(k, s, KG, j)}));
+        k.mstore(sum, cs, {at(k, s, KG, j)});
+        return SmallVector<Value>{sum};
+      });
+    });
+  }
+
+  /// cs of step s for key channel kk (0 for channels past K, which only
+  /// partial tiles ask for).
+  Value csAt(KernelBuilder &k, Value cs, Value s, Value kk) const {
+    if (KG == 1)
+      return k.mload(cs, {at(k, s, KG, k.idx(0))});
+    Value inside = lt(k, kk, k.idx(KG));
+    Value v = k.mload(cs, {at(k, s, KG, k.mins(kk, k.idx(KG - 1)))});
+    return k.select(inside, v, k.f32(0.0));
+  }
+
+  /// 1. S_c = (exp(cs_Q - cs) o w o k')^T v per chunk.
+  void emitChunkStates(ImplicitLocOpBuilder &b, Value blocks, Value states,
+                       Value decays, Value Vx) const {
+    emitChunkKernel(
+        b, kernelName("chunk_states"), blocks, {states, decays, Vx},
+        {{Q * KG}, {Q}, {Q * KT}, {Q * VT}},
+        [&](GpuBlock &blk, const ChunkKernelArgs &in, ValueRange sh) {
+          KernelBuilder &k = blk.kb;
+          const ChunkedArgs &a = in.form;
+          Value st = in.own[0], chunkDecays = in.own[1], nVx = in.own[2];
+          Value cs = sh[0], ws = sh[1], kw = sh[2], vs = sh[3];
+          ChunkBlock cb = chunkBlock(k, blk.blockId, a);
+          stageDecay(blk, a, cb, cs, ws);
+          blk.phase(k.idx(KG), [&](Value j) {
+            k.mstore(k.mload(cs, {at(k, k.idx(Q - 1), KG, j)}), chunkDecays,
+                     {cb.bi, cb.h, cb.c, j});
+          });
+          Value nK = k.mdim(a.query, 3);
+          k.forEach(k.idx(0), nK, k.idx(KT), [&](Value k0) {
+            blk.phase2(k.idx(Q), k.idx(KT), [&](Value s, Value kk) {
+              Value ch = k.add(k0, kk);
+              Value w = k.exp(
+                  k.fsub(csAt(k, cs, k.idx(Q - 1), ch), csAt(k, cs, s, ch)));
+              k.mstore(k.fmul(keyPrime(k, a, cb, ws, s, ch), w), kw,
+                       {at(k, s, KT, kk)});
+            });
+            k.forEach(k.idx(0), nVx, k.idx(VT), [&](Value v0) {
+              blk.phase2(k.idx(Q), k.idx(VT), [&](Value s, Value vv) {
+                k.mstore(value(k, a, cb, s, k.add(v0, vv)), vs,
+                         {at(k, s, VT, vv)});
+              });
+              auto store = [&](Value kk, Value vv, Value v) {
+                Value ch = k.add(k0, kk), col = k.add(v0, vv);
+                k.ifThen(k.andi(lt(k, ch, nK), lt(k, col, nVx)), [&] {
+                  k.mstore(v, st, {cb.bi, cb.h, cb.c, ch, col});
+                });
+              };
+              if (mmaType) {
+                mmaSharedProduct(
+                    blk, mmaType, KT, VT, Q,
+                    [&](Value kk, Value s) {
+                      return k.mload(kw, {at(k, s, KT, kk)});
+                    },
+                    [&](Value s, Value vv) {
+                      return k.mload(vs, {at(k, s, VT, vv)});
+                    },
+                    [&](Value, Value) { return k.f32(0.0); }, store);
+                return;
+              }
+              blk.phase2(k.idx(KT), k.idx(VT), [&](Value kk, Value vv) {
+                auto sum =
+                    k.loop(k.idx(Q), {k.f32(0.0)}, [&](Value s, ValueRange it) {
+                      return SmallVector<Value>{k.fadd(
+                          it[0], k.fmul(k.mload(kw, {at(k, s, KT, kk)}),
+                                        k.mload(vs, {at(k, s, VT, vv)})))};
+                    });
+                store(kk, vv, sum[0]);
+              });
+            });
+          });
+        });
+  }
+
+  /// 2. State passing: S_c becomes the state entering chunk c (the
+  /// normalizer column starts at 0); `last` (and the non-causal total) is
+  /// the state after the last chunk.
+  void emitStatePassing(ImplicitLocOpBuilder &b, KernelBuilder &kb, Value items,
+                        Value states, Value decays, Value totals) const {
+    SmallVector<Value> args(form.buffers);
+    size_t fixed = args.size();
+    args.append({states, decays});
+    if (totals)
+      args.push_back(totals);
+    emitItemKernel(
+        b, target, form.name + "_state_passing", kb, items, args,
+        [&](KernelBuilder &k, Value item, ValueRange in) {
+          ChunkedArgs a = form.args(in);
+          Value st = in[fixed], chunkDecays = in[fixed + 1];
+          Value nH = k.mdim(st, 1), nC = k.mdim(st, 2), nK = k.mdim(st, 3),
+                nVx = k.mdim(st, 4), nV = k.mdim(a.value, 3);
+          Value col = k.rems(item, nVx), rest = k.divs(item, nVx);
+          Value ch = k.rems(rest, nK);
+          rest = k.divs(rest, nK);
+          Value h = k.rems(rest, nH), bi = k.divs(rest, nH);
+          Value isV = lt(k, col, nV);
+          Value h0 = a.init ? k.loadIf(isV, a.init,
+                                       form.stateAt(bi, h, ch, col), k.f32(0.0))
+                            : k.f32(0.0);
+          Value j = KG == 1 ? k.idx(0) : ch;
+          auto r = k.loop(nC, {h0}, [&](Value c, ValueRange it) {
+            Value local = k.mload(st, {bi, h, c, ch, col});
+            k.mstore(it[0], st, {bi, h, c, ch, col});
+            Value f = k.exp(k.mload(chunkDecays, {bi, h, c, j}));
+            return SmallVector<Value>{k.fadd(k.fmul(f, it[0]), local)};
+          });
+          k.ifThen(isV, [&] {
+            k.mstore(r[0], a.last, form.stateAt(bi, h, ch, col));
+          });
+          if (totals)
+            k.mstore(r[0], in[fixed + 2], {bi, h, ch, col});
+        });
+  }
+
+  /// M = L o q' (w o k')^T over key tiles into `gm` [Q x Q] (causal).
+  void intraChunkScores(GpuBlock &blk, const ChunkedArgs &a,
+                        const ChunkBlock &cb, Value cs, Value ws, Value qs,
+                        Value ks, Value gm) const {
+    KernelBuilder &k = blk.kb;
+    Value nK = k.mdim(a.query, 3);
+    k.forEach(k.idx(0), nK, k.idx(KT), [&](Value k0) {
+      blk.phase2(k.idx(Q), k.idx(KT), [&](Value s, Value kk) {
+        Value ch = k.add(k0, kk);
+        k.mstore(queryPrime(k, a, cb, s, ch), qs, {at(k, s, KT, kk)});
+        k.mstore(keyPrime(k, a, cb, ws, s, ch), ks, {at(k, s, KT, kk)});
+      });
+      Value first = k.cmp(CmpIPredicate::eq, k0, k.idx(0));
+      if (mmaType && KG == 1) {
+        mmaSharedProduct(
+            blk, mmaType, Q, Q, KT,
+            [&](Value t, Value kk) { return k.mload(qs, {at(k, t, KT, kk)}); },
+            [&](Value kk, Value s) { return k.mload(ks, {at(k, s, KT, kk)}); },
+            [&](Value t, Value s) {
+              return k.select(first, k.f32(0.0), k.mload(gm, {at(k, t, Q, s)}));
+            },
+            [&](Value t, Value s, Value v) {
+              k.mstore(v, gm, {at(k, t, Q, s)});
+            });
+        return;
+      }
+      blk.phase2(k.idx(Q), k.idx(Q), [&](Value t, Value s) {
+        auto dot =
+            k.loop(k.idx(KT), {k.f32(0.0)}, [&](Value kk, ValueRange it) {
+              Value p = k.fmul(k.mload(qs, {at(k, t, KT, kk)}),
+                               k.mload(ks, {at(k, s, KT, kk)}));
+              if (KG > 1) {
+                Value ch = k.add(k0, kk);
+                Value e = k.exp(k.fsub(csAt(k, cs, t, ch), csAt(k, cs, s, ch)));
+                p = k.select(lt(k, ch, nK), k.fmul(p, e), k.f32(0.0));
+              }
+              return SmallVector<Value>{k.fadd(it[0], p)};
+            });
+        Value prev = k.select(first, k.f32(0.0), k.mload(gm, {at(k, t, Q, s)}));
+        k.mstore(k.fadd(prev, dot[0]), gm, {at(k, t, Q, s)});
+      });
+    });
+    blk.phase2(k.idx(Q), k.idx(Q), [&](Value t, Value s) {
+      Value v = k.mload(gm, {at(k, t, Q, s)});
+      if (KG == 1)
+        v = k.fmul(v, k.exp(k.fsub(csAt(k, cs, t, k.idx(0)),
+                                   csAt(k, cs, s, k.idx(0)))));
+      k.mstore(k.select(k.cmp(CmpIPredicate::sle, s, t), v, k.f32(0.0)), gm,
+               {at(k, t, Q, s)});
+    });
+  }
+
+  /// acc[t, vv] = value columns v0.. of (q' o exp(cs)) S_in + M v.
+  void outputColumns(GpuBlock &blk, const ChunkedArgs &a, const ChunkBlock &cb,
+                     Value stateIn, Value nVx, Value v0, Value cs, Value qs,
+                     Value ss, Value gm, Value vs, Value acc) const {
+    KernelBuilder &k = blk.kb;
+    Value nK = k.mdim(a.query, 3);
+    k.forEach(k.idx(0), nK, k.idx(KT), [&](Value k0) {
+      blk.phase2(k.idx(Q), k.idx(KT), [&](Value t, Value kk) {
+        Value ch = k.add(k0, kk);
+        Value e = k.exp(csAt(k, cs, t, ch));
+        k.mstore(k.fmul(queryPrime(k, a, cb, t, ch), e), qs,
+                 {at(k, t, KT, kk)});
+      });
+      blk.phase2(k.idx(KT), k.idx(VT), [&](Value kk, Value vv) {
+        Value ch = k.add(k0, kk), col = k.add(v0, vv);
+        Value ok = k.andi(lt(k, ch, nK), lt(k, col, nVx));
+        SmallVector<Value> idx =
+            form.causal ? SmallVector<Value>{cb.bi, cb.h, cb.c, ch, col}
+                        : SmallVector<Value>{cb.bi, cb.h, ch, col};
+        k.mstore(k.loadIf(ok, stateIn, idx, k.f32(0.0)), ss,
+                 {at(k, kk, VT, vv)});
+      });
+      Value first = k.cmp(CmpIPredicate::eq, k0, k.idx(0));
+      blk.phase2(k.idx(Q), k.idx(VT), [&](Value t, Value vv) {
+        auto dot =
+            k.loop(k.idx(KT), {k.f32(0.0)}, [&](Value kk, ValueRange it) {
+              return SmallVector<Value>{
+                  k.fadd(it[0], k.fmul(k.mload(qs, {at(k, t, KT, kk)}),
+                                       k.mload(ss, {at(k, kk, VT, vv)})))};
+            });
+        Value prev =
+            k.select(first, k.f32(0.0), k.mload(acc, {at(k, t, VT, vv)}));
+        k.mstore(k.fadd(prev, dot[0]), acc, {at(k, t, VT, vv)});
+      });
+    });
+    if (!form.causal)
+      return;
+    blk.phase2(k.idx(Q), k.idx(VT), [&](Value s, Value vv) {
+      k.mstore(value(k, a, cb, s, k.add(v0, vv)), vs, {at(k, s, VT, vv)});
+    });
+    if (mmaType) {
+      // M is zero above the diagonal.
+      mmaSharedProduct(
+          blk, mmaType, Q, VT, Q,
+          [&](Value t, Value s) { return k.mload(gm, {at(k, t, Q, s)}); },
+          [&](Value s, Value vv) { return k.mload(vs, {at(k, s, VT, vv)}); },
+          [&](Value t, Value vv) { return k.mload(acc, {at(k, t, VT, vv)}); },
+          [&](Value t, Value vv, Value v) {
+            k.mstore(v, acc, {at(k, t, VT, vv)});
+          },
+          /*causal=*/true);
+      return;
+    }
+    blk.phase2(k.idx(Q), k.idx(VT), [&](Value t, Value vv) {
+      auto sum =
+          k.loop(k.add(t, k.idx(1)), {k.f32(0.0)}, [&](Value s, ValueRange it) {
+            return SmallVector<Value>{
+                k.fadd(it[0], k.fmul(k.mload(gm, {at(k, t, Q, s)}),
+                                     k.mload(vs, {at(k, s, VT, vv)})))};
+          });
+      Value prev = k.mload(acc, {at(k, t, VT, vv)});
+      k.mstore(k.fadd(prev, sum[0]), acc, {at(k, t, VT, vv)});
+    });
+  }
+
+  /// out[t, v0 + vv] = finish(acc[t, vv]) (divided by the normalizer).
+  void storeOutputs(GpuBlock &blk, const ChunkedArgs &a, const ChunkBlock &cb,
+                    Value v0, Value acc, Value den) const {
+    KernelBuilder &k = blk.kb;
+    Value nT = k.mdim(a.value, 1), nV = k.mdim(a.value, 3);
+    ChannelRun scalar{[&](Value m, ArrayRef<Value> idx) {
+                        return k.mload(m, ValueRange(idx));
+                      },
+                      [](Value s) { return s; }};
+    blk.phase2(k.idx(Q), k.idx(VT), [&](Value t, Value vv) {
+      Value row = k.add(cb.t0, t), col = k.add(v0, vv);
+      k.ifThen(k.andi(lt(k, row, nT), lt(k, col, nV)), [&] {
+        Value y = k.mload(acc, {at(k, t, VT, vv)});
+        if (form.normalize)
+          y = k.fdiv(y, k.mload(den, {t}));
+        if (form.hasFinish()) {
+          Value v = k.mload(a.value, form.valueAt(cb.bi, row, cb.h, col));
+          y = form.finish(k, scalar, a, cb.bi, row, cb.h, col, y, v);
+        }
+        k.mstore(y, a.out, form.valueAt(cb.bi, row, cb.h, col));
+      });
+    });
+  }
+
+  /// 3. The chunks' outputs. The staged v tile shares ks's buffer: ks is
+  /// dead once M is formed, and the two make the difference between 64-step
+  /// chunks fitting in 48 KiB of shared memory or not.
+  void emitChunkOutputs(ImplicitLocOpBuilder &b, Value blocks, Value stateIn,
+                        Value Vx) const {
+    emitChunkKernel(
+        b, kernelName("chunk_outputs"), blocks, {stateIn, Vx},
+        {{Q * KG},
+         {Q},
+         {Q * KT},
+         {Q * std::max(KT, VT)},
+         {Q * Q},
+         {KT * VT},
+         {Q * VT},
+         {Q}},
+        [&](GpuBlock &blk, const ChunkKernelArgs &in, ValueRange sh) {
+          KernelBuilder &k = blk.kb;
+          const ChunkedArgs &a = in.form;
+          Value st = in.own[0], nVx = in.own[1];
+          Value cs = sh[0], ws = sh[1], qs = sh[2], ks = sh[3], gm = sh[4],
+                ss = sh[5], acc = sh[6], den = sh[7];
+          Value vs = ks;
+          ChunkBlock cb = chunkBlock(k, blk.blockId, a);
+          Value nV = k.mdim(a.value, 3);
+          // gm and acc accumulate over key tiles, the first overwriting:
+          // with K = 0 there is none, and both must read as zeros.
+          blk.phase(
+              k.idx(Q * Q),
+              [&](Value i) {
+                k.mstore(k.f32(0.0), gm, {i});
+                k.ifThen(lt(k, i, k.idx(Q * VT)),
+                         [&] { k.mstore(k.f32(0.0), acc, {i}); });
+              },
+              /*barrier=*/false); // stageDecay ends with one
+          stageDecay(blk, a, cb, cs, ws);
+          if (form.causal)
+            intraChunkScores(blk, a, cb, cs, ws, qs, ks, gm);
+          if (form.normalize) {
+            outputColumns(blk, a, cb, st, nVx, nV, cs, qs, ss, gm, vs, acc);
+            blk.phase(k.idx(Q), [&](Value t) {
+              Value z = k.mload(acc, {at(k, t, VT, k.idx(0))});
+              k.mstore(k.fadd(z, k.f32(form.eps)), den, {t});
+            });
+          }
+          k.forEach(k.idx(0), nV, k.idx(VT), [&](Value v0) {
+            outputColumns(blk, a, cb, st, nVx, v0, cs, qs, ss, gm, vs, acc);
+            storeOutputs(blk, a, cb, v0, acc, den);
+          });
+        });
+  }
+
+  const GpuTarget &target;
+  const ChunkedForm &form;
+  Type mmaType;
+  const int64_t Q, KG;
+};
+
+} // namespace
+
+void seqc::emitGpuChunked(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                          const GpuTarget &target, const ChunkedForm &form,
+                          Type mmaType, int64_t chunk) {
+  GpuChunkedLowering(target, form, mmaType, chunk).emit(b, kb);
+}
