@@ -4,6 +4,7 @@
 // RUN: FileCheck %s < %t
 // RUN: FileCheck %s --check-prefix=SCAN < %t
 // RUN: FileCheck %s --check-prefix=CHUNKS < %t
+// RUN: FileCheck %s --check-prefix=NORM < %t
 
 // linear_scan: a task per (batch, block of columns), streaming stores of h.
 // CHECK-LABEL: func.func @scan
@@ -40,6 +41,19 @@ func.func @ssd_decode(%x: tensor<1x1x4x16xf32>, %dt: tensor<1x1x4xf32>, %A: tens
     : (tensor<1x1x4x16xf32>, tensor<1x1x4xf32>, tensor<4xf32>, tensor<1x1x1x32xf32>, tensor<1x1x1x32xf32>, tensor<1x4x16x32xf32>)
       -> (tensor<1x1x4x16xf32>, tensor<1x4x16x32xf32>)
   return %l : tensor<1x4x16x32xf32>
+}
+
+// Normalized causal linear attention by chunks: the normalizer is one more
+// value column, so the task's state is K x (V + 1).
+// CHECK-LABEL: func.func @normalized
+// CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_linear_attention_chunks(
+// NORM-LABEL: func.func private @__seqc_linear_attention_chunks(
+// NORM: memref.alloca() {alignment = 64 : i64} : memref<8x9xf32>
+func.func @normalized(%q: tensor<1x64x2x8xf32>) -> tensor<1x64x2x8xf32> {
+  %o, %s = seq.linear_attention %q, %q, %q {normalize = true, chunk_size = 32 : i64}
+    : (tensor<1x64x2x8xf32>, tensor<1x64x2x8xf32>, tensor<1x64x2x8xf32>)
+      -> (tensor<1x64x2x8xf32>, tensor<1x2x8x8xf32>)
+  return %o : tensor<1x64x2x8xf32>
 }
 
 // Exact attention: K and V packed per kv head once, then the tiled kernel.

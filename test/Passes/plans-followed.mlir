@@ -37,3 +37,14 @@ func.func @forced(%q: tensor<1x64x2x8xf32>) -> tensor<1x64x2x8xf32> {
       -> (tensor<1x64x2x8xf32>, tensor<1x2x8x8xf32>)
   return %o : tensor<1x64x2x8xf32>
 }
+
+// Normalized causal attention is the chunked form on both targets.
+// CPU-DAG: @__seqc_linear_attention_chunks(
+// GPU-DAG: @__seqc_gpu_linear_attention_chunk_outputs(
+func.func @normalized(%q: tensor<1x64x2x8xf32>) -> tensor<1x64x2x8xf32> {
+  %o, %s = seq.linear_attention %q, %q, %q {normalize = true,
+                                            seq.plan = #seq.plan<chunked, 32>}
+    : (tensor<1x64x2x8xf32>, tensor<1x64x2x8xf32>, tensor<1x64x2x8xf32>)
+      -> (tensor<1x64x2x8xf32>, tensor<1x2x8x8xf32>)
+  return %o : tensor<1x64x2x8xf32>
+}
