@@ -39,10 +39,8 @@ struct CpuAttention : OpRewritePattern<seq::AttentionOp> {
 
   LogicalResult matchAndRewrite(seq::AttentionOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!allF32(op))
-      return rewriter.notifyMatchFailure(
-          op,
-          "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
+    if (!cpuTakesElementTypes(op))
+      return rewriter.notifyMatchFailure(op, cpuElementTypesReason);
     auto qType = cast<RankedTensorType>(op.getQ().getType());
     auto kType = cast<RankedTensorType>(op.getK().getType());
     auto vType = cast<RankedTensorType>(op.getV().getType());

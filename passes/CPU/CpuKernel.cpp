@@ -20,8 +20,16 @@ void CpuItemDispatch::emit(ImplicitLocOpBuilder &b, StringRef name,
   emitParallelKernel(b, name, count, args, body);
 }
 
+bool seqc::cpuTakesElementTypes(Operation *op) {
+  auto takes = [](Type t) {
+    auto shaped = dyn_cast<ShapedType>(t);
+    Type elt = shaped ? shaped.getElementType() : t;
+    return elt.isF32() || elt.isBF16() || elt.isF16() || elt.isInteger();
+  };
+  return llvm::all_of(op->getOperandTypes(), takes) &&
+         llvm::all_of(op->getResultTypes(), takes);
+}
+
 std::string CpuItemDispatch::unsupportedTypes(Operation *op) const {
-  if (allF32(op))
-    return "";
-  return "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)";
+  return cpuTakesElementTypes(op) ? "" : cpuElementTypesReason;
 }

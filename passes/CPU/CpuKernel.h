@@ -33,9 +33,17 @@ struct CpuTarget {
   }
 };
 
+/// Whether the CPU's kernels take `op`'s element types: f32, bf16 and f16
+/// (loads widen to f32, stores round back; sums and states stay f32) and
+/// integers.
+bool cpuTakesElementTypes(mlir::Operation *op);
+/// What a CPU kernel says when it declines other element types.
+inline constexpr const char *cpuElementTypesReason =
+    "takes f32, bf16 or f16 operands (and integers)";
+
 /// The CPU's item dispatch: a task of the runtime's thread pool per item
-/// (the pool hands each thread a range of items); f32 (and integer)
-/// element types only until the CPU's bf16 kernels land.
+/// (the pool hands each thread a range of items); the element types of
+/// cpuTakesElementTypes.
 class CpuItemDispatch : public ItemDispatch {
 public:
   void emit(mlir::ImplicitLocOpBuilder &b, llvm::StringRef name,

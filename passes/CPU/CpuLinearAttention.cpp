@@ -29,10 +29,8 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
 
   LogicalResult matchAndRewrite(seq::LinearAttentionOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!allF32(op))
-      return rewriter.notifyMatchFailure(
-          op,
-          "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
+    if (!cpuTakesElementTypes(op))
+      return rewriter.notifyMatchFailure(op, cpuElementTypesReason);
     auto qType = cast<RankedTensorType>(op.getQ().getType());
     auto vType = cast<RankedTensorType>(op.getV().getType());
     int64_t H = qType.getDimSize(2), K = qType.getDimSize(3);

@@ -34,9 +34,14 @@ static bool isZeroFill(Value init) {
   return fill && matchPattern(fill.getInputs()[0], m_AnyZeroFloat());
 }
 
-static bool isF32Tensor(Value v) {
+/// f32, bf16 and f16 operands: loads widen to f32, and the product
+/// accumulates in f32 whatever the result's type.
+static bool isFloatTensor(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
-  return t && t.getElementType().isF32();
+  if (!t)
+    return false;
+  Type elt = t.getElementType();
+  return elt.isF32() || elt.isBF16() || elt.isF16();
 }
 
 /// Points the tensor.dim users of `from` at `to` (a tensor of its shape).
@@ -69,10 +74,8 @@ template <typename OpTy> struct CpuMatmul : OpRewritePattern<OpTy> {
           op, "needs the default indexing maps (no transposed operands)");
     Value A = op.getDpsInputs()[0], B = op.getDpsInputs()[1];
     Value init = op.getDpsInits()[0];
-    if (!isF32Tensor(A) || !isF32Tensor(B) || !isF32Tensor(init))
-      return rewriter.notifyMatchFailure(
-          op,
-          "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
+    if (!isFloatTensor(A) || !isFloatTensor(B) || !isFloatTensor(init))
+      return rewriter.notifyMatchFailure(op, "takes f32, bf16 or f16 operands");
 
     // Elementwise producer of A and consumer of the result, fused when
     // nothing else needs the intermediate (2-D matmuls).
@@ -140,7 +143,12 @@ template <typename OpTy> struct CpuMatmul : OpRewritePattern<OpTy> {
     SmallVector<Value> sizes;
     for (int64_t i = 0; i < resultType.getRank(); ++i)
       sizes.push_back(kb.dim(init, i));
-    Value cBuf = allocBuffer(b, resultType, sizes);
+    // A narrower result accumulates in an f32 buffer, rounded once at the
+    // end (the reduction blocks of a long K would otherwise round each
+    // partial sum).
+    bool roundResult = !resultType.getElementType().isF32();
+    Value cBuf = allocBuffer(
+        b, roundResult ? resultType.clone(b.getF32Type()) : resultType, sizes);
     bool overwrite = isZeroFill(init);
     // Kernel arguments: A (or the prologue's inputs), B, C, the init when
     // accumulating, then the epilogue's other inputs.
@@ -250,7 +258,9 @@ template <typename OpTy> struct CpuMatmul : OpRewritePattern<OpTy> {
             });
           }
         });
-    Value product = asTensor(b, cBuf, resultType);
+    Value product = asTensor(
+        b, roundResult ? emitRounding(b, kb, cBuf, resultType, sizes) : cBuf,
+        resultType);
     if (prologue)
       redirectDims(rewriter, prologue->op->getResult(0),
                    prologue->op.getDpsInits()[0]);
@@ -269,6 +279,37 @@ template <typename OpTy> struct CpuMatmul : OpRewritePattern<OpTy> {
     }
     rewriter.replaceOp(op, product);
     return success();
+  }
+
+  /// The f32 product `cBuf` rounded into a new buffer of `type`, a task
+  /// per row.
+  Value emitRounding(ImplicitLocOpBuilder &b, KernelBuilder &kb, Value cBuf,
+                     RankedTensorType type, ArrayRef<Value> sizes) const {
+    Value out = allocBuffer(b, type, sizes);
+    int64_t rank = type.getRank();
+    Value rows = kb.idx(1);
+    for (int64_t d = 0; d + 1 < rank; ++d)
+      rows = kb.mul(rows, sizes[d]);
+    const int64_t lanes = target.vectorWidth;
+    emitParallelKernel(b, "matmul_round", rows, {cBuf, out},
+                       [&](KernelBuilder &k, Value task, ValueRange in) {
+                         Value n = k.mdim(in[0], rank - 1);
+                         SmallVector<Value> lead;
+                         if (rank == 3) {
+                           Value m = k.mdim(in[0], 1);
+                           lead = {k.divs(task, m), k.rems(task, m)};
+                         } else {
+                           lead = {task};
+                         }
+                         k.forEach(k.idx(0), n, k.idx(lanes), [&](Value c) {
+                           Value mask = k.vmask(k.sub(n, c), lanes);
+                           SmallVector<Value> at(lead);
+                           at.push_back(c);
+                           k.vstoreMasked(k.vloadMasked(in[0], at, lanes, mask),
+                                          in[1], at, mask);
+                         });
+                       });
+    return out;
   }
 
   CpuTarget target;

@@ -36,10 +36,8 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
 
   LogicalResult matchAndRewrite(seq::MoeFfnOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!allF32(op))
-      return rewriter.notifyMatchFailure(
-          op,
-          "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
+    if (!cpuTakesElementTypes(op))
+      return rewriter.notifyMatchFailure(op, cpuElementTypesReason);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);

@@ -37,10 +37,8 @@ struct CpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
 
   LogicalResult matchAndRewrite(seq::LinearScanOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!allF32(op))
-      return rewriter.notifyMatchFailure(
-          op,
-          "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
+    if (!cpuTakesElementTypes(op))
+      return rewriter.notifyMatchFailure(op, cpuElementTypesReason);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
@@ -49,10 +47,11 @@ struct CpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
 
     Value a = toBTS(b, op.getA()), bb = toBTS(b, op.getB());
     Value Bsz = kb.dim(a, 0), T = kb.dim(a, 1), S = kb.dim(a, 2);
-    auto f32 = b.getF32Type();
     int64_t dyn = ShapedType::kDynamic;
-    auto htype = RankedTensorType::get({dyn, dyn, dyn}, f32);
-    auto ltype = RankedTensorType::get({dyn, dyn}, f32);
+    auto htype = RankedTensorType::get(
+        {dyn, dyn, dyn}, getElementTypeOrSelf(op.getH().getType()));
+    auto ltype = RankedTensorType::get(
+        {dyn, dyn}, getElementTypeOrSelf(op.getLast().getType()));
     Value hBuf = allocBuffer(b, htype, {Bsz, T, S});
     Value lBuf = allocBuffer(b, ltype, {Bsz, S});
     SmallVector<Value> args{readBuffer(b, a), readBuffer(b, bb), hBuf, lBuf};
@@ -156,10 +155,8 @@ struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
 
   LogicalResult matchAndRewrite(seq::SelectiveScanOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!allF32(op))
-      return rewriter.notifyMatchFailure(
-          op,
-          "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
+    if (!cpuTakesElementTypes(op))
+      return rewriter.notifyMatchFailure(op, cpuElementTypesReason);
     auto aType = cast<RankedTensorType>(op.getA().getType());
     auto bType = cast<RankedTensorType>(op.getB().getType());
     int64_t N = aType.getDimSize(1), G = bType.getDimSize(2);
@@ -176,19 +173,18 @@ struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
-    Value Bsz = dims["B"], T = dims["T"];
+    Value Bsz = dims["B"];
     bool zoh = op.getDiscretization() == seq::Discretization::zoh;
     bool softplus = op.getDeltaSoftplus();
     int64_t perGroup = D / G;
 
-    auto f32 = b.getF32Type();
     // A^T [N, D] and the state in [B, N, D]: lanes run over channels.
     Value AT = transposeLast2(b, kb, op.getA());
     Value yBuf = allocBuffer(b, cast<RankedTensorType>(op.getY().getType()),
                              dims.of("y"));
     auto stateT = RankedTensorType::get(
         {cast<RankedTensorType>(op.getLast().getType()).getDimSize(0), N, D},
-        f32);
+        getElementTypeOrSelf(op.getLast().getType()));
     Value lastBuf = allocBuffer(b, stateT, {Bsz, kb.idx(N), kb.idx(D)});
     SmallVector<Value> args{readBuffer(b, op.getU()),
                             readBuffer(b, op.getDelta()),
@@ -297,10 +293,8 @@ struct CpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
 
   LogicalResult matchAndRewrite(seq::CausalConv1dOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!allF32(op))
-      return rewriter.notifyMatchFailure(
-          op,
-          "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
+    if (!cpuTakesElementTypes(op))
+      return rewriter.notifyMatchFailure(op, cpuElementTypesReason);
     auto wType = cast<RankedTensorType>(op.getW().getType());
     int64_t W = wType.getDimSize(1), D = wType.getDimSize(0);
     if (ShapedType::isDynamic(W) || W < 1 || W > 16 || ShapedType::isDynamic(D))
@@ -311,13 +305,12 @@ struct CpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
     Value Bsz = dims["B"];
     const int64_t lanes = target.vectorWidth;
-    auto f32 = b.getF32Type();
     auto yType = cast<RankedTensorType>(op.getY().getType());
     auto lastType = cast<RankedTensorType>(op.getLast().getType());
     // Weights and states with channels innermost: [W, D], [B, W-1, D].
     Value wT = transposeLast2(b, kb, op.getW());
-    auto histType =
-        RankedTensorType::get({lastType.getDimSize(0), W - 1, D}, f32);
+    auto histType = RankedTensorType::get({lastType.getDimSize(0), W - 1, D},
+                                          lastType.getElementType());
     Value yBuf = allocBuffer(b, yType, dims.of("y"));
     Value histBuf = allocBuffer(b, histType, {Bsz, kb.idx(W - 1), kb.idx(D)});
     SmallVector<Value> args{readBuffer(b, op.getX()), readBuffer(b, wT), yBuf,

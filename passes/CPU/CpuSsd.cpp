@@ -35,10 +35,8 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
 
   LogicalResult matchAndRewrite(seq::SsdOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!allF32(op))
-      return rewriter.notifyMatchFailure(
-          op,
-          "takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)");
+    if (!cpuTakesElementTypes(op))
+      return rewriter.notifyMatchFailure(op, cpuElementTypesReason);
     auto xType = cast<RankedTensorType>(op.getX().getType());
     auto bType = cast<RankedTensorType>(op.getB().getType());
     int64_t H = xType.getDimSize(2), P = xType.getDimSize(3);

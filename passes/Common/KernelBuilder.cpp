@@ -257,25 +257,51 @@ void KernelBuilder::mstore(Value scalar, Value memref, ValueRange ivs) {
   memref::StoreOp::create(b, scalar, memref, ivs);
 }
 
+/// The element type of `memref` when it is a float narrower than f32 (bf16,
+/// f16): vector loads widen from it and stores narrow to it.
+static Type narrowFloatElement(Value memref) {
+  Type elt = cast<MemRefType>(memref.getType()).getElementType();
+  return isa<FloatType>(elt) && !elt.isF32() ? elt : Type();
+}
+
 Value KernelBuilder::vload(Value memref, ValueRange ivs, int64_t lanes) {
-  return vector::LoadOp::create(b, vec(lanes), memref, ivs);
+  Type narrow = narrowFloatElement(memref);
+  if (!narrow)
+    return vector::LoadOp::create(b, vec(lanes), memref, ivs);
+  Value v =
+      vector::LoadOp::create(b, VectorType::get({lanes}, narrow), memref, ivs);
+  return arith::ExtFOp::create(b, vec(lanes), v);
 }
 
 Value KernelBuilder::vloadMasked(Value memref, ValueRange ivs, int64_t lanes,
                                  Value mask) {
+  Type narrow = narrowFloatElement(memref);
+  auto type = VectorType::get({lanes}, narrow ? narrow : f32Type());
   Value zero = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(vec(lanes), b.getF32FloatAttr(0.0f)));
-  return vector::MaskedLoadOp::create(b, vec(lanes), memref, ivs, mask, zero);
+      b,
+      DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 0)));
+  Value v = vector::MaskedLoadOp::create(b, type, memref, ivs, mask, zero);
+  return narrow ? arith::ExtFOp::create(b, vec(lanes), v) : v;
+}
+
+/// `v` (f32 lanes) rounded to `memref`'s narrower float element type, if any.
+static Value narrowFor(ImplicitLocOpBuilder &b, Value v, Value memref) {
+  Type narrow = narrowFloatElement(memref);
+  auto type = dyn_cast<VectorType>(v.getType());
+  if (!narrow || !type || type.getElementType() == narrow)
+    return v;
+  return arith::TruncFOp::create(b, VectorType::get(type.getShape(), narrow),
+                                 v);
 }
 
 void KernelBuilder::vstore(Value v, Value memref, ValueRange ivs,
                            bool streaming) {
-  vector::StoreOp::create(b, v, memref, ivs, streaming);
+  vector::StoreOp::create(b, narrowFor(b, v, memref), memref, ivs, streaming);
 }
 
 void KernelBuilder::vstoreMasked(Value v, Value memref, ValueRange ivs,
                                  Value mask) {
-  vector::MaskedStoreOp::create(b, memref, ivs, mask, v);
+  vector::MaskedStoreOp::create(b, memref, ivs, mask, narrowFor(b, v, memref));
 }
 
 Value KernelBuilder::vmask(Value active, int64_t lanes) {

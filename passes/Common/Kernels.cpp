@@ -86,16 +86,6 @@ Value seqc::asTensor(ImplicitLocOpBuilder &b, Value buffer,
                                            /*writable=*/true);
 }
 
-bool seqc::allF32(Operation *op) {
-  auto isF32 = [](Type t) {
-    auto shaped = dyn_cast<ShapedType>(t);
-    Type elt = shaped ? shaped.getElementType() : t;
-    return elt.isF32() || elt.isInteger();
-  };
-  return llvm::all_of(op->getOperandTypes(), isF32) &&
-         llvm::all_of(op->getResultTypes(), isF32);
-}
-
 SmallVector<Value> seqc::delinearize(KernelBuilder &kb, Value item,
                                      ArrayRef<Value> sizes) {
   SmallVector<Value> idx(sizes.size());

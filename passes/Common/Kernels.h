@@ -48,10 +48,6 @@ Value asTensor(mlir::ImplicitLocOpBuilder &b, Value buffer,
 
 inline int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-/// Whether every operand and result of `op` has an f32 element type (the
-/// fast kernels' type; others take the reference lowering).
-bool allF32(mlir::Operation *op);
-
 /// The values a region uses from above, for a kernel that inlines it: a
 /// kernel function (a CPU task, an emulated GPU block) cannot see its
 /// caller's values.

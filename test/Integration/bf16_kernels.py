@@ -9,24 +9,12 @@ import sys
 
 import numpy as np
 from refs import attention, linear_attention, linear_scan, moe_ffn, selective_scan, ssd
-from seqc_testing import Checker, rng, run_seqc
+from seqc_testing import Checker, bf16, f16, rel_rms, rng, run_seqc
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 import gpu_graphs  # noqa: E402
 
 c = Checker()
-
-
-def bf16(a):
-    """Rounds f32 to the nearest bf16 (ties to even), as arith.truncf does."""
-    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return bits.astype(np.uint32).view(np.float32)
-
-
-def rel_rms(got, ref):
-    ref = np.asarray(ref, dtype=np.float64)
-    return float(np.sqrt(np.mean((got - ref) ** 2)) / max(np.sqrt(np.mean(ref ** 2)), 1e-30))
 
 
 def check(name, got, ref):
@@ -72,10 +60,6 @@ def case_ssd(B=1, T=130, H=2, P=16, N=32, seed=13):
     ry, rlast = ssd(bf16(x), bf16(dt), A, bf16(Bm), bf16(Cm), softplus_dt=True)
     check(f"ssd y (B={B} T={T} H={H} P={P} N={N})", y, ry)
     check(f"ssd last (B={B} T={T} H={H} P={P} N={N})", last, rlast)
-
-
-def f16(a):
-    return np.asarray(a, dtype=np.float32).astype(np.float16).astype(np.float32)
 
 
 def mma_matmul(elt, M, K, N, batch=None, out="f32", seed=20):

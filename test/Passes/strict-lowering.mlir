@@ -7,17 +7,39 @@
 // RUN: not seqc-opt %s --split-input-file --seqc-cpu-pipeline=strict=1 -o /dev/null 2>&1 | FileCheck %s --check-prefix=STRICT
 // RUN: not seqc-opt %s --split-input-file --seqc-cuda-pipeline="strict=1 emulate=1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=GPU
 
-// STRICT: error: seq.ssd (tensor<1x16x2x4xbf16>, {{.*}}) takes the reference lowering instead of a fast CPU kernel: takes f32 operands only
-// STRICT: error: linalg.matmul (tensor<8x8xbf16>, tensor<8x8xbf16>, tensor<8x8xf32>) -> (tensor<8x8xf32>) is left to generic loops instead of a fast CPU kernel: takes f32 operands only
-// STRICT: error: seq.route (tensor<9x4xbf16>) -> {{.*}} takes the reference lowering instead of a fast CPU kernel: takes f32 operands only
+// STRICT: error: seq.ssd (tensor<1x16x?x4xf32>, {{.*}}) takes the reference lowering instead of a fast CPU kernel: needs static H, P, G and N
+// STRICT: error: linalg.matmul (tensor<8x8xi32>, tensor<8x8xi32>, tensor<8x8xi32>) -> (tensor<8x8xi32>) is left to generic loops instead of a fast CPU kernel: takes f32, bf16 or f16 operands
+// STRICT-NOT: seq.route
 // STRICT-NOT: seq.linear_scan
 // GPU-NOT: seq.ssd
 // GPU: error: seq.attention (tensor<1x5x1x4xf32>, tensor<1x5x1x4xf32>, tensor<1x5x1x130xf32>) -> (tensor<1x5x1x130xf32>) takes the reference lowering instead of a fast GPU kernel: needs float operands and a static V of at most 128
 // GPU-NOT: seq.linear_scan
 
+func.func @dynamic_heads_ssd(%x: tensor<1x16x?x4xf32>, %dt: tensor<1x16x?xf32>, %A: tensor<?xf32>,
+                             %B: tensor<1x16x1x3xf32>) -> tensor<1x16x?x4xf32> {
+  // expected-remark @+1 {{seq.ssd (tensor<1x16x?x4xf32>, tensor<1x16x?xf32>, tensor<?xf32>, tensor<1x16x1x3xf32>, tensor<1x16x1x3xf32>) -> (tensor<1x16x?x4xf32>, tensor<1x?x4x3xf32>) takes the reference lowering instead of a fast CPU kernel: needs static H, P, G and N}}
+  %y, %l = seq.ssd %x, %dt, %A, %B, %B
+    : (tensor<1x16x?x4xf32>, tensor<1x16x?xf32>, tensor<?xf32>, tensor<1x16x1x3xf32>, tensor<1x16x1x3xf32>)
+      -> (tensor<1x16x?x4xf32>, tensor<1x?x4x3xf32>)
+  return %y : tensor<1x16x?x4xf32>
+}
+
+// -----
+
+func.func @i32_matmul(%a: tensor<8x8xi32>, %b: tensor<8x8xi32>) -> tensor<8x8xi32> {
+  %z = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<8x8xi32>
+  %f = linalg.fill ins(%z : i32) outs(%e : tensor<8x8xi32>) -> tensor<8x8xi32>
+  // expected-remark @+1 {{linalg.matmul (tensor<8x8xi32>, tensor<8x8xi32>, tensor<8x8xi32>) -> (tensor<8x8xi32>) is left to generic loops instead of a fast CPU kernel: takes f32, bf16 or f16 operands}}
+  %r = linalg.matmul ins(%a, %b : tensor<8x8xi32>, tensor<8x8xi32>) outs(%f : tensor<8x8xi32>) -> tensor<8x8xi32>
+  return %r : tensor<8x8xi32>
+}
+
+// -----
+
+// bf16 ops take their fast kernels (f32 sums and states): no remark.
 func.func @bf16_ssd(%x: tensor<1x16x2x4xbf16>, %dt: tensor<1x16x2xbf16>, %A: tensor<2xf32>,
                     %B: tensor<1x16x1x3xbf16>) -> tensor<1x16x2x4xbf16> {
-  // expected-remark @+1 {{seq.ssd (tensor<1x16x2x4xbf16>, tensor<1x16x2xbf16>, tensor<2xf32>, tensor<1x16x1x3xbf16>, tensor<1x16x1x3xbf16>) -> (tensor<1x16x2x4xbf16>, tensor<1x2x4x3xf32>) takes the reference lowering instead of a fast CPU kernel: takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)}}
   %y, %l = seq.ssd %x, %dt, %A, %B, %B
     : (tensor<1x16x2x4xbf16>, tensor<1x16x2xbf16>, tensor<2xf32>, tensor<1x16x1x3xbf16>, tensor<1x16x1x3xbf16>)
       -> (tensor<1x16x2x4xbf16>, tensor<1x2x4x3xf32>)
@@ -26,19 +48,7 @@ func.func @bf16_ssd(%x: tensor<1x16x2x4xbf16>, %dt: tensor<1x16x2xbf16>, %A: ten
 
 // -----
 
-func.func @bf16_matmul(%a: tensor<8x8xbf16>, %b: tensor<8x8xbf16>) -> tensor<8x8xf32> {
-  %z = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<8x8xf32>
-  %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
-  // expected-remark @+1 {{linalg.matmul (tensor<8x8xbf16>, tensor<8x8xbf16>, tensor<8x8xf32>) -> (tensor<8x8xf32>) is left to generic loops instead of a fast CPU kernel: takes f32 operands only}}
-  %r = linalg.matmul ins(%a, %b : tensor<8x8xbf16>, tensor<8x8xbf16>) outs(%f : tensor<8x8xf32>) -> tensor<8x8xf32>
-  return %r : tensor<8x8xf32>
-}
-
-// -----
-
 func.func @bf16_route(%l: tensor<9x4xbf16>) -> tensor<9x2xi32> {
-  // expected-remark @+1 {{seq.route (tensor<9x4xbf16>) -> (tensor<9x2xbf16>, tensor<9x2xi32>, tensor<f32>) takes the reference lowering instead of a fast CPU kernel: takes f32 operands only (bf16 and f16 have no fast CPU kernel yet)}}
   %w, %i, %aux = seq.route %l {k = 2 : i64}
     : (tensor<9x4xbf16>) -> (tensor<9x2xbf16>, tensor<9x2xi32>, tensor<f32>)
   return %i : tensor<9x2xi32>

@@ -93,13 +93,11 @@ def _compare(fast, other, name, tol):
                                  f"by {err:.3g} (limit {tol * scale:.3g})")
 
 
-def _strict_flags(mlir, cpu_strict, gpu_strict):
+def _strict_flags(cpu_strict, gpu_strict):
     """--strict for the fast runs that claim a fast path, so that an op
     falling back to the reference lowering fails the test instead of
-    passing as a success: the CPU's fast kernels take f32 (bf16/f16 are the
-    CPU bf16 issue's), the GPU's take every float type."""
-    if cpu_strict is None:
-        cpu_strict = "bf16" not in mlir and "f16" not in mlir
+    passing as a success: both targets' fast kernels take f32, bf16 and
+    f16."""
     return (["--strict"] if cpu_strict else [], [],
             ["--strict"] if gpu_strict else [])
 
@@ -110,18 +108,18 @@ def _errors(stderr):
 
 
 def run_seqc(mlir, inputs, func=None, extra=(), expect_error=False, tol=1e-4,
-             results_of="fast", cpu_strict=None, gpu_strict=True):
+             results_of="fast", cpu_strict=True, gpu_strict=True):
     """Runs `mlir` through seqc-run with `inputs` (numpy arrays, in argument
     order), on every pipeline of PIPELINES, and returns the results of
     `results_of` (a name of PIPELINE_NAMES) as numpy arrays after checking
     that the others agree with the fast one. The fast CPU and GPU runs are
     strict (every op must take its fast kernel) unless `cpu_strict` /
-    `gpu_strict` say otherwise (for shapes a kernel declines on purpose);
-    cpu_strict defaults to whether the graph is f32 only. With
+    `gpu_strict` say otherwise (for shapes a kernel declines on purpose).
+    With
     expect_error, every run must fail with status 1, the same message and no
     output file; the message is returned."""
     strict = (([], [], []) if expect_error
-              else _strict_flags(mlir, cpu_strict, gpu_strict))
+              else _strict_flags(cpu_strict, gpu_strict))
     with tempfile.TemporaryDirectory(prefix="seqc-test-") as tmp:
         for i, a in enumerate(inputs):
             np.save(os.path.join(tmp, f"in{i}.npy"), np.ascontiguousarray(a))
@@ -210,6 +208,24 @@ def rng(seed):
 
 def f32(x):
     return np.asarray(x, dtype=np.float32)
+
+
+def bf16(a):
+    """Rounds f32 to the nearest bf16 (ties to even), as arith.truncf does."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def f16(a):
+    """Rounds f32 to the nearest f16 (back in f32)."""
+    return np.asarray(a, dtype=np.float32).astype(np.float16).astype(np.float32)
+
+
+def rel_rms(got, ref):
+    """The SPEC's error measure for bf16/f16 inputs: RMS(got - ref) / RMS(ref)."""
+    ref = np.asarray(ref, dtype=np.float64)
+    return float(np.sqrt(np.mean((got - ref) ** 2)) / max(np.sqrt(np.mean(ref ** 2)), 1e-30))
 
 
 def seq_op(result, op, required, optional=(), attrs="", in_types=(), out_types=()):
