@@ -301,47 +301,47 @@ int main(int argc, char **argv) {
     add({"linear_scan", "B=4 T=" + std::to_string(T) + " S=2048",
          graph("linear_scan", {t, t}, {t, l}, "", ""), 0, 12.0 * B * T * S});
   }
-  // `elt` is the element type of the streamed operands (x, B, C and y);
-  // dt, A and the state stay f32.
+  // `elt` is the element type of the streamed operands (x, dt, B, C and
+  // y); A and the state stay f32.
   auto ssdCase = [&](const std::string &name, int64_t chunk, int64_t T,
                      const char *elt = "f32") {
     int64_t H = 16, P = 64, N = 128;
     std::string attrs = "dt_softplus = true";
     if (chunk > 0)
       attrs += ", chunk_size = " + std::to_string(chunk) + " : i64";
-    return Case{name,
-                "B=1 T=" + std::to_string(T) + " H=16 P=64 N=128 G=1 " + elt,
-                graph("ssd",
-                      {tensorType({1, T, H, P}, elt), tensorType({1, T, H}),
-                       tensorType({H}), tensorType({1, T, 1, N}, elt),
-                       tensorType({1, T, 1, N}, elt)},
-                      {tensorType({1, T, H, P}, elt), tensorType({1, H, P, N})},
-                      "", attrs),
-                4.0 * T * H * P * N,
-                0,
-                4,
-                chunk == 0};
+    return Case{
+        name,
+        "B=1 T=" + std::to_string(T) + " H=16 P=64 N=128 G=1 " + elt,
+        graph("ssd",
+              {tensorType({1, T, H, P}, elt), tensorType({1, T, H}, elt),
+               tensorType({H}), tensorType({1, T, 1, N}, elt),
+               tensorType({1, T, 1, N}, elt)},
+              {tensorType({1, T, H, P}, elt), tensorType({1, H, P, N})}, "",
+              attrs),
+        4.0 * T * H * P * N,
+        0,
+        4,
+        chunk == 0};
   };
-  // `elt` is the element type of q, k, v and o; the decay and the state
-  // stay f32.
+  // `elt` is the element type of q, k, v, the decay and o; the state stays
+  // f32.
   auto laCase = [&](const std::string &name, int64_t chunk, int64_t T,
                     const char *elt = "f32") {
     int64_t H = 16, K = 64, V = 64;
     std::string attrs =
         chunk > 0 ? "chunk_size = " + std::to_string(chunk) + " : i64" : "";
-    return Case{name,
-                "B=1 T=" + std::to_string(T) + " H=16 K=V=64 decay BxTxH " +
-                    elt,
-                graph("linear_attention",
-                      {tensorType({1, T, H, K}, elt),
-                       tensorType({1, T, H, K}, elt),
-                       tensorType({1, T, H, V}, elt), tensorType({1, T, H})},
-                      {tensorType({1, T, H, V}, elt), tensorType({1, H, K, V})},
-                      "decay(%a3)", attrs),
-                4.0 * T * H * K * V,
-                0,
-                4,
-                chunk == 0};
+    return Case{
+        name,
+        "B=1 T=" + std::to_string(T) + " H=16 K=V=64 decay BxTxH " + elt,
+        graph("linear_attention",
+              {tensorType({1, T, H, K}, elt), tensorType({1, T, H, K}, elt),
+               tensorType({1, T, H, V}, elt), tensorType({1, T, H}, elt)},
+              {tensorType({1, T, H, V}, elt), tensorType({1, H, K, V})},
+              "decay(%a3)", attrs),
+        4.0 * T * H * K * V,
+        0,
+        4,
+        chunk == 0};
   };
   int64_t seqT = quick ? 1024 : 4096;
   add(ssdCase("ssd", 0, seqT));

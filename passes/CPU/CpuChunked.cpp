@@ -36,6 +36,7 @@ namespace {
 struct ChunkTiles {
   Value state;          // S [K x Vx]
   Value cs, weight;     // cumulative log decay and w per step [Qpad]
+                        // (weight: weighted families only)
   Value query, key;     // q'_c, k'_c [Q x K] (then scaled in place)
   Value keyT;           // k'_c^T [K x Qpad], without shared scores
   Value scores;         // M [Q x Qpad]
@@ -122,7 +123,7 @@ private:
     Value bi = k.divs(task, k.idx(form.heads));
     ChunkTiles tiles{k.stackBuffer({K, Vx}),
                      k.stackBuffer({Qpad}),
-                     k.stackBuffer({Qpad}),
+                     form.weighted ? k.stackBuffer({Qpad}) : Value(),
                      k.stackBuffer({Q, K}),
                      k.stackBuffer({Q, K}),
                      sharedScores() ? Value() : k.stackBuffer({K, Qpad}),
@@ -150,11 +151,13 @@ private:
                    const ChunkPosition &at, const ChunkTiles &tiles) const {
     for (int64_t i0 = 0; i0 < Qpad; i0 += lanes) {
       k.vstore(k.vconst(0.0, lanes), tiles.cs, {k.idx(i0)});
-      k.vstore(k.vconst(0.0, lanes), tiles.weight, {k.idx(i0)});
+      if (form.weighted)
+        k.vstore(k.vconst(0.0, lanes), tiles.weight, {k.idx(i0)});
     }
     return k.loop(at.len, {k.f32(0.0)}, [&](Value i, ValueRange cum) {
       StepCoefficients step = form.step(k, a, at.bi, k.add(at.t0, i), at.h);
-      k.mstore(step.weight ? step.weight : k.f32(1.0), tiles.weight, {i});
+      if (form.weighted)
+        k.mstore(step.weight, tiles.weight, {i});
       Value cs = step.logDecay ? k.fadd(cum[0], step.logDecay) : cum[0];
       k.mstore(cs, tiles.cs, {i});
       return SmallVector<Value>{cs};
@@ -216,7 +219,9 @@ private:
         Value qk = sharedScoresBuf
                        ? k.vload(sharedScoresBuf, {at.bi, at.c, g, i, j}, lanes)
                        : k.vload(tiles.scores, {i, j}, lanes);
-        Value m = k.fmul(k.fmul(l, qk), k.vload(tiles.weight, {j}, lanes));
+        Value m = k.fmul(l, qk);
+        if (form.weighted)
+          m = k.fmul(m, k.vload(tiles.weight, {j}, lanes));
         k.vstore(k.select(causal, m, k.vconst(0.0, lanes)), tiles.scores,
                  {i, j});
       }
@@ -243,7 +248,7 @@ private:
     scaleRows(k, tiles.state, k.idx(K), Vx, [&](Value) { return decay; });
     scaleRows(k, tiles.key, at.len, K, [&](Value j) {
       Value w = k.exp(k.fsub(csLast, k.mload(tiles.cs, {j})));
-      return k.fmul(w, k.mload(tiles.weight, {j}));
+      return form.weighted ? k.fmul(w, k.mload(tiles.weight, {j})) : w;
     });
     emitGemm(k, target, {k.idx(K), k.idx(Vx), at.len}, transposed(tiles.key),
              rowMajor(tiles.values), rowMajor(tiles.state),
@@ -280,11 +285,22 @@ private:
     });
   }
 
-  /// Rows [0, rows) of the [rows x cols] buffer `m` times factor(row).
+  /// Rows [0, rows) of the [rows x cols] buffer `m` times factor(row),
+  /// computed once per row.
   void scaleRows(KernelBuilder &k, Value m, Value rows, int64_t cols,
                  const std::function<Value(Value)> &factor) const {
-    packRows(k, target, rowMajor(m), rows, cols, m, [&](Value v, Value r) {
-      return k.fmul(v, k.splat(factor(r), lanes));
+    k.forEach(k.idx(0), rows, k.idx(1), [&](Value r) {
+      Value f = k.splat(factor(r), lanes);
+      for (int64_t c0 = 0; c0 < cols; c0 += lanes) {
+        SmallVector<Value> at{r, k.idx(c0)};
+        if (c0 + lanes <= cols) {
+          k.vstore(k.fmul(k.vload(m, at, lanes), f), m, at);
+          continue;
+        }
+        Value mask = k.vmask(k.idx(cols - c0), lanes);
+        k.vstoreMasked(k.fmul(k.vloadMasked(m, at, lanes, mask), f), m, at,
+                       mask);
+      }
     });
   }
 

@@ -133,7 +133,7 @@ private:
               k, k.mload(a.key, form.keyAt(k, a, cb.bi, t, cb.h, kk)))};
         },
         [&]() -> SmallVector<Value> { return {k.f32(0.0)}; })[0];
-    return k.fmul(key, k.mload(weights, {s}));
+    return form.weighted ? k.fmul(key, k.mload(weights, {s})) : key;
   }
 
   /// Value column `col` of step t0 + s: v, then the normalizer's ones.

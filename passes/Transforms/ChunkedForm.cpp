@@ -149,6 +149,7 @@ ChunkedForm ChunkedForm::ssd(Operation *op, ImplicitLocOpBuilder &b,
   form.keyDim = bType.getDimSize(3);
   form.valueDim = xType.getDimSize(3);
   form.decay = Decay::PerStep;
+  form.weighted = true;
   form.stateValueMajor = true;
   form.setRoles(b, dims, ssd.getC(), ssd.getB(), ssd.getX(), ssd.getY(), "y",
                 ssd.getLast(), ssd.getInit());

@@ -88,6 +88,9 @@ public:
   /// not static.
   int64_t keyDim = 0, valueDim = 0;
   Decay decay = Decay::None;
+  /// Whether steps carry a weight w_t (StepCoefficients::weight); else 1,
+  /// and the kernels skip it.
+  bool weighted = false;
   bool causal = true;
   /// Outputs divided by q'_t . z_t + eps, z_t = sum of the decayed k'.
   bool normalize = false;
