@@ -399,6 +399,23 @@ int main(int argc, char **argv) {
     add(c);
   }
 
+  // linalg.matmul into a zero-filled f32 result (the CPU's register-blocked
+  // GEMM), f32 and bf16 operands (loads widened to f32: no AMX or AVX-512
+  // BF16 products yet). Loops of the reference lowering would take minutes.
+  for (const char *elt : {"f32", "bf16"}) {
+    int64_t n = quick ? 512 : 2048;
+    std::string ta = tensorType({n, n}, elt), tc = tensorType({n, n});
+    std::string mlir =
+        "func.func @main(%a: " + ta + ", %b: " + ta + ") -> " + tc +
+        " {\n  %z = arith.constant 0.0 : f32\n  %e = tensor.empty() : " + tc +
+        "\n  %f = linalg.fill ins(%z : f32) outs(%e : " + tc + ") -> " + tc +
+        "\n  %r = linalg.matmul ins(%a, %b : " + ta + ", " + ta +
+        ") outs(%f : " + tc + ") -> " + tc + "\n  return %r : " + tc + "\n}\n";
+    std::string size = std::to_string(n);
+    add({std::string("matmul_") + elt, "M=N=K=" + size + " " + elt + " -> f32",
+         mlir, 2.0 * n * n * n, 0, 4, /*reference=*/false});
+  }
+
   // The item kernels (Common/ItemKernels.cpp): one body for both targets,
   // on the CPU a thread-pool task per item.
   {
