@@ -1,11 +1,11 @@
 //===- CpuLinearAttention.cpp - linear attention on the CPU ---------------===//
 //
 // Linear attention follows the strategy's plan: chunked plans (causal, a
-// scalar decay per step or none) are the chunked form
+// scalar decay per step or none, normalized or not) are the chunked form
 // (Transforms/ChunkedForm.h, lowered by CPU/CpuChunked.cpp). Per-key decays
-// (GLA), normalized causal attention and short sequences run the recurrence
-// directly, vectorized over V. Non-causal attention is two products:
-// S = S0 + k'^T V, then O = q' S (normalized by q' . sum k').
+// (GLA) and short sequences run the recurrence directly, vectorized over V.
+// Non-causal attention is two products: S = S0 + k'^T V, then O = q' S
+// (normalized by q' . sum k').
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +50,11 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     seq::PlanAttr chosen = *followed;
     seq::PlanKind plan = chosen.getKind();
 
+    // The chunked phases' preconditions (emitCpuChunked), which the plans
+    // of TargetDescription::cpu keep: causal, no per-key decay.
+    if (plan == seq::PlanKind::chunked && (decayRank == 4 || !op.getCausal()))
+      return rewriter.notifyMatchFailure(
+          op, "the CPU's chunked phases take a causal op with a scalar decay");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
@@ -236,6 +241,7 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
           Value S = k.stackBuffer({p.K, p.V});
           Value zs = k.stackBuffer({roundUp(p.K, lanes)});
           Value rows = k.stackBuffer({block, p.K});
+          Value outRows = k.stackBuffer({block, p.V});
           loadState(k, in, p, bi, h, S);
           for (int64_t c0 = 0; c0 < roundUp(p.K, lanes); c0 += lanes)
             k.vstore(k.vconst(0.0, lanes), zs, {k.idx(c0)});
@@ -267,27 +273,26 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
             Value len = k.mins(k.idx(block), k.sub(nT, t0));
             packRows(k, p, Qm, bi, t0, h, len, rows,
                      [&](Value) { return scale; });
-            MatrixRef oRows{O, [&](Value i, Value v) {
-                              return SmallVector<Value>{bi, k.add(t0, i), h, v};
-                            }};
             emitGemm(k, target, {len, k.idx(p.V), k.idx(p.K)}, rowMajor(rows),
-                     rowMajor(S), oRows, GemmMode::Overwrite);
-            if (!p.normalize)
-              return;
+                     rowMajor(S), rowMajor(outRows), GemmMode::Overwrite);
+            // The f32 rows (normalized) rounded once into o.
             k.forEach(k.idx(0), len, k.idx(1), [&](Value i) {
-              Value dot =
-                  k.loop(k.idx(p.K), {k.f32(0.0)}, [&](Value kk, ValueRange a) {
-                    return SmallVector<Value>{
-                        k.fadd(a[0], k.fmul(k.mload(rows, {i, kk}),
-                                            k.mload(zs, {kk})))};
-                  })[0];
-              Value inv =
-                  k.splat(k.fdiv(k.f32(1.0), k.fadd(dot, k.f32(p.eps))), lanes);
+              Value inv;
+              if (p.normalize) {
+                Value dot = k.loop(
+                    k.idx(p.K), {k.f32(0.0)}, [&](Value kk, ValueRange a) {
+                      return SmallVector<Value>{
+                          k.fadd(a[0], k.fmul(k.mload(rows, {i, kk}),
+                                              k.mload(zs, {kk})))};
+                    })[0];
+                inv = k.splat(k.fdiv(k.f32(1.0), k.fadd(dot, k.f32(p.eps))),
+                              lanes);
+              }
               for (int64_t v0 = 0; v0 < p.V; v0 += lanes) {
                 Value mask = k.vmask(k.idx(p.V - v0), lanes);
-                SmallVector<Value> at{bi, k.add(t0, i), h, k.idx(v0)};
-                k.vstoreMasked(k.fmul(k.vloadMasked(O, at, lanes, mask), inv),
-                               O, at, mask);
+                Value o = k.vloadMasked(outRows, {i, k.idx(v0)}, lanes, mask);
+                k.vstoreMasked(inv ? k.fmul(o, inv) : o, O,
+                               {bi, k.add(t0, i), h, k.idx(v0)}, mask);
               }
             });
           });

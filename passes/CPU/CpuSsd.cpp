@@ -108,17 +108,16 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
         dt = k.fadd(dt, k.mload(bias, {h}));
       return op.getDtSoftplus() ? k.softplus(dt) : dt;
     };
-    // y = (y + D x) * silu(z) for row (bi, t, h), vectorized over P.
+    // y[bi, t, h, :] = (y + D x) * silu(z) from the f32 row `yRow`,
+    // vectorized over P: rounded once to y's type.
     auto finishRow = [&](KernelBuilder &k, ValueRange in, Value bi, Value t,
-                         Value h) {
+                         Value h, Value yRow) {
       Value skip = opt(in, Skip), gate = opt(in, Gate);
-      if (!skip && !gate)
-        return;
       Value d = skip ? k.splat(k.mload(skip, {h}), lanes) : Value();
       for (int64_t p0 = 0; p0 < P; p0 += lanes) {
         Value mask = k.vmask(k.idx(P - p0), lanes);
         SmallVector<Value> at{bi, t, h, k.idx(p0)};
-        Value y = k.vloadMasked(view(in).y, at, lanes, mask);
+        Value y = k.vloadMasked(yRow, {k.idx(p0)}, lanes, mask);
         if (d)
           y = k.vfma(d, k.vloadMasked(view(in).x, at, lanes, mask), y);
         if (gate)
@@ -135,8 +134,8 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
 
   using StepDt =
       std::function<Value(KernelBuilder &, ValueRange, Value, Value, Value)>;
-  using RowFn =
-      std::function<void(KernelBuilder &, ValueRange, Value, Value, Value)>;
+  using FinishRowFn = std::function<void(KernelBuilder &, ValueRange, Value,
+                                         Value, Value, Value)>;
 
   /// The recurrence step by step (decode), one task per (batch, head). The
   /// state lives in `last` itself, in its [P, N] layout, vectorized over N:
@@ -144,7 +143,7 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
   void emitRecurrent(ImplicitLocOpBuilder &b, KernelBuilder &kb,
                      ValueRange args, Value Bsz, int64_t H, int64_t P,
                      int64_t N, int64_t headsPerGroup, const StepDt &stepDt,
-                     const RowFn &finishRow, int initIndex) const {
+                     const FinishRowFn &finishRow, int initIndex) const {
     const int64_t lanes = target.vectorWidth;
     emitParallelKernel(
         b, "ssd_recurrent", kb.mul(Bsz, kb.idx(H)), args,
@@ -155,6 +154,8 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
           Value h = k.rems(task, k.idx(H)), bi = k.divs(task, k.idx(H));
           Value g = k.divs(h, k.idx(headsPerGroup));
           Value aH = k.mload(Am, {h});
+          // Step t's output row in f32, finished into y.
+          Value yRow = k.stackBuffer({roundUp(P, lanes)});
           SmallVector<Value> masks;
           for (int64_t n0 = 0; n0 < N; n0 += lanes)
             masks.push_back(k.vmask(k.idx(N - n0), lanes));
@@ -179,9 +180,9 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
                 k.vstoreMasked(s, Last, at, masks[v]);
                 acc = k.vfma(cv[v], s, acc);
               }
-              k.mstore(k.hsum(acc), Y, {bi, t, h, p});
+              k.mstore(k.hsum(acc), yRow, {p});
             });
-            finishRow(k, in, bi, t, h);
+            finishRow(k, in, bi, t, h, yRow);
           };
           // The first step reads init (or nothing), the others Last.
           k.ifThen(k.cmp(CmpIPredicate::sgt, nT, k.idx(0)), [&] {

@@ -261,7 +261,7 @@ void KernelBuilder::mstore(Value scalar, Value memref, ValueRange ivs) {
 /// f16): vector loads widen from it and stores narrow to it.
 static Type narrowFloatElement(Value memref) {
   Type elt = cast<MemRefType>(memref.getType()).getElementType();
-  return isa<FloatType>(elt) && !elt.isF32() ? elt : Type();
+  return elt.isBF16() || elt.isF16() ? elt : Type();
 }
 
 Value KernelBuilder::vload(Value memref, ValueRange ivs, int64_t lanes) {
