@@ -293,10 +293,11 @@ template <typename OpTy> struct CpuMatmul : OpRewritePattern<OpTy> {
     const int64_t lanes = target.vectorWidth;
     emitParallelKernel(b, "matmul_round", rows, {cBuf, out},
                        [&](KernelBuilder &k, Value task, ValueRange in) {
-                         Value n = k.mdim(in[0], rank - 1);
+                         Value product = in[0], rounded = in[1];
+                         Value n = k.mdim(product, rank - 1);
                          SmallVector<Value> lead;
                          if (rank == 3) {
-                           Value m = k.mdim(in[0], 1);
+                           Value m = k.mdim(product, 1);
                            lead = {k.divs(task, m), k.rems(task, m)};
                          } else {
                            lead = {task};
@@ -305,8 +306,9 @@ template <typename OpTy> struct CpuMatmul : OpRewritePattern<OpTy> {
                            Value mask = k.vmask(k.sub(n, c), lanes);
                            SmallVector<Value> at(lead);
                            at.push_back(c);
-                           k.vstoreMasked(k.vloadMasked(in[0], at, lanes, mask),
-                                          in[1], at, mask);
+                           k.vstoreMasked(
+                               k.vloadMasked(product, at, lanes, mask), rounded,
+                               at, mask);
                          });
                        });
     return out;
