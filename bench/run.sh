@@ -1,8 +1,28 @@
 #!/usr/bin/env bash
 # Builds seqc and runs the CPU benchmark: the machine's ceilings (triad
 # bandwidth, FMA peak) and every op of the CPU targets against them, the
-# reference lowering and one thread. Pass --quick for smaller shapes.
+# reference lowering and one thread; then the peers column (bench/peers.py:
+# numpy/OpenBLAS and PyTorch on the same matmuls, in the same run). Pass
+# --quick for smaller shapes, --only NAME for the cases whose names contain
+# NAME. SEQC_BENCH_PEERS=0 skips the peers (and their install).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build.sh
-"${SEQC_BUILD_DIR:-build}/bin/seqc-bench" "$@"
+BUILD_DIR=${SEQC_BUILD_DIR:-build}
+PY=/usr/bin/python3
+if [ "${SEQC_BENCH_PEERS:-1}" != 0 ]; then
+  # The peers are the benchmark's, not seqc's: Debian's numpy (OpenBLAS)
+  # and PyTorch, installed here only.
+  if ! $PY -c "import numpy, torch" 2>/dev/null; then
+    SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends python3-numpy \
+      python3-torch libopenblas0-pthread >/dev/null
+  fi
+fi
+RESULTS=$(mktemp)
+trap 'rm -f "$RESULTS"' EXIT
+"$BUILD_DIR/bin/seqc-bench" --results "$RESULTS" "$@"
+if [ "${SEQC_BENCH_PEERS:-1}" != 0 ]; then
+  $PY bench/peers.py "$RESULTS"
+fi

@@ -9,7 +9,10 @@
 // and prints a table: median time, achieved GB/s or GFLOP/s, fraction of the
 // ceiling, speedup over the reference, 1-thread vs all-threads scaling.
 //
-//   seqc-bench [--quick] [--runs N] [--only NAME]
+//   seqc-bench [--quick] [--runs N] [--only NAME] [--results FILE]
+//
+// --results writes each case's name, median ms, GFLOP/s (or GB/s) and shape
+// to FILE, tab-separated, for bench/peers.py to set beside its peers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -264,12 +267,27 @@ Function compile(Engine &engine, const std::string &mlir, bool reference,
   return *fn;
 }
 
+/// Which products bf16 and f16 operands take on this host. Only the
+/// convert-to-f32 path exists so far: the AMX and AVX-512 BF16 ones are
+/// named where the host has them, to say that they were not taken.
+const char *lowPrecisionPath() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("amx-bf16"))
+    return "widened to f32 FMA (the host has AMX, which seqc does not use "
+           "yet)";
+  if (__builtin_cpu_supports("avx512bf16"))
+    return "widened to f32 FMA (the host has AVX-512 BF16, which seqc does "
+           "not use yet)";
+#endif
+  return "widened to f32 FMA (the host has neither AMX nor AVX-512 BF16)";
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   bool quick = false;
   int runs = 7;
-  std::string only;
+  std::string only, resultsPath;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick")
@@ -278,8 +296,11 @@ int main(int argc, char **argv) {
       runs = std::max(1, std::atoi(argv[++i]));
     else if (a == "--only" && i + 1 < argc)
       only = argv[++i];
+    else if (a == "--results" && i + 1 < argc)
+      resultsPath = argv[++i];
     else
-      die("usage: seqc-bench [--quick] [--runs N] [--only NAME]");
+      die("usage: seqc-bench [--quick] [--runs N] [--only NAME] "
+          "[--results FILE]");
   }
   int threads = static_cast<int>(seqc_rt_get_num_threads());
 
@@ -287,8 +308,15 @@ int main(int argc, char **argv) {
               hostLanes());
   double triad = triadGBs(threads);
   double peak = fmaPeakGFLOPs(threads);
-  std::printf("ceilings: triad %.1f GB/s, fp32 FMA peak %.1f GFLOP/s\n\n",
-              triad, peak);
+  std::printf("ceilings: triad %.1f GB/s, fp32 FMA peak %.1f GFLOP/s\n", triad,
+              peak);
+  std::printf("bf16/f16 products: %s\n\n", lowPrecisionPath());
+  std::unique_ptr<FILE, int (*)(FILE *)> results(nullptr, std::fclose);
+  if (!resultsPath.empty()) {
+    results.reset(std::fopen(resultsPath.c_str(), "w"));
+    if (!results)
+      die("cannot write " + resultsPath);
+  }
 
   std::vector<Case> cases;
   auto add = [&](Case c) {
@@ -466,6 +494,11 @@ int main(int argc, char **argv) {
     std::printf("%-18s %-46s %10.3f %12s %9s %10s %8.2fx\n", c.name.c_str(),
                 c.shape.c_str(), all.median, achieved, frac, vsRef.c_str(),
                 one.median / all.median);
+    if (results)
+      std::fprintf(results.get(), "%s\t%.4f\t%.2f\t%s\n", c.name.c_str(),
+                   all.median,
+                   (c.flops > 0 ? c.flops : c.bytes) / (all.median * 1e6),
+                   c.shape.c_str());
     std::fflush(stdout);
   }
 

@@ -47,6 +47,7 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
     Value cap =
         expertCapacity(kb, op.getCapacityFactor().convertToDouble(), T, K, E);
     const int64_t lanes = target.vectorWidth;
+    const GemmBlocking blocking = GemmBlocking::forTarget(target);
     bool gated = static_cast<bool>(op.getWGate());
     seq::Activation act = op.getActivation();
 
@@ -198,14 +199,20 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
                                return SmallVector<Value>{bl.e, d, k.add(f0, f)};
                              }};
           };
+          // The weights' blocks are packed into panels (Gemm.h): a task's
+          // rows of one expert all read them.
+          auto project = [&](Value W, Value out) {
+            MatrixRef w = weights(W);
+            emitGemm(k, target, {bl.rows, cols, nD}, xRows, w, rowMajor(out),
+                     GemmMode::Overwrite, nullptr,
+                     packEachBlockOfB(k, blocking, w, cols, ColBlock));
+          };
           Value up = k.stackBuffer({RowBlock, ColBlock});
-          emitGemm(k, target, {bl.rows, cols, nD}, xRows, weights(Wu),
-                   rowMajor(up), GemmMode::Overwrite);
+          project(Wu, up);
           Value gate;
           if (gated) {
             gate = k.stackBuffer({RowBlock, ColBlock});
-            emitGemm(k, target, {bl.rows, cols, nD}, xRows, weights(in[6]),
-                     rowMajor(gate), GemmMode::Overwrite);
+            project(in[6], gate);
           }
           k.forEach(k.idx(0), bl.rows, k.idx(1), [&](Value r) {
             for (int64_t c0 = 0; c0 < ColBlock; c0 += lanes) {
@@ -250,7 +257,8 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
                 return SmallVector<Value>{k.add(bl.row0, r), k.add(d0, d)};
               }};
           emitGemm(k, target, {bl.rows, cols, nF}, hRows, w, out,
-                   GemmMode::Overwrite);
+                   GemmMode::Overwrite, nullptr,
+                   packEachBlockOfB(k, blocking, w, cols, ColBlock));
         });
 
     // Combine: y[t] = sum_j w[t, j] Y[row(t, j)].

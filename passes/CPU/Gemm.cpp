@@ -3,8 +3,12 @@
 #include "CPU/Gemm.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace seqc;
@@ -89,11 +93,15 @@ struct MicroKernel {
       return masks.empty() ? kb.vload(m.memref, ivs, lanes)
                            : kb.vloadMasked(m.memref, ivs, lanes, masks[v]);
     };
-    SmallVector<Value> acc;
-    Value zero = kb.vconst(0.0, lanes);
+    // The tile accumulates from zero and C is added after the reduction:
+    // C's lines, prefetched now, arrive while the loop runs instead of
+    // stalling its first steps (a task's C is larger than L2).
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t v = 0; v < vecs; ++v)
-        acc.push_back(kb.select(addToC, load(C, row(r), v), zero));
+        memref::PrefetchOp::create(kb.builder(), C.memref, C.at(row(r), col(v)),
+                                   /*isWrite=*/true, /*localityHint=*/3,
+                                   /*isDataCache=*/true);
+    SmallVector<Value> acc(rows * vecs, kb.vconst(0.0, lanes));
     SmallVector<Value> done = kb.loop(k0, k1, acc, [&](Value k, ValueRange c) {
       SmallVector<Value> bv;
       for (int64_t v = 0; v < vecs; ++v)
@@ -108,14 +116,37 @@ struct MicroKernel {
     });
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t v = 0; v < vecs; ++v) {
+        Value sum = done[r * vecs + v];
+        sum = kb.select(addToC, kb.fadd(load(C, row(r), v), sum), sum);
         SmallVector<Value> ivs = C.at(row(r), col(v));
         if (masks.empty())
-          kb.vstore(done[r * vecs + v], C.memref, ivs);
+          kb.vstore(sum, C.memref, ivs);
         else
-          kb.vstoreMasked(done[r * vecs + v], C.memref, ivs, masks[v]);
+          kb.vstoreMasked(sum, C.memref, ivs, masks[v]);
       }
   }
 };
+
+/// Rows [i0, M) of one column block, fewer than `rows`: micro-kernels of
+/// 4, 2 and 1 rows (a row alone would leave the FMA units waiting on its
+/// two dependency chains).
+void emitRowTail(KernelBuilder &kb, MicroKernel &mk, Value i0, Value M,
+                 int64_t rows, Value j0, int64_t vecs, ArrayRef<Value> masks) {
+  for (int64_t n = llvm::PowerOf2Ceil(rows) / 2; n >= 1; n /= 2) {
+    Value fits = kb.cmp(CmpIPredicate::sge, kb.sub(M, i0), kb.idx(n));
+    auto ifOp =
+        scf::IfOp::create(kb.builder(), TypeRange{kb.builder().getIndexType()},
+                          fits, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(kb.builder());
+    kb.builder().setInsertionPointToStart(&ifOp.getThenRegion().front());
+    mk.emit(i0, j0, n, vecs, masks);
+    scf::YieldOp::create(kb.builder(), ValueRange{kb.add(i0, kb.idx(n))});
+    kb.builder().setInsertionPointToStart(&ifOp.getElseRegion().front());
+    scf::YieldOp::create(kb.builder(), ValueRange{i0});
+    kb.builder().setInsertionPointAfter(ifOp);
+    i0 = ifOp.getResult(0);
+  }
+}
 
 /// One pass of the micro-kernel over every block of C.
 void emitPass(KernelBuilder &kb, MicroKernel &mk, Value M, Value N,
@@ -125,8 +156,7 @@ void emitPass(KernelBuilder &kb, MicroKernel &mk, Value M, Value N,
   auto columnBlock = [&](Value j0, ArrayRef<Value> masks) {
     kb.forEach(kb.idx(0), fullRowEnd, kb.idx(rows),
                [&](Value i0) { mk.emit(i0, j0, rows, vecs, masks); });
-    kb.forEach(fullRowEnd, M, kb.idx(1),
-               [&](Value i0) { mk.emit(i0, j0, 1, vecs, masks); });
+    emitRowTail(kb, mk, fullRowEnd, M, rows, j0, vecs, masks);
   };
   Value fullColEnd = kb.mul(kb.divs(N, kb.idx(nr)), kb.idx(nr));
   kb.forEach(kb.idx(0), fullColEnd, kb.idx(nr),
@@ -143,19 +173,85 @@ void emitPass(KernelBuilder &kb, MicroKernel &mk, Value M, Value N,
 
 } // namespace
 
+GemmBlocking GemmBlocking::forTarget(const CpuTarget &target) {
+  GemmBlocking g;
+  g.lanes = target.vectorWidth;
+  g.vecs = 2;
+  g.rows = g.lanes >= 16 ? 8 : 6;
+  const int64_t panelRowBytes = g.columns() * 4;
+  // kc: a multiple of 8 steps, 64 to 512.
+  g.reduction =
+      std::clamp<int64_t>(target.l1Bytes / 2 / panelRowBytes / 8 * 8, 64, 512);
+  // nc: whole panels, one to 512 columns (wider blocks would leave too few
+  // tasks for the cores on the projections of a small batch).
+  int64_t panels = target.l2Bytes / 2 / (g.reduction * panelRowBytes);
+  g.packedColumns =
+      g.columns() * std::clamp<int64_t>(panels, 1, 512 / g.columns());
+  int64_t rowsInL2 = target.l2Bytes / 2 / (g.reduction * 4);
+  g.packedRows =
+      g.rows * std::clamp<int64_t>(rowsInL2 / g.rows, 1, 512 / g.rows);
+  return g;
+}
+
+void seqc::packBPanels(KernelBuilder &kb, const GemmBlocking &g,
+                       const MatrixRef &B, Value N, Value k0, Value k1,
+                       const PanelRef &panels) {
+  const int64_t lanes = g.lanes, nr = g.columns();
+  Value fullPanels = kb.divs(N, kb.idx(nr));
+  kb.forEach(k0, k1, kb.idx(1), [&](Value k) {
+    Value kk = kb.sub(k, k0);
+    auto copyPanel = [&](Value p, bool masked) {
+      Value c0 = kb.mul(p, kb.idx(nr));
+      for (int64_t v = 0; v < g.vecs; ++v) {
+        Value c = kb.add(c0, kb.idx(v * lanes));
+        SmallVector<Value> from = B.at(k, c);
+        // Masked lanes load as zeros: the padding the micro-kernel reads.
+        Value x = masked ? kb.vloadMasked(B.memref, from, lanes,
+                                          kb.vmask(kb.sub(N, c), lanes))
+                         : kb.vload(B.memref, from, lanes);
+        kb.vstore(x, panels.memref, panels.at(p, kk, kb.idx(v * lanes)));
+      }
+    };
+    kb.forEach(kb.idx(0), fullPanels, kb.idx(1),
+               [&](Value p) { copyPanel(p, false); });
+    kb.ifThen(kb.cmp(CmpIPredicate::slt, kb.mul(fullPanels, kb.idx(nr)), N),
+              [&] { copyPanel(fullPanels, true); });
+  });
+}
+
+MatrixRef seqc::panelsAsMatrix(KernelBuilder &kb, const GemmBlocking &g,
+                               const PanelRef &panels, Value k0,
+                               Value column0) {
+  const int64_t nr = g.columns();
+  Value firstPanel = kb.divs(column0, kb.idx(nr));
+  // The micro-kernel asks for columns j0 + v * lanes, j0 a multiple of nr:
+  // the divisions fold into its loop-invariant panel address.
+  return MatrixRef{
+      panels.memref, [&kb, panels, k0, nr, firstPanel](Value k, Value c) {
+        Value panel = kb.add(firstPanel, kb.divs(c, kb.idx(nr)));
+        return panels.at(panel, kb.sub(k, k0), kb.rems(c, kb.idx(nr)));
+      }};
+}
+
+PrepareB seqc::packEachBlockOfB(KernelBuilder &kb, const GemmBlocking &g,
+                                const MatrixRef &B, Value N, int64_t columns) {
+  int64_t panels = (columns + g.columns() - 1) / g.columns();
+  Value buffer = kb.stackBuffer({panels, g.reduction, g.columns()});
+  PanelRef ref{buffer, [](Value panel, Value k, Value lane) {
+                 return SmallVector<Value>{panel, k, lane};
+               }};
+  return [&kb, g, B, N, ref](Value k0, Value k1) {
+    packBPanels(kb, g, B, N, k0, k1, ref);
+    return panelsAsMatrix(kb, g, ref, k0, kb.idx(0));
+  };
+}
+
 void seqc::emitGemm(KernelBuilder &kb, const CpuTarget &target, GemmShape shape,
                     const MatrixRef &A, const MatrixRef &B, const MatrixRef &C,
-                    GemmMode mode, const PrepareA &prepareA) {
-  const int64_t lanes = target.vectorWidth;
-  const int64_t vecs = 2;
-  // Accumulators + B vectors + a broadcast must fit the register file:
-  // 32 vector registers with AVX-512, 16 otherwise.
-  const int64_t rows = lanes >= 16 ? 8 : 6;
-  const int64_t nr = vecs * lanes;
-  // The reduction is cut in blocks of kc so that a block of B's panel
-  // (kc x nr) and the A rows stay in L1 while the row blocks pass over
-  // them; C accumulates over the blocks.
-  const int64_t kc = gemmReductionBlock;
+                    GemmMode mode, const PrepareA &prepareA,
+                    const PrepareB &prepareB) {
+  const GemmBlocking g = GemmBlocking::forTarget(target);
+  const int64_t kc = g.reduction;
 
   Value M = shape.M, N = shape.N, K = shape.K;
   // At least one pass, so an empty reduction still writes C = 0.
@@ -168,7 +264,8 @@ void seqc::emitGemm(KernelBuilder &kb, const CpuTarget &target, GemmShape shape,
                        ? kb.i1(true)
                        : kb.cmp(CmpIPredicate::sgt, p, kb.idx(0));
     MatrixRef passA = prepareA ? prepareA(k0, k1) : A;
-    MicroKernel mk{kb, lanes, passA, B, C, k0, k1, addToC};
-    emitPass(kb, mk, M, N, rows, vecs, nr, lanes);
+    MatrixRef passB = prepareB ? prepareB(k0, k1) : B;
+    MicroKernel mk{kb, g.lanes, passA, passB, C, k0, k1, addToC};
+    emitPass(kb, mk, M, N, g.rows, g.vecs, g.columns(), g.lanes);
   });
 }

@@ -34,18 +34,70 @@ enum class GemmMode {
   Accumulate, ///< C += A B
 };
 
-/// Called at the start of each block [k0, k1) of the reduction (at most
-/// gemmReductionBlock long) to provide A for it, e.g. rows of A computed and
-/// packed on the fly; element (r, k) of the result is A's (r, k).
-using PrepareA = std::function<MatrixRef(Value k0, Value k1)>;
+/// The blocking of emitGemm's loops on one target, chosen here from its
+/// vector width, register file and cache sizes (CpuTarget::host reads them
+/// from the OS), so that no kernel carries its own constants.
+struct GemmBlocking {
+  /// f32 lanes per vector.
+  int64_t lanes;
+  /// The micro-kernel's tile of C held in registers: `rows` rows of `vecs`
+  /// vectors. Accumulators + B's vectors + a broadcast of A fill the
+  /// register file (32 vector registers with AVX-512, 16 otherwise).
+  int64_t rows, vecs;
+  /// The reduction block kc: B's panel of kc x columns() stays in half of L1
+  /// while the micro-kernel passes over every row of A.
+  int64_t reduction;
+  /// The widest block of B packed at once (packBBuffer): kc x packedColumns
+  /// fills half of L2, where it stays while the rows of A pass over it.
+  int64_t packedColumns;
+  /// The rows of A a matmul task packs per reduction block: mc x kc fills
+  /// half of L2, where it stays while each panel of B passes over it (B's
+  /// block, read once per task, is then amortized over mc rows).
+  int64_t packedRows;
 
-/// The length of the reduction blocks of emitGemm.
-constexpr int64_t gemmReductionBlock = 256;
+  /// Columns of the micro-kernel's tile (nr).
+  int64_t columns() const { return vecs * lanes; }
+  static GemmBlocking forTarget(const CpuTarget &target);
+};
+
+/// Called at the start of each block [k0, k1) of the reduction (at most
+/// GemmBlocking::reduction long) to provide A for it, e.g. rows of A
+/// computed and packed on the fly; element (r, k) of the result is A's
+/// (r, k).
+using PrepareA = std::function<MatrixRef(Value k0, Value k1)>;
+/// The same for B: element (k, c) of the result is B's (k, c).
+using PrepareB = std::function<MatrixRef(Value k0, Value k1)>;
 
 /// C[M x N] = / += A[M x K] B[K x N], f32, inline in the current kernel.
 void emitGemm(KernelBuilder &kb, const CpuTarget &target, GemmShape shape,
               const MatrixRef &A, const MatrixRef &B, const MatrixRef &C,
-              GemmMode mode, const PrepareA &prepareA = nullptr);
+              GemmMode mode, const PrepareA &prepareA = nullptr,
+              const PrepareB &prepareB = nullptr);
+
+/// B in the micro-kernel's layout: each reduction block of B as contiguous
+/// kc x nr panels, in f32, the last zero-padded. The micro-kernel then
+/// streams a panel from L1 instead of loading rows that lie N elements
+/// apart (a 2048-wide f32 weight puts every row of a panel in the same L1
+/// set and a different page), and a bf16 B is widened once, not once per
+/// row block of A. `at(panel, k, lane)` gives the memref indices of element
+/// (k0 + k, panel * nr + lane) of the block that starts at step k0.
+struct PanelRef {
+  Value memref;
+  std::function<llvm::SmallVector<Value>(Value panel, Value k, Value lane)> at;
+};
+
+/// Packs rows [k0, k1) of B's first N columns into `panels`.
+void packBPanels(KernelBuilder &kb, const GemmBlocking &blocking,
+                 const MatrixRef &B, Value N, Value k0, Value k1,
+                 const PanelRef &panels);
+/// The block packed by packBPanels from rows [k0, ...) as a matrix whose
+/// column 0 is the packed block's column `column0` (a multiple of nr).
+MatrixRef panelsAsMatrix(KernelBuilder &kb, const GemmBlocking &blocking,
+                         const PanelRef &panels, Value k0, Value column0);
+/// A PrepareB that packs each reduction block of B (N <= `columns`) into a
+/// stack buffer, for products whose B block serves a single task.
+PrepareB packEachBlockOfB(KernelBuilder &kb, const GemmBlocking &blocking,
+                          const MatrixRef &B, Value N, int64_t columns);
 
 /// Copies `rows` rows of `cols` elements from `src` (element (r, c) at
 /// src.at(r, c), rows contiguous) into the row-major 2-D buffer `dst`,

@@ -58,4 +58,12 @@ c.run("accumulate", lambda: matmul(67, 33, 45, init="given", seed=2))
 c.run("dynamic", lambda: matmul(19, 260, 41, dynamic=True, seed=3))
 c.run("K = 1", lambda: matmul(9, 1, 17, seed=4))
 c.run("batch", lambda: batch_matmul(3, 21, 35, 70, seed=5))
+# More rows than one task's block (GemmBlocking::packedRows, 252 on AVX2, 512
+# on AVX-512): B is packed once into panels by its own kernel, the row
+# blocks are evened out, K spans several reduction blocks, and the last
+# column panel is partial.
+c.run("packed B", lambda: matmul(600, 520, 300, seed=6))
+c.run("packed B, accumulate", lambda: matmul(1100, 257, 70, init="given", seed=7))
+c.run("packed B, dynamic", lambda: matmul(1031, 40, 33, dynamic=True, seed=8))
+c.run("packed B, batch", lambda: batch_matmul(2, 1030, 270, 50, seed=9))
 c.finish()

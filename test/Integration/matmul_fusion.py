@@ -70,7 +70,9 @@ func.func @main(%x: tensor<?x300xf32>, %g: tensor<300xf32>, %w: tensor<300x45xf3
 
 c = Checker()
 # The kernels the fast pipeline makes: one fused matmul, one plain matmul
-# and an elementwise kernel for the square.
+# (each with the kernels that pack its A and its B when several column or
+# row blocks read them),
+# an elementwise kernel for the square and the row sum of the norm.
 with tempfile.TemporaryDirectory() as tmp:
     src = os.path.join(tmp, "g.mlir")
     with open(src, "w") as f:
@@ -79,23 +81,30 @@ with tempfile.TemporaryDirectory() as tmp:
                          "--seq-lower-to-cpu"], capture_output=True, text=True).stdout
 kernels = sorted({w.split("(")[0] for w in ir.split() if w.startswith("@__seqc_")})
 c.expect("kernels", kernels == ["@__seqc_elementwise", "@__seqc_matmul",
-                                "@__seqc_matmul_prologue_epilogue", "@__seqc_row_sum"],
+                                "@__seqc_matmul_pack_a", "@__seqc_matmul_pack_b",
+                                "@__seqc_matmul_prologue_epilogue",
+                                "@__seqc_matmul_prologue_epilogue_pack_a",
+                                "@__seqc_matmul_prologue_epilogue_pack_b",
+                                "@__seqc_row_sum"],
          str(kernels))
 r = rng(11)
-for T in (1, 67, 130):
+# N = 45: one column block, each task packs (and normalizes) its own rows
+# of A. N = 530 with T = 600: several column and row blocks, so the
+# normalized A and the weight are each packed once by their own kernels.
+for T, N in ((1, 45), (67, 45), (130, 45), (600, 530)):
     x = f32(r.standard_normal((T, 300)))
     g = f32(r.uniform(0.5, 1.5, 300))
-    w = f32(r.standard_normal((300, 45)) / 17)
-    res = f32(r.standard_normal((T, 45)))
-    bias = f32(r.standard_normal(45))
+    w = f32(r.standard_normal((300, N)) / 17)
+    res = f32(r.standard_normal((T, N)))
+    bias = f32(r.standard_normal(N))
     scale = f32(r.uniform(0.5, 2, T))
-    out, q, q2 = run_seqc(MLIR, [x, g, w, res, bias, scale])
+    out, q, q2 = run_seqc(MLIR.replace("45", str(N)), [x, g, w, res, bias, scale])
     x64 = x.astype(np.float64)
     xn = x64 / np.sqrt(np.mean(x64 * x64, axis=1, keepdims=True) + 1e-5) * g
     ref = ((xn @ w) + bias) * scale[:, None] + res
-    c.close(f"T={T} norm -> matmul -> bias, scale, residual", out, ref)
-    c.close(f"T={T} plain matmul", q, x64 @ w)
-    c.close(f"T={T} its square", q2, (x64 @ w) ** 2)
+    c.close(f"T={T} N={N} norm -> matmul -> bias, scale, residual", out, ref)
+    c.close(f"T={T} N={N} plain matmul", q, x64 @ w)
+    c.close(f"T={T} N={N} its square", q2, (x64 @ w) ** 2)
 
 # A producer used twice by the matmul (n(x) n(x)^T's square form n @ n):
 # it must stay a value of its own, not be folded into A's packing only.

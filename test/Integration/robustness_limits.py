@@ -12,7 +12,7 @@ import tempfile
 
 import numpy as np
 from refs import linear_scan, selective_scan, ssd
-from seqc_testing import SEQC_RUN, Checker, f32, rng, run_seqc, type_of
+from seqc_testing import SEQC_RUN, Checker, error_lines, f32, rng, run_seqc, type_of
 
 c = Checker()
 T = 65536
@@ -75,7 +75,7 @@ def memory_limits():
         np.save(npy, np.zeros((1, 200000), np.float32))
         for extra in ([], ["--reference"]):
             p = seqc_run([mlir, "--input", npy, "--output-dir", os.path.join(tmp, "out")] + extra)
-            lines = [l for l in p.stderr.strip().splitlines() if not l.startswith("remark: ")]
+            lines = error_lines(p.stderr.strip()).splitlines()
             c.expect(f"160 GB mask refused {' '.join(extra)}",
                      p.returncode == 1 and len(lines) == 1 and "out of memory" in lines[0]
                      and "exceeds the memory limit" in lines[0], repr(p.stderr.strip()))

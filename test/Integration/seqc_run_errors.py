@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 
 import numpy as np
-from seqc_testing import SEQC_RUN, Checker, f32
+from seqc_testing import SEQC_RUN, Checker, error_lines, f32
 
 c = Checker()
 tmp = tempfile.mkdtemp(prefix="seqc-errors-")
@@ -61,8 +61,9 @@ def expect_error(name, args, fragment):
     if "--output-dir" not in args:
         args = args + ["--output-dir", out]
     proc = subprocess.run([SEQC_RUN] + args, capture_output=True, text=True)
-    # Remarks (an op taking the reference lowering) may precede the error.
-    lines = [l for l in proc.stderr.strip().splitlines() if not l.startswith("remark: ")]
+    # Remarks (an op taking the reference lowering) and the notice of a
+    # compilation that takes over a second may precede the error.
+    lines = error_lines(proc.stderr.strip()).splitlines()
     ok = (proc.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: ")
           and fragment in lines[0] and not os.path.exists(out))
     c.expect(name, ok, f"(status {proc.returncode}, stderr {proc.stderr.strip()!r})")

@@ -102,9 +102,12 @@ def _strict_flags(cpu_strict, gpu_strict):
             ["--strict"] if gpu_strict else [])
 
 
-def _errors(stderr):
-    """The error lines (remarks about fallbacks differ between pipelines)."""
-    return "\n".join(l for l in stderr.splitlines() if not l.startswith("remark: "))
+def error_lines(stderr):
+    """The error lines: not the remarks about fallbacks (they differ between
+    pipelines) nor seqc-run's notice of a compilation that takes over a
+    second (it depends on the machine's load)."""
+    return "\n".join(l for l in stderr.splitlines()
+                     if not l.startswith(("remark: ", "seqc-run: compiling ")))
 
 
 def run_seqc(mlir, inputs, func=None, extra=(), expect_error=False, tol=1e-4,
@@ -133,10 +136,10 @@ def run_seqc(mlir, inputs, func=None, extra=(), expect_error=False, tol=1e-4,
                         f"expected exit status 1, got {proc.returncode}: {proc.stderr}")
                 if os.path.exists(out) and os.listdir(out):
                     raise AssertionError("a failing run wrote output files")
-                messages.add(_errors(proc.stderr))
+                messages.add(error_lines(proc.stderr))
             if len(messages) != 1:
                 raise AssertionError(f"the pipelines report different errors: {messages}")
-            return _errors(runs[0][0].stderr)
+            return error_lines(runs[0][0].stderr)
         for proc, _, _ in runs:
             if proc.returncode != 0:
                 raise SeqcError(proc.returncode, proc.stderr)
