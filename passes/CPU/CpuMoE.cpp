@@ -200,11 +200,13 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
                              }};
           };
           // The weights' blocks are packed into panels (Gemm.h): a task's
-          // rows of one expert all read them.
+          // rows of one expert all read them; the task's gathered tokens
+          // are packed into rows.
           auto project = [&](Value W, Value out) {
             MatrixRef w = weights(W);
             emitGemm(k, target, {bl.rows, cols, nD}, xRows, w, rowMajor(out),
-                     GemmMode::Overwrite, nullptr,
+                     GemmMode::Overwrite,
+                     packEachBlockOfA(k, blocking, xRows, bl.rows, RowBlock),
                      packEachBlockOfB(k, blocking, w, cols, ColBlock));
           };
           Value up = k.stackBuffer({RowBlock, ColBlock});

@@ -233,6 +233,33 @@ MatrixRef seqc::panelsAsMatrix(KernelBuilder &kb, const GemmBlocking &g,
       }};
 }
 
+PrepareA seqc::packEachBlockOfA(KernelBuilder &kb, const GemmBlocking &g,
+                                const MatrixRef &A, Value rows,
+                                int64_t maxRows) {
+  Value buffer = kb.stackBuffer({maxRows, g.reduction});
+  const int64_t lanes = g.lanes;
+  return [&kb, A, rows, buffer, lanes](Value k0, Value k1) {
+    Value len = kb.sub(k1, k0);
+    // Whole vectors unmasked, the last one masked.
+    Value whole = kb.mul(kb.divs(len, kb.idx(lanes)), kb.idx(lanes));
+    kb.forEach(kb.idx(0), rows, kb.idx(1), [&](Value r) {
+      kb.forEach(kb.idx(0), whole, kb.idx(lanes), [&](Value kk) {
+        Value v = kb.vload(A.memref, A.at(r, kb.add(k0, kk)), lanes);
+        kb.vstore(v, buffer, {r, kk});
+      });
+      kb.ifThen(kb.cmp(CmpIPredicate::slt, whole, len), [&] {
+        Value mask = kb.vmask(kb.sub(len, whole), lanes);
+        Value v =
+            kb.vloadMasked(A.memref, A.at(r, kb.add(k0, whole)), lanes, mask);
+        kb.vstoreMasked(v, buffer, {r, whole}, mask);
+      });
+    });
+    return MatrixRef{buffer, [&kb, k0](Value r, Value k) {
+                       return SmallVector<Value>{r, kb.sub(k, k0)};
+                     }};
+  };
+}
+
 PrepareB seqc::packEachBlockOfB(KernelBuilder &kb, const GemmBlocking &g,
                                 const MatrixRef &B, Value N, int64_t columns) {
   int64_t panels = (columns + g.columns() - 1) / g.columns();

@@ -94,6 +94,12 @@ void packBPanels(KernelBuilder &kb, const GemmBlocking &blocking,
 /// column 0 is the packed block's column `column0` (a multiple of nr).
 MatrixRef panelsAsMatrix(KernelBuilder &kb, const GemmBlocking &blocking,
                          const PanelRef &panels, Value k0, Value column0);
+/// A PrepareA that copies each reduction block of A's first `rows` rows (at
+/// most `maxRows`; each row contiguous) into a row-major f32 stack buffer:
+/// for an A whose rows lie far apart (gathered tokens) or are narrow (bf16
+/// and f16 are widened once per block, not at every broadcast).
+PrepareA packEachBlockOfA(KernelBuilder &kb, const GemmBlocking &blocking,
+                          const MatrixRef &A, Value rows, int64_t maxRows);
 /// A PrepareB that packs each reduction block of B (N <= `columns`) into a
 /// stack buffer, for products whose B block serves a single task.
 PrepareB packEachBlockOfB(KernelBuilder &kb, const GemmBlocking &blocking,
