@@ -309,25 +309,15 @@ void MatmulLowering::copyRowsOfA(KernelBuilder &k, ValueRange aIns,
                                  const MatrixRef &a, Value i0, Value rows,
                                  Value k0, Value k1, const MatrixRef &dst) {
   const int64_t lanes = target.vectorWidth;
-  Value len = k.sub(k1, k0);
-  auto copy = [&](Value r, Value kk, Value mask) {
-    Value v =
-        fusion.prologue
-            ? fusion.prologue->emit(k, lanes, k.add(i0, r), k.add(k0, kk), aIns,
-                                    /*givenInput=*/-1, Value(), mask)
-            : k.vloadMasked(a.memref, a.at(r, k.add(k0, kk)), lanes, mask);
-    k.vstoreMasked(v, dst.memref, dst.at(r, kk), mask);
-  };
-  // Whole vectors take a constant mask (plain loads and stores: masked
-  // stores are slow on AMD cores), the last a real one.
-  Value whole = k.mul(k.divs(len, k.idx(lanes)), k.idx(lanes));
-  Value allLanes = k.vmask(k.idx(lanes), lanes);
-  k.forEach(k.idx(0), rows, k.idx(1), [&](Value r) {
-    k.forEach(k.idx(0), whole, k.idx(lanes),
-              [&](Value kk) { copy(r, kk, allLanes); });
-    k.ifThen(k.cmp(arith::CmpIPredicate::slt, whole, len),
-             [&] { copy(r, whole, k.vmask(k.sub(len, whole), lanes)); });
-  });
+  copyRows(
+      k, lanes, rows, k.sub(k1, k0),
+      [&](Value r, Value kk, Value mask) {
+        if (fusion.prologue)
+          return fusion.prologue->emit(k, lanes, k.add(i0, r), k.add(k0, kk),
+                                       aIns, /*givenInput=*/-1, Value(), mask);
+        return k.vloadMasked(a.memref, a.at(r, k.add(k0, kk)), lanes, mask);
+      },
+      dst);
 }
 
 /// All of A's rows packed, a task per (batch, row block, reduction block).

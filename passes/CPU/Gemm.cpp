@@ -233,27 +233,35 @@ MatrixRef seqc::panelsAsMatrix(KernelBuilder &kb, const GemmBlocking &g,
       }};
 }
 
+void seqc::copyRows(
+    KernelBuilder &kb, int64_t lanes, Value rows, Value len,
+    const std::function<Value(Value r, Value column, Value mask)> &vectorAt,
+    const MatrixRef &dst) {
+  Value whole = kb.mul(kb.divs(len, kb.idx(lanes)), kb.idx(lanes));
+  Value allLanes = kb.vmask(kb.idx(lanes), lanes);
+  auto copy = [&](Value r, Value c, Value mask) {
+    kb.vstoreMasked(vectorAt(r, c, mask), dst.memref, dst.at(r, c), mask);
+  };
+  kb.forEach(kb.idx(0), rows, kb.idx(1), [&](Value r) {
+    kb.forEach(kb.idx(0), whole, kb.idx(lanes),
+               [&](Value c) { copy(r, c, allLanes); });
+    kb.ifThen(kb.cmp(CmpIPredicate::slt, whole, len),
+              [&] { copy(r, whole, kb.vmask(kb.sub(len, whole), lanes)); });
+  });
+}
+
 PrepareA seqc::packEachBlockOfA(KernelBuilder &kb, const GemmBlocking &g,
                                 const MatrixRef &A, Value rows,
                                 int64_t maxRows) {
   Value buffer = kb.stackBuffer({maxRows, g.reduction});
   const int64_t lanes = g.lanes;
   return [&kb, A, rows, buffer, lanes](Value k0, Value k1) {
-    Value len = kb.sub(k1, k0);
-    // Whole vectors unmasked, the last one masked.
-    Value whole = kb.mul(kb.divs(len, kb.idx(lanes)), kb.idx(lanes));
-    kb.forEach(kb.idx(0), rows, kb.idx(1), [&](Value r) {
-      kb.forEach(kb.idx(0), whole, kb.idx(lanes), [&](Value kk) {
-        Value v = kb.vload(A.memref, A.at(r, kb.add(k0, kk)), lanes);
-        kb.vstore(v, buffer, {r, kk});
-      });
-      kb.ifThen(kb.cmp(CmpIPredicate::slt, whole, len), [&] {
-        Value mask = kb.vmask(kb.sub(len, whole), lanes);
-        Value v =
-            kb.vloadMasked(A.memref, A.at(r, kb.add(k0, whole)), lanes, mask);
-        kb.vstoreMasked(v, buffer, {r, whole}, mask);
-      });
-    });
+    copyRows(
+        kb, lanes, rows, kb.sub(k1, k0),
+        [&](Value r, Value kk, Value mask) {
+          return kb.vloadMasked(A.memref, A.at(r, kb.add(k0, kk)), lanes, mask);
+        },
+        rowMajor(buffer));
     return MatrixRef{buffer, [&kb, k0](Value r, Value k) {
                        return SmallVector<Value>{r, kb.sub(k, k0)};
                      }};

@@ -94,6 +94,14 @@ void packBPanels(KernelBuilder &kb, const GemmBlocking &blocking,
 /// column 0 is the packed block's column `column0` (a multiple of nr).
 MatrixRef panelsAsMatrix(KernelBuilder &kb, const GemmBlocking &blocking,
                          const PanelRef &panels, Value k0, Value column0);
+/// Writes `rows` rows of `len` elements (a run-time length) into `dst`,
+/// vector by vector, each produced by `vectorAt(r, column, mask)`. Whole
+/// vectors take a constant all-lanes mask (LLVM makes them plain loads and
+/// stores: masked stores are slow on AMD cores), the last a real one.
+void copyRows(
+    KernelBuilder &kb, int64_t lanes, Value rows, Value len,
+    const std::function<Value(Value r, Value column, Value mask)> &vectorAt,
+    const MatrixRef &dst);
 /// A PrepareA that copies each reduction block of A's first `rows` rows (at
 /// most `maxRows`; each row contiguous) into a row-major f32 stack buffer:
 /// for an A whose rows lie far apart (gathered tokens) or are narrow (bf16
