@@ -91,13 +91,14 @@ LogicalResult SeqDialect::verifyOperationAttribute(Operation *op,
              << plan << ")";
     return success();
   }
-  if (isa<SsdOp>(op)) {
+  if (isa<SsdOp, DeltaRuleOp>(op)) {
     if (global)
-      return op->emitError() << "seq.ssd has no global plan";
+      return op->emitError() << op->getName() << " has no global plan";
     return success();
   }
-  return op->emitError() << "'" << kPlanAttrName << "' is for seq.ssd and "
-                         << "seq.linear_attention, not " << op->getName();
+  return op->emitError() << "'" << kPlanAttrName << "' is for seq.ssd, "
+                         << "seq.linear_attention and seq.delta_rule, not "
+                         << op->getName();
 }
 
 //===----------------------------------------------------------------------===//

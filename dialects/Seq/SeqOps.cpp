@@ -203,34 +203,57 @@ LogicalResult SemiseparableMaskOp::verify() {
 // linear_attention
 //===----------------------------------------------------------------------===//
 
+/// A log decay of linear attention or the delta rule, per head of `heads`
+/// (rank 1), per step (rank 3) or per key channel (rank 4).
+static void addLogDecay(ShapeSignature &sig, Value decay, StringRef heads) {
+  if (!decay)
+    return;
+  std::string h = heads.str();
+  switch (rankOf(decay)) {
+  case 1:
+    sig.add("decay", decay, {h});
+    break;
+  case 3:
+    sig.add("decay", decay, {"B", "T", h});
+    break;
+  default:
+    sig.add("decay", decay, {"B", "T", h, "K"});
+    break;
+  }
+}
+
+static LogicalResult verifyLogDecayRank(Operation *op, Value decay,
+                                        StringRef heads) {
+  if (!decay)
+    return success();
+  int64_t r = rankOf(decay);
+  if (r == 1 || r == 3 || r == 4)
+    return success();
+  return op->emitOpError() << "decay must have rank 1 (" << heads
+                           << "), 3 (B x T x " << heads << ") or 4 (B x T x "
+                           << heads << " x K), but has rank " << r;
+}
+
 void LinearAttentionOp::buildShapeSignature(ShapeSignature &sig) {
   sig.add("q", getQ(), {"B", "T", "H", "K"});
   sig.add("k", getK(), {"B", "T", "H", "K"});
   sig.add("v", getV(), {"B", "T", "H", "V"});
-  if (Value decay = getDecay()) {
-    switch (rankOf(decay)) {
-    case 1:
-      sig.add("decay", decay, {"H"});
-      break;
-    case 3:
-      sig.add("decay", decay, {"B", "T", "H"});
-      break;
-    default:
-      sig.add("decay", decay, {"B", "T", "H", "K"});
-      break;
-    }
-  }
+  addLogDecay(sig, getDecay(), "H");
+  sig.add("bonus", getBonus(), {"H", "K"}, ElementKind::Param);
   sig.add("init", getInit(), {"B", "H", "K", "V"}, ElementKind::State);
   sig.add("o", getO(), {"B", "T", "H", "V"});
   sig.add("last", getLast(), {"B", "H", "K", "V"}, ElementKind::State);
 }
 
 LogicalResult LinearAttentionOp::verify() {
-  if (Value decay = getDecay()) {
-    int64_t r = rankOf(decay);
-    if (r != 1 && r != 3 && r != 4)
-      return emitOpError() << "decay must have rank 1 (H), 3 (B x T x H) or "
-                           << "4 (B x T x H x K), but has rank " << r;
+  if (getBonus() && !getCausal())
+    return emitOpError() << "bonus requires causal = true (it weights the "
+                         << "current step against the earlier ones)";
+  if (getBonus() && getNormalize())
+    return emitOpError() << "bonus cannot be combined with normalize";
+  if (failed(verifyLogDecayRank(*this, getDecay(), "H")))
+    return failure();
+  if (getDecay()) {
     if (!getCausal())
       return emitOpError() << "decay requires causal = true (a non-causal "
                            << "sum has no order to decay along)";
@@ -243,6 +266,53 @@ LogicalResult LinearAttentionOp::verify() {
                          << "chooses), but is " << getChunkSizeAttr().getInt();
   if (!(getEps().convertToFloat() >= 0.0f))
     return emitOpError() << "eps must be >= 0";
+  return verifyShapeSignature(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// delta_rule
+//===----------------------------------------------------------------------===//
+
+void DeltaRuleOp::buildShapeSignature(ShapeSignature &sig) {
+  sig.add("q", getQ(), {"B", "T", "H", "K"});
+  sig.add("k", getK(), {"B", "T", "H", "K"});
+  sig.add("v", getV(), {"B", "T", "HV", "V"});
+  sig.add("beta", getBeta(), {"B", "T", "HV"});
+  addLogDecay(sig, getDecay(), "HV");
+  sig.add("init", getInit(), {"B", "HV", "K", "V"}, ElementKind::State);
+  sig.add("o", getO(), {"B", "T", "HV", "V"});
+  sig.add("last", getLast(), {"B", "HV", "K", "V"}, ElementKind::State);
+  sig.requireDivisible("HV", "H");
+}
+
+LogicalResult DeltaRuleOp::verify() {
+  if (failed(verifyLogDecayRank(*this, getDecay(), "HV")))
+    return failure();
+  if (getChunkSizeAttr().getInt() < 0)
+    return emitOpError() << "chunk_size must be >= 0 (0: the compiler "
+                         << "chooses), but is " << getChunkSizeAttr().getInt();
+  if (!(getEps().convertToFloat() >= 0.0f))
+    return emitOpError() << "eps must be >= 0";
+  return verifyShapeSignature(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// generalized_delta_rule
+//===----------------------------------------------------------------------===//
+
+void GeneralizedDeltaRuleOp::buildShapeSignature(ShapeSignature &sig) {
+  sig.add("q", getQ(), {"B", "T", "H", "K"});
+  sig.add("k", getK(), {"B", "T", "H", "K"});
+  sig.add("v", getV(), {"B", "T", "H", "V"});
+  sig.add("a", getA(), {"B", "T", "H", "K"});
+  sig.add("b", getB(), {"B", "T", "H", "K"});
+  sig.add("decay", getDecay(), {"B", "T", "H", "K"});
+  sig.add("init", getInit(), {"B", "H", "K", "V"}, ElementKind::State);
+  sig.add("o", getO(), {"B", "T", "H", "V"});
+  sig.add("last", getLast(), {"B", "H", "K", "V"}, ElementKind::State);
+}
+
+LogicalResult GeneralizedDeltaRuleOp::verify() {
   return verifyShapeSignature(*this);
 }
 

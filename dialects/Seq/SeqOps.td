@@ -232,6 +232,9 @@ def Seq_LinearAttentionOp : Seq_Op<"linear_attention",
       `o_t = q'_t S_t / (q'_t . z_t + eps)`.
     - `causal = false`: `S = sum_t outer(k'_t, v_t)`, `o_t = q'_t S`
       (normalized by `q'_t . sum_t k'_t + eps`); `decay` is then an error.
+    - `bonus(u)` (`H x K`, RWKV-6, causal only, not with `normalize`): the
+      output reads the state before the step's update plus a weighted
+      current term, `o_t = q'_t (S_{t-1} + diag(u) outer(k'_t, v_t))`.
     - `normalize` together with `init` is an error (the normalizer is not
       carried). `last` is the final `S`.
 
@@ -239,6 +242,7 @@ def Seq_LinearAttentionOp : Seq_Op<"linear_attention",
   }];
   let arguments = (ins Seq_DataTensor:$q, Seq_DataTensor:$k, Seq_DataTensor:$v,
                        Optional<Seq_DataTensor>:$decay,
+                   Optional<Seq_ParamTensor>:$bonus,
                    Optional<Seq_StateTensor>:$init,
                    DefaultValuedAttr<Seq_FeatureMapAttr,
                        "::seqc::seq::FeatureMap::identity">:$feature_map,
@@ -249,7 +253,66 @@ def Seq_LinearAttentionOp : Seq_Op<"linear_attention",
                    DefaultValuedAttr<I64Attr, "0">:$chunk_size);
   let results = (outs Seq_DataTensor:$o, Seq_StateTensor:$last);
   let assemblyFormat = [{
-    custom<RequiredOperands>("\"q, k, v\"", $q, $k, $v) (`decay` `(` $decay^ `)`)? (`init` `(` $init^ `)`)?
+    custom<RequiredOperands>("\"q, k, v\"", $q, $k, $v) (`decay` `(` $decay^ `)`)?
+    (`bonus` `(` $bonus^ `)`)? (`init` `(` $init^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Seq_DeltaRuleOp : Seq_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
+  let summary = "delta-rule linear attention (DeltaNet, Gated DeltaNet, KDA)";
+  let description = [{
+    Shapes: `q, k: B x T x H x K`, `v, o: B x T x HV x V`, `beta: B x T x HV`,
+    `init` and `last: B x HV x K x V`, `HV % H == 0` (value head `j` reads
+    query/key head `j / (HV / H)`). `decay` is a log-decay of shape `HV`,
+    `B x T x HV` (Gated DeltaNet) or `B x T x HV x K` (per key channel,
+    Kimi Delta Attention); absent, there is none (DeltaNet).
+
+    - With `qk_l2norm`, `q_t` and `k_t` are divided by
+      `sqrt(|.|^2 + eps)` over `K`; then `q'_t = q_t * scale`.
+    - `S~ = diag(exp(g_t)) S_{t-1}`,
+      `S_t = S~ + beta_t * outer(k_t, v_t - S~^T k_t)`, `o_t = S_t^T q'_t`.
+    - `last = S_T` (zero start without `init`).
+
+    `chunk_size` is an algorithm hint, as for `seq.ssd`.
+  }];
+  let arguments = (ins Seq_DataTensor:$q, Seq_DataTensor:$k, Seq_DataTensor:$v,
+                       Seq_DataTensor:$beta,
+                   Optional<Seq_DataTensor>:$decay,
+                   Optional<Seq_StateTensor>:$init,
+                   DefaultValuedAttr<BoolAttr, "false">:$qk_l2norm,
+                   DefaultValuedAttr<F32Attr, "1.0">:$scale,
+                   DefaultValuedAttr<F32Attr, "1.0e-6">:$eps,
+                   DefaultValuedAttr<I64Attr, "0">:$chunk_size);
+  let results = (outs Seq_DataTensor:$o, Seq_StateTensor:$last);
+  let assemblyFormat = [{
+    custom<RequiredOperands>("\"q, k, v, beta\"", $q, $k, $v, $beta)
+    (`decay` `(` $decay^ `)`)? (`init` `(` $init^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Seq_GeneralizedDeltaRuleOp : Seq_Op<"generalized_delta_rule",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "diagonal-plus-low-rank state transition (RWKV-7)";
+  let description = [{
+    Shapes: `q, k, a, b, decay: B x T x H x K`, `v, o: B x T x H x V`,
+    `init` and `last: B x H x K x V`.
+
+    - `S_t = diag(exp(g_t)) S_{t-1} + outer(b_t, a_t^T S_{t-1}) +
+      outer(k_t, v_t)` (no decay when `decay` is absent),
+      `o_t = S_t^T (q_t * scale)`.
+    - RWKV-7 is `a = -kappa^`, `b = kappa^ * a_rwkv`. `last = S_T`.
+  }];
+  let arguments = (ins Seq_DataTensor:$q, Seq_DataTensor:$k, Seq_DataTensor:$v,
+                       Seq_DataTensor:$a, Seq_DataTensor:$b,
+                   Optional<Seq_DataTensor>:$decay,
+                   Optional<Seq_StateTensor>:$init,
+                   DefaultValuedAttr<F32Attr, "1.0">:$scale);
+  let results = (outs Seq_DataTensor:$o, Seq_StateTensor:$last);
+  let assemblyFormat = [{
+    custom<RequiredOperands>("\"q, k, v, a, b\"", $q, $k, $v, $a, $b)
+    (`decay` `(` $decay^ `)`)? (`init` `(` $init^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
 }

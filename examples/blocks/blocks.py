@@ -200,6 +200,300 @@ def gla_layer(D, heads=4, name="gla_layer"):
     return f, [[1, heads, K, V]], w.names
 
 
+def gdn_layer(D, heads=2, v_heads=4, name="gdn_layer"):
+    """Gated DeltaNet as Qwen3-Next's linear-attention layer (Yang et al.
+    2024): in-projections to (q, k, v, z) and (b, a), one causal conv
+    (width 4, no bias) + SiLU over the (q, k, v) channels, beta = sigmoid(b),
+    log-decay g = -exp(A_log) softplus(a + dt_bias) per value head,
+    seq.delta_rule with L2-normed q, k and scale K^-1/2 (value head j reads
+    key head j / (HV / H)), per-head RMSNorm (eps 1e-6) gated by silu(z),
+    out-projection; pre-norm and residual."""
+    H, HV = heads, v_heads
+    K = V = D // 4
+    dk, dv = H * K, HV * V
+    CD = 2 * dk + dv
+    f = Function(name, private=True)
+    h = f.arg("h", [1, "T", D])
+    conv0 = f.arg("conv_state", [1, CD, W_CONV - 1])
+    S0 = f.arg("state", [1, HV, K, V])
+    w = Weights(f, "")
+    norm_w = w("norm.weight", [D])
+    w_qkvz = w("linear_attn.in_proj_qkvz.weight", [D, CD + dv])
+    w_ba = w("linear_attn.in_proj_ba.weight", [D, 2 * HV])
+    conv_w = w("linear_attn.conv1d.weight", [CD, W_CONV])
+    dt_b = w("linear_attn.dt_bias", [HV])
+    A_log = w("linear_attn.A_log", [HV])
+    onorm_w = w("linear_attn.norm.weight", [V])
+    w_out = w("linear_attn.out_proj.weight", [dv, D])
+    f.bind_dim("T", h, 1)
+
+    f.comment("pre-norm, in-projections: (q, k, v, z) and (b, a)")
+    h2 = f.from_seq(h)
+    xn = f.rmsnorm(h2, norm_w)
+    qkvz = f.matmul(xn, w_qkvz)
+    ba = f.matmul(xn, w_ba)
+    f.comment("causal conv over q, k and v, then SiLU")
+    conv, conv1 = f.op("causal_conv1d", [f.to_seq(f.cols(qkvz, 0, CD)), conv_w],
+                       [([1, "T", CD], "f32"), ([1, CD, W_CONV - 1], "f32")],
+                       optional=[("init", conv0)])
+    conv2 = f.from_seq(f.silu(conv))
+    q = f.to_seq(f.cols(conv2, 0, dk), K)
+    k = f.to_seq(f.cols(conv2, dk, dk), K)
+    v = f.to_seq(f.cols(conv2, 2 * dk, dv), V)
+    f.comment("beta = sigmoid(b), log-decay -exp(A_log) * softplus(a + dt_bias)")
+    beta = f.to_seq(f.sigmoid(f.cols(ba, 0, HV)))
+    g = f.to_seq(f.decay_softplus(f.cols(ba, HV, HV), dt_b, A_log))
+    o, S1 = f.op("delta_rule", [q, k, v, beta],
+                 [([1, "T", HV, V], "f32"), ([1, HV, K, V], "f32")],
+                 optional=[("decay", g), ("init", S0)],
+                 attrs=f"qk_l2norm = true, scale = {_float(K ** -0.5)} : f32")
+    f.comment("per-head RMSNorm gated by silu(z), out-projection, residual")
+    on = f.unheads(f.rmsnorm(f.heads(o, V), onorm_w, eps=1e-6), "T", dv)
+    gated = f.silu_mul(f.cols(qkvz, CD, dv), on)
+    out = f.add(h2, f.matmul(gated, w_out))
+    f.ret(f.to_seq(out), conv1, S1)
+    return f, [[1, CD, W_CONV - 1], [1, HV, K, V]], w.names
+
+
+def kda_layer(D, heads=4, name="kda_layer"):
+    """Kimi Delta Attention (Kimi Linear, 2025), as fla's KimiDeltaAttention:
+    q, k, v projections, each with its causal conv (width 4, no bias) +
+    SiLU, a per-key-channel log-decay g = -exp(A_log[head]) softplus(x F_0
+    F_1 + dt_bias) through the low-rank f_proj, beta = sigmoid(x W_b),
+    seq.delta_rule with L2-normed q, k and scale K^-1/2, per-head RMSNorm
+    (eps 1e-6) gated by sigmoid(x G_0 G_1 + b), out-projection; pre-norm
+    and residual."""
+    H = heads
+    K = V = D // 4
+    dk, dv = H * K, H * V
+    f = Function(name, private=True)
+    h = f.arg("h", [1, "T", D])
+    convs0 = [f.arg(f"{c}_conv_state", [1, n, W_CONV - 1])
+              for c, n in (("q", dk), ("k", dk), ("v", dv))]
+    S0 = f.arg("state", [1, H, K, V])
+    w = Weights(f, "")
+    norm_w = w("norm.weight", [D])
+    wq = w("attn.q_proj.weight", [D, dk])
+    wk = w("attn.k_proj.weight", [D, dk])
+    wv = w("attn.v_proj.weight", [D, dv])
+    conv_ws = [w(f"attn.{c}_conv1d.weight", [n, W_CONV])
+               for c, n in (("q", dk), ("k", dk), ("v", dv))]
+    wf0 = w("attn.f_proj.0.weight", [D, V])
+    wf1 = w("attn.f_proj.1.weight", [V, dk])
+    wb = w("attn.b_proj.weight", [D, H])
+    A_log = w("attn.A_log", [H])
+    dt_b = w("attn.dt_bias", [dk])
+    wg0 = w("attn.g_proj.0.weight", [D, V])
+    wg1 = w("attn.g_proj.1.weight", [V, dv])
+    bg1 = w("attn.g_proj.1.bias", [dv])
+    onorm_w = w("attn.o_norm.weight", [V])
+    wo = w("attn.o_proj.weight", [dv, D])
+    f.bind_dim("T", h, 1)
+
+    f.comment("pre-norm; q, k, v projections, each through its causal conv + SiLU")
+    h2 = f.from_seq(h)
+    xn = f.rmsnorm(h2, norm_w)
+    qkv, convs1 = [], []
+    for wm, cw, c0, n, P in zip((wq, wk, wv), conv_ws, convs0, (dk, dk, dv), (K, K, V)):
+        y, c1 = f.op("causal_conv1d", [f.to_seq(f.matmul(xn, wm)), cw],
+                     [([1, "T", n], "f32"), ([1, n, W_CONV - 1], "f32")],
+                     optional=[("init", c0)])
+        qkv.append(f.to_seq(f.from_seq(f.silu(y)), P))
+        convs1.append(c1)
+    f.comment("per-key log-decay -exp(A_log[head]) * softplus(x F_0 F_1 + dt_bias); beta")
+    g = f.to_seq(f.decay_softplus(f.matmul(f.matmul(xn, wf0), wf1), dt_b, A_log, per_col=K), K)
+    beta = f.to_seq(f.sigmoid(f.matmul(xn, wb)))
+    o, S1 = f.op("delta_rule", qkv + [beta],
+                 [([1, "T", H, V], "f32"), ([1, H, K, V], "f32")],
+                 optional=[("decay", g), ("init", S0)],
+                 attrs=f"qk_l2norm = true, scale = {_float(K ** -0.5)} : f32")
+    f.comment("per-head RMSNorm gated by sigmoid(x G_0 G_1 + b), out-projection, residual")
+    on = f.unheads(f.rmsnorm(f.heads(o, V), onorm_w, eps=1e-6), "T", dv)
+    gate = f.map(lambda n: (["%x = arith.addf %a0, %a1 : f32"], "%x"),
+                 f.matmul(f.matmul(xn, wg0), wg1), bg1, kinds=["full", "col"])
+    gated = f.sigmoid_mul(gate, on)
+    out = f.add(h2, f.matmul(gated, wo))
+    f.ret(f.to_seq(out), *convs1, S1)
+    return f, [[1, dk, W_CONV - 1], [1, dk, W_CONV - 1], [1, dv, W_CONV - 1],
+               [1, H, K, V]], w.names
+
+
+def _token_shift(f, xn, x0):
+    """RWKV's token shift of the rows xn [T, D] with the previous token x0
+    [1, D]: (x_{t-1} - x_t, the last row as the next shift state)."""
+    T, D = xn.shape
+    cat = f.concat(x0, xn, 0, ["T1", D])
+    prev = f.rows(cat, 0, T)
+    return f.sub(prev, xn), f.rows(cat, T, 1)
+
+
+def _lerp(f, x, xx, mu, m=None):
+    """x + xx * mu (mu [D]), or x + xx * (mu + m) with m [T, D]."""
+    if m is None:
+        return f.map(lambda n: (["%d = arith.mulf %a1, %a2 : f32",
+                                 "%y = arith.addf %a0, %d : f32"], "%y"),
+                     x, xx, mu, kinds=["full", "full", "col"])
+    return f.map(lambda n: (["%c = arith.addf %a2, %a3 : f32",
+                             "%d = arith.mulf %a1, %c : f32",
+                             "%y = arith.addf %a0, %d : f32"], "%y"),
+                 x, xx, mu, m, kinds=["full", "full", "col", "full"])
+
+
+def rwkv7_layer(D, heads=4, name="rwkv7_layer"):
+    """RWKV-7 "Goose" time mixing (Peng et al. 2025), as the reference
+    code's first layer (no value residual): token shift with a learned mix
+    per projection (r, w, k, v, a, g), r / k / v projections, log-decay
+    -exp(-softplus(-(w0 + tanh(x W_1) W_2)) - 0.5), in-context rate
+    a = sigmoid(a0 + x A_1 A_2), kappa^ = l2norm(k * k_k) per head,
+    k <- k * (1 + (a - 1) * k_a), seq.generalized_delta_rule with
+    a = -kappa^ and b = kappa^ * a, GroupNorm per head (eps 64e-5), the
+    bonus (sum(r * k * r_k) per head) v, output gate sigmoid(x G_1) G_2,
+    out-projection; pre-norm (RMSNorm) and residual."""
+    H = heads
+    K = D // H
+    Rw = Ra = D // 8
+    Rg = D // 4
+    f = Function(name, private=True)
+    h = f.arg("h", [1, "T", D])
+    x0 = f.arg("shift_state", [1, D])
+    S0 = f.arg("state", [1, H, K, K])
+    w = Weights(f, "")
+    norm_w = w("norm.weight", [D])
+    mu = {c: w(f"att.x_{c}", [D]) for c in "rwkvag"}
+    wr = w("att.receptance.weight", [D, D])
+    wk = w("att.key.weight", [D, D])
+    wv = w("att.value.weight", [D, D])
+    w0 = w("att.w0", [D])
+    w1 = w("att.w1", [D, Rw])
+    w2 = w("att.w2", [Rw, D])
+    a0 = w("att.a0", [D])
+    a1 = w("att.a1", [D, Ra])
+    a2 = w("att.a2", [Ra, D])
+    g1 = w("att.g1", [D, Rg])
+    g2 = w("att.g2", [Rg, D])
+    k_k = w("att.k_k", [D])
+    k_a = w("att.k_a", [D])
+    r_k = w("att.r_k", [H, K])
+    lnx_w = w("att.ln_x.weight", [D])
+    lnx_b = w("att.ln_x.bias", [D])
+    wo = w("att.output.weight", [D, D])
+    f.bind_dim("T", h, 1)
+
+    f.comment("pre-norm; token shift (the shift state is the previous token) and mixes")
+    h2 = f.from_seq(h)
+    xn = f.rmsnorm(h2, norm_w)
+    xx, x1 = _token_shift(f, xn, x0)
+    xm = {c: _lerp(f, xn, xx, mu[c]) for c in "rwkvag"}
+    r = f.matmul(xm["r"], wr)
+    k = f.matmul(xm["k"], wk)
+    v = f.matmul(xm["v"], wv)
+    f.comment("log-decay -exp(w), w = -softplus(-(w0 + tanh(x W_1) W_2)) - 0.5")
+    wl = f.map(lambda n: (["%s = arith.addf %a0, %a1 : f32",
+                           "%ns = arith.negf %s : f32",
+                           "%c = arith.constant 20.0 : f32",
+                           "%big = arith.cmpf ogt, %ns, %c : f32",
+                           "%e = math.exp %ns : f32",
+                           "%l = math.log1p %e : f32",
+                           "%sp = arith.select %big, %ns, %l : f32",
+                           "%half = arith.constant 0.5 : f32",
+                           "%nsp = arith.negf %sp : f32",
+                           "%w = arith.subf %nsp, %half : f32",
+                           "%ew = math.exp %w : f32",
+                           "%y = arith.negf %ew : f32"], "%y"),
+               f.matmul(f.tanh(f.matmul(xm["w"], w1)), w2), w0, kinds=["full", "col"])
+    f.comment("in-context rate a, kappa^ = l2norm(k * k_k) per head, k * (1 + (a - 1) k_a)")
+    a = f.sigmoid_bias(f.matmul(f.matmul(xm["a"], a1), a2), a0)
+    kk = f.unheads(f.l2norm(f.heads(f.mul_col(k, k_k), K)), "T", D)
+    k2 = f.map(lambda n: (["%one = arith.constant 1.0 : f32",
+                           "%am = arith.subf %a1, %one : f32",
+                           "%t = arith.mulf %am, %a2 : f32",
+                           "%s = arith.addf %one, %t : f32",
+                           "%y = arith.mulf %a0, %s : f32"], "%y"),
+               k, a, k_a, kinds=["full", "full", "col"])
+    f.comment("S_t = diag(exp(g_t)) S + outer(kappa^ a, -kappa^^T S) + outer(k, v)")
+    o, S1 = f.op("generalized_delta_rule",
+                 [f.to_seq(r, K), f.to_seq(k2, K), f.to_seq(v, K),
+                  f.to_seq(f.neg(kk), K), f.to_seq(f.mul(kk, a), K)],
+                 [([1, "T", H, K], "f32"), ([1, H, K, K], "f32")],
+                 optional=[("decay", f.to_seq(wl, K)), ("init", S0)])
+    f.comment("GroupNorm per head, the bonus (r . (k * r_k)) v per head")
+    on = f.groupnorm(f.from_seq(o), H, lnx_w, lnx_b, eps=64e-5)
+    rk = f.map(lambda n: (["%m = arith.mulf %a0, %a1 : f32",
+                           "%y = arith.mulf %m, %a2 : f32"], "%y"),
+               r, k2, f.collapse(r_k, [[0, 1]], [D]), kinds=["full", "full", "col"])
+    rks = f.rowsum(f.heads(rk, K), [], "%a0")
+    bonus = f.unheads(f.generic([(f.heads(v, K), "full"), (rks, "row")], ["TH", K],
+                                lambda n: (["%y = arith.mulf %a0, %a1 : f32"], "%y")),
+                      "T", D)
+    f.comment("output gate sigmoid(x G_1) G_2, out-projection, residual")
+    gate = f.matmul(f.sigmoid(f.matmul(xm["g"], g1)), g2)
+    y = f.mul(f.add(on, bonus), gate)
+    out = f.add(h2, f.matmul(y, wo))
+    f.ret(f.to_seq(out), x1, S1)
+    return f, [[1, D], [1, H, K, K]], w.names
+
+
+def rwkv6_layer(D, heads=4, name="rwkv6_layer"):
+    """RWKV-6 "Finch" time mixing (Peng et al. 2024): data-dependent token
+    shift (ddlerp: x + xx * (mu_c + tanh((x + xx mu_x) M_1)_c M_2[c]) for
+    c in w, k, v, r, g), r / k / v projections, gate silu(x W_g), per-key
+    log-decay -exp(time_decay + tanh(x D_1) D_2), seq.linear_attention
+    with the decay and the bonus u (time_faaaa), GroupNorm per head (eps
+    64e-5), gated, out-projection; pre-norm (RMSNorm) and residual."""
+    H = heads
+    K = D // H
+    Rm, Rd = D // 8, D // 4
+    f = Function(name, private=True)
+    h = f.arg("h", [1, "T", D])
+    x0 = f.arg("shift_state", [1, D])
+    S0 = f.arg("state", [1, H, K, K])
+    w = Weights(f, "")
+    norm_w = w("norm.weight", [D])
+    maa_x = w("att.time_maa_x", [D])
+    maa = {c: w(f"att.time_maa_{c}", [D]) for c in "wkvrg"}
+    maa_w1 = w("att.time_maa_w1", [D, 5 * Rm])
+    maa_w2 = w("att.time_maa_w2", [5, Rm, D])
+    decay = w("att.time_decay", [D])
+    dw1 = w("att.time_decay_w1", [D, Rd])
+    dw2 = w("att.time_decay_w2", [Rd, D])
+    u = w("att.time_faaaa", [H, K])
+    wr = w("att.receptance.weight", [D, D])
+    wk = w("att.key.weight", [D, D])
+    wv = w("att.value.weight", [D, D])
+    wg = w("att.gate.weight", [D, D])
+    lnx_w = w("att.ln_x.weight", [D])
+    lnx_b = w("att.ln_x.bias", [D])
+    wo = w("att.output.weight", [D, D])
+    f.bind_dim("T", h, 1)
+
+    f.comment("pre-norm; token shift (the shift state is the previous token), ddlerp")
+    h2 = f.from_seq(h)
+    xn = f.rmsnorm(h2, norm_w)
+    xx, x1 = _token_shift(f, xn, x0)
+    lora = f.tanh(f.matmul(_lerp(f, xn, xx, maa_x), maa_w1))
+    xm = {}
+    for i, c in enumerate("wkvrg"):
+        m = f.matmul(f.cols(lora, i * Rm, Rm), f.slab(maa_w2, i))
+        xm[c] = _lerp(f, xn, xx, maa[c], m)
+    r = f.matmul(xm["r"], wr)
+    k = f.matmul(xm["k"], wk)
+    v = f.matmul(xm["v"], wv)
+    f.comment("per-key log-decay -exp(time_decay + tanh(x D_1) D_2)")
+    wl = f.map(lambda n: (["%s = arith.addf %a0, %a1 : f32",
+                           "%e = math.exp %s : f32",
+                           "%y = arith.negf %e : f32"], "%y"),
+               f.matmul(f.tanh(f.matmul(xm["w"], dw1)), dw2), decay, kinds=["full", "col"])
+    o, S1 = f.op("linear_attention", [f.to_seq(r, K), f.to_seq(k, K), f.to_seq(v, K)],
+                 [([1, "T", H, K], "f32"), ([1, H, K, K], "f32")],
+                 optional=[("decay", f.to_seq(wl, K)), ("bonus", u), ("init", S0)])
+    f.comment("GroupNorm per head, gated by silu(x W_g), out-projection, residual")
+    on = f.groupnorm(f.from_seq(o), H, lnx_w, lnx_b, eps=64e-5)
+    y = f.silu_mul(f.matmul(xm["g"], wg), on)
+    out = f.add(h2, f.matmul(y, wo))
+    f.ret(f.to_seq(out), x1, S1)
+    return f, [[1, D], [1, H, K, K]], w.names
+
+
 def performer_layer(D, heads=4, features=64, name="performer_layer", carried=True):
     """Performer (Choromanski et al. 2021): FAVOR+ positive random features
     of q / K^(1/4) and k / K^(1/4), causal normalized linear attention,
@@ -289,6 +583,51 @@ def attention_layer(D, heads=4, kv_heads=2, name="attention_layer"):
     (o,) = f.op("attention", [q, k_all, v_all], [([1, "T", heads, K], "f32")],
                 attrs="causal = true")
     out = f.add(h2, f.matmul(f.from_seq(o), wo))
+    f.ret(f.to_seq(out), k_all, v_all)
+    return f, [[1, "S", kv_heads, K], [1, "S", kv_heads, K]], w.names
+
+
+def gated_attention_layer(D, heads=4, kv_heads=2, name="gated_attention_layer"):
+    """Qwen3-Next's gated attention without its partial RoPE: grouped-query
+    causal softmax attention over a KV cache, per-head RMSNorm (eps 1e-6) of
+    q and k, the output gated by sigmoid(x W_gate) (Qwen3-Next's q_proj
+    interleaves this gate with q per head; here it is its own projection);
+    pre-norm and residual. The cache [1, S, Hkv, K] (S dynamic, 0 to start)
+    holds the normed keys."""
+    K = D // heads
+    f = Function(name, private=True)
+    h = f.arg("h", [1, "T", D])
+    kc = f.arg("k_cache", [1, "S", kv_heads, K])
+    vc = f.arg("v_cache", [1, "S", kv_heads, K])
+    w = Weights(f, "")
+    norm_w = w("norm.weight", [D])
+    wq = w("attn.q_proj.weight", [D, D])
+    wgate = w("attn.gate_proj.weight", [D, D])
+    wk = w("attn.k_proj.weight", [D, kv_heads * K])
+    wv = w("attn.v_proj.weight", [D, kv_heads * K])
+    qn_w = w("attn.q_norm.weight", [K])
+    kn_w = w("attn.k_norm.weight", [K])
+    wo = w("attn.o_proj.weight", [D, D])
+    f.bind_dim("T", h, 1)
+    f.comment("pre-norm, projections, q and k normed per head, the KV cache extended")
+    h2 = f.from_seq(h)
+    xn = f.rmsnorm(h2, norm_w)
+    q = f.matmul(xn, wq)
+    q = f.to_seq(f.unheads(f.rmsnorm(f.heads(q, K), qn_w, eps=1e-6), "T", D), K)
+    k = f.matmul(xn, wk)
+    kT = f.collapse(f.expand(k, [[0], [1, 2]], ["T", kv_heads, K]), [[0, 1], [2]], ["TKV", K])
+    f.bind_dim("TKV", kT, 0)
+    kn = f.collapse(f.expand(f.rmsnorm(kT, kn_w, eps=1e-6), [[0, 1], [2]], ["T", kv_heads, K]),
+                    [[0], [1, 2]], ["T", kv_heads * K])
+    k = f.to_seq(kn, K)
+    v = f.to_seq(f.matmul(xn, wv), K)
+    k_all = f.concat(kc, k, 1, [1, "S2", kv_heads, K])
+    v_all = f.concat(vc, v, 1, [1, "S2", kv_heads, K])
+    (o,) = f.op("attention", [q, k_all, v_all], [([1, "T", heads, K], "f32")],
+                attrs="causal = true")
+    f.comment("output gate sigmoid(x W_gate), out-projection, residual")
+    gated = f.sigmoid_mul(f.matmul(xn, wgate), f.from_seq(o))
+    out = f.add(h2, f.matmul(gated, wo))
     f.ret(f.to_seq(out), k_all, v_all)
     return f, [[1, "S", kv_heads, K], [1, "S", kv_heads, K]], w.names
 
@@ -475,6 +814,56 @@ def hybrid_stack(D, header=None, n_layers=8, experts=4, hidden=None, heads=4, kv
                 aux = a if aux is None else f.add(aux, a)
         x2 = f.from_seq(x)
         out = f.to_seq(f.rmsnorm(x2, final_w))
+        f.ret(out, aux, *new_states)
+        funcs.append(f)
+    return header + "\n".join(fn.text() for fn in funcs), funcs
+
+
+def qwen3next_layout(n_layers=4, attn_period=4):
+    """Qwen3-Next's layout: 3 Gated DeltaNet layers then 1 gated attention
+    layer, repeated; a MoE feed-forward in every layer."""
+    return [("attention" if i % attn_period == attn_period - 1 else "gdn", "moe")
+            for i in range(n_layers)]
+
+
+def qwen3next_stack(D, header=None, n_layers=4, experts=8, hidden=None, heads=4, kv_heads=2):
+    hidden = hidden or D // 2
+    gd, gd_states, gd_w = gdn_layer(D)
+    at, at_states, at_w = gated_attention_layer(D, heads=heads, kv_heads=kv_heads)
+    mo, _, mo_w = moe_layer(D, experts, hidden, k=2, capacity_factor=0.0, shared_hidden=hidden)
+    layout = qwen3next_layout(n_layers)
+    kinds = {"gdn": (gd, gd_states, gd_w, ["conv_state", "state"]),
+             "attention": (at, at_states, at_w, ["k_cache", "v_cache"])}
+    funcs = [gd, at, mo]
+    for public in ("main", "step"):
+        f = Function(public)
+        u = f.arg("u", [1, "T", D], "u")
+        states = []
+        for i, (mixer, _) in enumerate(layout):
+            _, shapes, _, names = kinds[mixer]
+            states.append([f.arg(f"l{i}_{n}", s, f"layers.{i}.{n}")
+                           for n, s in zip(names, shapes)] if public == "step" else None)
+        wargs = []
+        for i, (mixer, _) in enumerate(layout):
+            mw = kinds[mixer][2]
+            wargs.append((
+                [f.arg(f"l{i}_m_" + n.replace(".", "_"), s, f"layers.{i}.{n}") for n, s in mw],
+                [f.arg(f"l{i}_f_" + n.replace(".", "_"), s, f"layers.{i}.ffn.{n}")
+                 for n, s in mo_w]))
+        final_w = f.arg("w_final_norm", [D], "final_norm.weight")
+        f.bind_dim("T", u, 1)
+        x = u
+        aux = None
+        new_states = []
+        for i, (mixer, _) in enumerate(layout):
+            layer, shapes, _, _ = kinds[mixer]
+            st = states[i] if states[i] is not None else _zero_states(f, shapes)
+            res = f.call(layer, [x] + st + wargs[i][0], label=f"layers.{i}.{mixer}")
+            x = res[0]
+            new_states += res[1:]
+            x, a, _ = f.call(mo, [x] + wargs[i][1], label=f"layers.{i}.moe")
+            aux = a if aux is None else f.add(aux, a)
+        out = f.to_seq(f.rmsnorm(f.from_seq(x), final_w))
         f.ret(out, aux, *new_states)
         funcs.append(f)
     return header + "\n".join(fn.text() for fn in funcs), funcs

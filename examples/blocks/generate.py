@@ -2,7 +2,8 @@
 
   python3 examples/blocks/generate.py [--out DIR] [--d-model D] [BLOCK...]
 
-BLOCK is one of mamba1, mamba2, gla, performer, moe, hybrid (default: all).
+BLOCK is one of mamba1, mamba2, gla, performer, moe, hybrid, gdn, kda,
+rwkv7, rwkv6, qwen3next (default: all).
 The files in examples/ are this script's output at the default sizes; a lit
 test checks that they are in sync.
 """
@@ -41,13 +42,18 @@ def check_sizes(kind, D, d_state=64, headdim=32):
         raise ValueError(f"gla: --d-model must be a multiple of 8 (4 heads of key size D/8), not {D}")
     if kind in ("performer", "hybrid") and D % 4:
         raise ValueError(f"{kind}: --d-model must be a multiple of 4 (4 heads), not {D}")
+    if kind in ("gdn", "kda", "qwen3next") and D % 4:
+        raise ValueError(f"{kind}: --d-model must be a multiple of 4 (head size D/4), not {D}")
+    if kind in ("rwkv7", "rwkv6") and D % 8:
+        raise ValueError(f"{kind}: --d-model must be a multiple of 8 (4 heads, low-rank sizes D/8), "
+                         f"not {D}")
 
 
 def build(kind, D, d_state=64, headdim=32):
     """The block file of `kind` at d_model D (Mamba-2 layers with the given
     state size and head dimension): (file name, text, functions)."""
     check_sizes(kind, D, d_state, headdim)
-    f = f"{kind}_block.mlir" if kind != "hybrid" else "hybrid_stack.mlir"
+    f = FILES.get(kind, f"{kind}_block.mlir")
     common = ["Functions: @main(u, weights) runs a whole sequence from zero states;",
               "@step(u, states, weights) continues from given states (decode).",
               "Weights bind by name (seq.name), matrices laid out [in, out]."]
@@ -103,12 +109,67 @@ def build(kind, D, d_state=64, headdim=32):
              "Results: (h, summed aux loss, the states of every layer).",
              "Each layer is a func.call; seqc-run --profile times them."] + common,
             kind, f))
+    elif kind == "gdn":
+        text, funcs = blocks.single_block(blocks.gdn_layer(D), D, header(
+            f"A Gated DeltaNet block (Yang et al. 2024), d_model {D}, 2 key / 4 value heads of {D // 4}.",
+            ["Qwen3-Next's linear-attention layer, h + GDN(RMSNorm(h)):",
+             "in-projections to (q, k, v, z) and (b, a) (columns",
+             "in that order), causal conv (width 4) with SiLU over (q, k, v),",
+             "beta = sigmoid(b), log-decay -exp(A_log) * softplus(a + dt_bias) per",
+             "value head, seq.delta_rule with L2-normed q, k and scale K^(-1/2) (value",
+             "head j reads key head j / 2), per-head RMSNorm gated by silu(z),",
+             "out-projection. States: the conv window and the delta-rule state.", ""] + common,
+            kind, f))
+    elif kind == "kda":
+        text, funcs = blocks.single_block(blocks.kda_layer(D), D, header(
+            f"A Kimi Delta Attention block (Kimi Linear 2025), d_model {D}, 4 heads of {D // 4}.",
+            ["h + KDA(RMSNorm(h)): q, k, v projections, each with a causal conv",
+             "(width 4) and SiLU; per-key-channel log-decay",
+             "-exp(A_log[head]) * softplus(x F_0 F_1 + dt_bias) (low-rank f_proj),",
+             "beta = sigmoid(x W_b), seq.delta_rule with L2-normed q, k and scale",
+             "K^(-1/2), per-head RMSNorm gated by sigmoid(x G_0 G_1 + b),",
+             "out-projection. States: three conv windows and the delta-rule state.",
+             ""] + common, kind, f))
+    elif kind == "rwkv7":
+        text, funcs = blocks.single_block(blocks.rwkv7_layer(D), D, header(
+            f"An RWKV-7 time-mixing block (Peng et al. 2025), d_model {D}, 4 heads of {D // 4}.",
+            ["h + TimeMix(RMSNorm(h)): token shift with a learned mix per projection,",
+             "r, k, v projections, log-decay -exp(-softplus(-(w0 + tanh(x W_1) W_2)) - 0.5),",
+             "a = sigmoid(a0 + x A_1 A_2), kappa^ = l2norm(k * k_k) per head,",
+             "k * (1 + (a - 1) * k_a), seq.generalized_delta_rule with -kappa^ and",
+             "kappa^ * a, GroupNorm per head, bonus sum(r * k * r_k) v, output gate",
+             "sigmoid(x G_1) G_2, out-projection. States: the previous token (shift)",
+             "and the DPLR state.", ""] + common, kind, f))
+    elif kind == "rwkv6":
+        text, funcs = blocks.single_block(blocks.rwkv6_layer(D), D, header(
+            f"An RWKV-6 time-mixing block (Peng et al. 2024), d_model {D}, 4 heads of {D // 4}.",
+            ["h + TimeMix(RMSNorm(h)): data-dependent token shift (ddlerp, low-rank),",
+             "r, k, v projections, per-key log-decay -exp(time_decay + tanh(x D_1) D_2),",
+             "seq.linear_attention with the decay and the bonus u (time_faaaa),",
+             "GroupNorm per head gated by silu(x W_g), out-projection. States: the",
+             "previous token (shift) and the K x V state.", ""] + common, kind, f))
+    elif kind == "qwen3next":
+        layout = blocks.qwen3next_layout()
+        desc = ", ".join(f"{m}+{ff}" for m, ff in layout)
+        text, funcs = blocks.qwen3next_stack(D, header=header(
+            f"A hybrid stack in Qwen3-Next's layout, d_model {D}, {len(layout)} layers.",
+            ["Gated DeltaNet in 3 of every 4 layers (as the gdn block), gated",
+             "attention in the 4th (GQA, 4 query / 2 KV heads, per-head RMSNorm of q",
+             "and k, output gate sigmoid(x W_gate), no positional encoding, KV cache);",
+             "MoE feed-forward in every layer (8 experts, top-2, no token dropping,",
+             "a shared expert); a final RMSNorm.",
+             f"Layers: {desc}.",
+             "Results: (h, summed aux loss, the states of every layer).",
+             "Each layer is a func.call; seqc-run --profile times them."] + common,
+            kind, f))
     else:
         raise SystemExit(f"unknown block '{kind}'")
     return f, text, funcs
 
 
-KINDS = ["mamba1", "mamba2", "gla", "performer", "moe", "hybrid"]
+KINDS = ["mamba1", "mamba2", "gla", "performer", "moe", "hybrid", "gdn", "kda", "rwkv7",
+         "rwkv6", "qwen3next"]
+FILES = {"hybrid": "hybrid_stack.mlir", "qwen3next": "qwen3next_stack.mlir"}
 
 
 def main():

@@ -133,6 +133,45 @@ class Function:
                   f" : {x.type} to {tensor_type([rows, size])}")
         return Value(n, [rows, size])
 
+    def _ix(self, v):
+        return self.dims[v] if isinstance(v, str) else str(v)
+
+    def rows(self, x, start, size):
+        """x[start:start+size, :] of a [R, C] value; start and size are ints
+        or the names of dynamic dimensions (e.g. "T")."""
+        C = x.shape[1]
+        n = self.fresh("s")
+        self.emit(f"{n} = tensor.extract_slice {x}[{self._ix(start)}, 0] [{self._ix(size)}, {C}]"
+                  f" [1, 1] : {x.type} to {tensor_type([size, C])}")
+        return Value(n, [size, C])
+
+    def slab(self, w, i):
+        """w[i] of a static [N, R, C] weight, as [R, C]."""
+        _, R, C = w.shape
+        n = self.fresh("s")
+        self.emit(f"{n} = tensor.extract_slice {w}[{i}, 0, 0] [1, {R}, {C}] [1, 1, 1]"
+                  f" : {w.type} to {tensor_type([1, R, C])}")
+        return self.collapse(Value(n, [1, R, C]), [[0, 1], [2]], [R, C])
+
+    def heads(self, x, P):
+        """[T, H * P] (or a seq op's [1, T, H, P]) -> [T * H, P] (one row per
+        token and head)."""
+        if len(x.shape) == 4:
+            xh = self.collapse(x, [[0, 1, 2], [3]], ["TH", P])
+            self.bind_dim("TH", xh, 0)
+            return xh
+        T, C = x.shape
+        x3 = self.expand(x, [[0], [1, 2]], [T, C // P, P])
+        xh = self.collapse(x3, [[0, 1], [2]], ["TH", P])
+        self.bind_dim("TH", xh, 0)
+        return xh
+
+    def unheads(self, x, T, C):
+        """[T * H, P] -> [T, H * P], the inverse of heads()."""
+        P = x.shape[1]
+        x3 = self.expand(x, [[0, 1], [2]], [T, C // P, P])
+        return self.collapse(x3, [[0], [1, 2]], [T, C])
+
     def expand(self, x, groups, shape):
         n = self.fresh("x")
         g = ", ".join("[" + ", ".join(map(str, grp)) + "]" for grp in groups)
@@ -239,6 +278,58 @@ class Function:
                         "%n = arith.mulf %a0, %r : f32",
                         "%y = arith.mulf %n, %a2 : f32"], "%y"))
 
+    def rowsum(self, x, lines, result):
+        """sum over the last dim of [R, C] of an elementwise term of the
+        generic's inputs: (x, "full") and the block argument %acc."""
+        R, C = x.shape
+        acc = self.full([R], 0.0)
+        return self.generic([(x, "full")], [R, C],
+                            lambda a: (lines + [f"%s = arith.addf %acc, {result} : f32"], "%s"),
+                            reduce_last=True, out_init=acc)
+
+    def l2norm(self, x, eps=1e-12):
+        """x / max(|x|, eps) over the last dim of [R, C] (F.normalize)."""
+        ss = self.rowsum(x, ["%sq = arith.mulf %a0, %a0 : f32"], "%sq")
+        return self.generic(
+            [(x, "full"), (ss, "row")], list(x.shape),
+            lambda a: ([f"%eps = arith.constant {_float(eps)} : f32",
+                        "%n = math.sqrt %a1 : f32",
+                        "%m = arith.maximumf %n, %eps : f32",
+                        "%y = arith.divf %a0, %m : f32"], "%y"))
+
+    def layernorm(self, x, eps=1e-5):
+        """(x - mean) / sqrt(var + eps) over the last dim of [R, C] (biased
+        variance; no affine)."""
+        R, C = x.shape
+        inv = _float(1.0 / C)
+        s = self.rowsum(x, [], "%a0")
+        mean = self.map(lambda n: ([f"%inv = arith.constant {inv} : f32",
+                                    "%y = arith.mulf %a0, %inv : f32"], "%y"), s)
+        acc = self.full([R], 0.0)
+        ss = self.generic([(x, "full"), (mean, "row")], [R, C],
+                          lambda a: (["%c = arith.subf %a0, %a1 : f32",
+                                      "%sq = arith.mulf %c, %c : f32",
+                                      "%s = arith.addf %acc, %sq : f32"], "%s"),
+                          reduce_last=True, out_init=acc)
+        return self.generic(
+            [(x, "full"), (mean, "row"), (ss, "row")], [R, C],
+            lambda a: ([f"%inv = arith.constant {inv} : f32",
+                        f"%eps = arith.constant {_float(eps)} : f32",
+                        "%c = arith.subf %a0, %a1 : f32",
+                        "%m = arith.mulf %a2, %inv : f32",
+                        "%v = arith.addf %m, %eps : f32",
+                        "%r = math.rsqrt %v : f32",
+                        "%y = arith.mulf %c, %r : f32"], "%y"))
+
+    def groupnorm(self, x, heads, w, b, eps=1e-5):
+        """GroupNorm(heads, C) of [T, C]: each head's channels normalized
+        (layernorm()), then w * . + b per channel."""
+        T, C = x.shape
+        xn = self.unheads(self.layernorm(self.heads(x, C // heads), eps), T, C)
+        return self.map(lambda n: (["%m = arith.mulf %a0, %a1 : f32",
+                                    "%y = arith.addf %m, %a2 : f32"], "%y"),
+                        xn, w, b, kinds=["full", "col", "col"])
+
     def add(self, a, b):
         return self.map(lambda n: (["%y = arith.addf %a0, %a1 : f32"], "%y"), a, b)
 
@@ -277,6 +368,75 @@ class Function:
         """-exp(a)."""
         return self.map(lambda n: (["%e = math.exp %a0 : f32",
                                     "%y = arith.negf %e : f32"], "%y"), a)
+
+    def sub(self, a, b):
+        return self.map(lambda n: (["%y = arith.subf %a0, %a1 : f32"], "%y"), a, b)
+
+    def neg(self, a):
+        return self.map(lambda n: (["%y = arith.negf %a0 : f32"], "%y"), a)
+
+    def mul_col(self, a, c):
+        """a * c, c broadcast over the rows of [T, C]."""
+        return self.map(lambda n: (["%y = arith.mulf %a0, %a1 : f32"], "%y"),
+                        a, c, kinds=["full", "col"])
+
+    SIGMOID = ["%one = arith.constant 1.0 : f32",
+               "%n = arith.negf %a0 : f32",
+               "%e = math.exp %n : f32",
+               "%d = arith.addf %one, %e : f32",
+               "%s = arith.divf %one, %d : f32"]
+
+    # tanh(x) = 1 - 2 / (exp(2x) + 1), which saturates to +-1 through inf / 0.
+    TANH = ["%one = arith.constant 1.0 : f32",
+            "%two = arith.constant 2.0 : f32",
+            "%xx = arith.mulf %a0, %two : f32",
+            "%e = math.exp %xx : f32",
+            "%d = arith.addf %e, %one : f32",
+            "%q = arith.divf %two, %d : f32",
+            "%t = arith.subf %one, %q : f32"]
+
+    def sigmoid(self, a):
+        return self.map(lambda n: (self.SIGMOID, "%s"), a)
+
+    def sigmoid_mul(self, a, b):
+        """sigmoid(a) * b."""
+        return self.map(lambda n: (self.SIGMOID + ["%y = arith.mulf %s, %a1 : f32"], "%y"), a, b)
+
+    def sigmoid_bias(self, x, b):
+        """sigmoid(x + b), b broadcast over the last dimension."""
+        return self.map(lambda n: (["%x = arith.addf %a0, %a1 : f32",
+                                    "%one = arith.constant 1.0 : f32",
+                                    "%n = arith.negf %x : f32",
+                                    "%e = math.exp %n : f32",
+                                    "%d = arith.addf %one, %e : f32",
+                                    "%y = arith.divf %one, %d : f32"], "%y"),
+                        x, b, kinds=["full", "col"])
+
+    def tanh(self, a):
+        return self.map(lambda n: (self.TANH, "%t"), a)
+
+    def decay_softplus(self, x, b, A_log, per_col=1):
+        """-exp(A_log) * softplus(x + b): the log-decay of Mamba-2 / Gated
+        DeltaNet / KDA, x [T, C], b [C], A_log [C / per_col] (one per head
+        of per_col channels), softplus linear above 20. With per_col > 1,
+        A_log is read through a [C] expansion (expand_col())."""
+        A = self.expand_col(A_log, per_col) if per_col > 1 else A_log
+        return self.map(lambda n: (["%x = arith.addf %a0, %a1 : f32",
+                                    "%c = arith.constant 20.0 : f32",
+                                    "%big = arith.cmpf ogt, %x, %c : f32",
+                                    "%e = math.exp %x : f32",
+                                    "%l = math.log1p %e : f32",
+                                    "%sp = arith.select %big, %x, %l : f32",
+                                    "%ea = math.exp %a2 : f32",
+                                    "%m = arith.mulf %ea, %sp : f32",
+                                    "%y = arith.negf %m : f32"], "%y"),
+                        x, b, A, kinds=["full", "col", "col"])
+
+    def expand_col(self, a, n):
+        """[H] -> [H * n], each element repeated n times."""
+        H = a.shape[0]
+        rep = self.generic([(a, "row")], [H, n], lambda _: ([], "%a0"))
+        return self.collapse(rep, [[0, 1]], [H * n])
 
     def swiglu_ffn(self, x, w_gate, w_up, w_down):
         """(silu(x W_gate) * (x W_up)) W_down."""

@@ -4,7 +4,8 @@ code does, written as .safetensors (or .npz), plus an input sequence.
   python3 examples/blocks/weights.py BLOCK --out W.safetensors
           [--input-out U.npy --tokens T] [--d-model D] [--seed S] [--npz]
 
-BLOCK is one of mamba1, mamba2, gla, performer, moe, hybrid. The tensors are
+BLOCK is one of generate.py's blocks (mamba1, mamba2, gla, performer, moe,
+hybrid, gdn, kda, rwkv7, rwkv6, qwen3next). The tensors are
 named like the block's arguments (their seq.name), so
 `seqc-run BLOCK.mlir --weights W.safetensors --input U.npy` binds them.
 """
@@ -39,8 +40,30 @@ def specs(kind, d_model=128, func="main", d_state=64, headdim=32):
 def init(name, shape, rng):
     """One tensor, by the role its name gives it."""
     base = name.split(".")[-1] if not name.endswith(".weight") else name.split(".")[-2]
-    if name.endswith("norm.weight"):
+    if name.endswith("norm.weight") or name.endswith("ln_x.weight"):
         return 1.0 + 0.1 * rng.standard_normal(shape)
+    # RWKV-6 / RWKV-7, as their reference code initializes a middle layer
+    # (the zero-initialized low-rank factors random instead, so the
+    # data-dependent paths are exercised).
+    if base.startswith("x_") or (base.startswith("time_maa_") and len(shape) == 1):
+        return rng.uniform(0, 1, shape)  # token-shift mixes
+    if base == "w0":  # RWKV-7: decay speeds -7 + 5 (n / (C-1))^(0.85 + 0.5^0.5), + 0.5
+        n = np.arange(shape[0]) / (shape[0] - 1)
+        return -7 + 5 * n ** (0.85 + 0.5 ** 0.5) + 0.5
+    if base == "time_decay":  # RWKV-6: -6 + 5 (n / (C-1))^(0.7 + 1.3 * 0.5)
+        n = np.arange(shape[0]) / (shape[0] - 1)
+        return -6 + 5 * n ** (0.7 + 1.3 * 0.5)
+    if base == "time_decay_w2":  # small, so the log-decay stays about -exp(time_decay)
+        return 0.1 * rng.standard_normal(shape) / math.sqrt(shape[-2])
+    if base == "time_faaaa":  # RWKV-6's bonus u: 0.5 (1 - n / (C-1)) + zigzag
+        n = np.arange(int(np.prod(shape)))
+        return (0.5 * (1 - n / (n.size - 1)) + ((n + 1) % 3 - 1) * 0.1).reshape(shape)
+    if base == "k_k":
+        return 0.85 + 0.05 * rng.standard_normal(shape)
+    if base == "k_a":
+        return 1.0 + 0.05 * rng.standard_normal(shape)
+    if base == "r_k":
+        return 0.1 * rng.standard_normal(shape)
     if base == "A_log":
         if len(shape) == 2:  # Mamba-1: S4D-real, A = -(1..N)
             return np.log(np.tile(np.arange(1, shape[1] + 1, dtype=np.float64), (shape[0], 1)))

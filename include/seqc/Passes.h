@@ -33,6 +33,7 @@ namespace seqc {
 void populateReferenceScanPatterns(mlir::RewritePatternSet &patterns);
 void populateReferenceStateSpacePatterns(mlir::RewritePatternSet &patterns);
 void populateReferenceAttentionPatterns(mlir::RewritePatternSet &patterns);
+void populateReferenceDeltaRulePatterns(mlir::RewritePatternSet &patterns);
 void populateReferenceConvPatterns(mlir::RewritePatternSet &patterns);
 void populateReferenceMoEPatterns(mlir::RewritePatternSet &patterns);
 

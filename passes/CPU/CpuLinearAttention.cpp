@@ -76,6 +76,11 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
       decayIndex = args.size();
       args.push_back(readBuffer(b, op.getDecay()));
     }
+    int bonusIndex = -1;
+    if (op.getBonus()) {
+      bonusIndex = args.size();
+      args.push_back(readBuffer(b, op.getBonus()));
+    }
     if (op.getInit()) {
       initIndex = args.size();
       args.push_back(readBuffer(b, op.getInit()));
@@ -85,6 +90,7 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
              V,
              decayRank,
              decayIndex,
+             bonusIndex,
              initIndex,
              op.getFeatureMap(),
              op.getScale().convertToDouble(),
@@ -101,7 +107,7 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
 
   struct Params {
     int64_t H, K, V, decayRank;
-    int decayIndex, initIndex;
+    int decayIndex, bonusIndex, initIndex;
     seq::FeatureMap phi;
     double scale, eps;
     bool normalize;
@@ -162,6 +168,9 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
 
   /// The recurrence, vectorized over V: per step every key row of S decays
   /// (per key for GLA) and takes k'_t v_t; o_t = q'_t S (/ q'_t . z + eps).
+  /// With RWKV-6's bonus u, o_t = q'_t S_{t-1} + (q'_t . (u o k'_t)) v_t:
+  /// rows are read before their update, and the current term is one more
+  /// running sum (in the normalizer's place: the two never combine).
   void emitRecurrent(ImplicitLocOpBuilder &b, KernelBuilder &kb,
                      ValueRange args, Value Bsz, const Params &p) const {
     const int64_t lanes = target.vectorWidth;
@@ -173,6 +182,7 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
           Value h = k.rems(task, k.idx(p.H)), bi = k.divs(task, k.idx(p.H));
           Value S = k.stackBuffer({p.K, p.V});
           Value z = k.stackBuffer({roundUp(p.K, lanes)});
+          Value bonus = p.bonusIndex >= 0 ? in[p.bonusIndex] : Value();
           loadState(k, in, p, bi, h, S);
           for (int64_t c0 = 0; c0 < roundUp(p.K, lanes); c0 += lanes)
             k.vstore(k.vconst(0.0, lanes), z, {k.idx(c0)});
@@ -204,22 +214,31 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
                   SmallVector<Value> next;
                   for (size_t v = 0; v < vs.size(); ++v) {
                     SmallVector<Value> at{kk, k.idx(v * lanes)};
-                    Value s = k.vloadMasked(S, at, lanes, masks[v]);
-                    s = k.vfma(ks, vs[v], k.fmul(fs, s));
+                    Value old = k.vloadMasked(S, at, lanes, masks[v]);
+                    Value s = k.vfma(ks, vs[v], k.fmul(fs, old));
                     k.vstoreMasked(s, S, at, masks[v]);
-                    next.push_back(k.vfma(qv, s, c[v]));
+                    next.push_back(k.vfma(qv, bonus ? old : s, c[v]));
+                  }
+                  if (bonus) {
+                    Value uk = k.fmul(k.mload(bonus, {h, kk}), kp);
+                    next.push_back(k.fadd(c.back(), k.fmul(qp, uk)));
+                    return next;
                   }
                   Value zk = k.fadd(k.fmul(f, k.mload(z, {kk})), kp);
                   k.mstore(zk, z, {kk});
                   next.push_back(k.fadd(c.back(), k.fmul(qp, zk)));
                   return next;
                 });
-            Value inv;
+            Value inv, current;
             if (p.normalize)
               inv = k.splat(
                   k.fdiv(k.f32(1.0), k.fadd(acc.back(), k.f32(p.eps))), lanes);
+            if (bonus)
+              current = k.splat(acc.back(), lanes);
             for (size_t v = 0; v < vs.size(); ++v) {
               Value o = inv ? k.fmul(acc[v], inv) : acc[v];
+              if (current)
+                o = k.vfma(current, vs[v], o);
               k.vstoreMasked(o, O, {bi, t, h, k.idx(v * lanes)}, masks[v]);
             }
           });

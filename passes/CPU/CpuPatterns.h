@@ -19,6 +19,9 @@ void populateCpuSsdPatterns(mlir::RewritePatternSet &patterns,
                             const CpuTarget &target);
 void populateCpuLinearAttentionPatterns(mlir::RewritePatternSet &patterns,
                                         const CpuTarget &target);
+/// seq.delta_rule and seq.generalized_delta_rule.
+void populateCpuDeltaRulePatterns(mlir::RewritePatternSet &patterns,
+                                  const CpuTarget &target);
 void populateCpuAttentionPatterns(mlir::RewritePatternSet &patterns,
                                   const CpuTarget &target);
 void populateCpuMoEPatterns(mlir::RewritePatternSet &patterns,

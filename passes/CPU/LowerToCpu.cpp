@@ -35,6 +35,7 @@ struct SeqLowerToCpu : seqc::impl::SeqLowerToCpuBase<SeqLowerToCpu> {
     seqc::populateCpuScanPatterns(patterns, target);
     seqc::populateCpuSsdPatterns(patterns, target);
     seqc::populateCpuLinearAttentionPatterns(patterns, target);
+    seqc::populateCpuDeltaRulePatterns(patterns, target);
     seqc::populateCpuAttentionPatterns(patterns, target);
     seqc::populateCpuMoEPatterns(patterns, target);
     seqc::populateCpuMatmulPatterns(patterns, target, fuse);

@@ -25,7 +25,7 @@ using arith::CmpIPredicate;
 /// null.
 struct LinearAttentionBuffers {
   Value q, k, v, o, last;
-  Value decay, init;
+  Value decay, bonus, init;
 };
 
 /// What the recurrence needs of the op's attributes.
@@ -41,7 +41,9 @@ struct LinearAttentionForm {
 /// S [K x Vx] (f32, in `state`; with `normalize` column V is z, fed ones):
 ///   S[k, c] = exp(g_k) S[k, c] + k'[k] v[c]      (a thread per (k, c))
 ///   num[c] = sum_k q'[k] S[k, c]                (a thread per c)
-/// and o = num[:V], divided by num[V] + eps with `normalize`.
+/// and o = num[:V], divided by num[V] + eps with `normalize`. With RWKV-6's
+/// bonus u the numerators read the state before the update, plus the
+/// current term (q' . (u o k')) v[c].
 void emitLinearAttentionRecurrent(ImplicitLocOpBuilder &b,
                                   const GpuTarget &target, KernelBuilder &kb,
                                   const LinearAttentionBuffers &buf,
@@ -51,6 +53,8 @@ void emitLinearAttentionRecurrent(ImplicitLocOpBuilder &b,
                           buf.last, state, numerators};
   if (buf.decay)
     args.push_back(buf.decay);
+  if (buf.bonus)
+    args.push_back(buf.bonus);
   if (buf.init)
     args.push_back(buf.init);
   emitGpuKernel(
@@ -58,9 +62,10 @@ void emitLinearAttentionRecurrent(ImplicitLocOpBuilder &b,
       [&](GpuBlock &blk, ValueRange in, ValueRange) {
         KernelBuilder &k = blk.kb;
         Value q = in[0], km = in[1], vm = in[2], o = in[3], last = in[4],
-              st = in[5], num = in[6];
+              st = in[5], numStore = in[6];
         size_t next = 7;
         Value g = buf.decay ? in[next++] : Value();
+        Value bonus = buf.bonus ? in[next++] : Value();
         Value init = buf.init ? in[next++] : Value();
         Value nT = k.mdim(q, 1), nH = k.mdim(q, 2), nK = k.mdim(q, 3),
               nV = k.mdim(vm, 3);
@@ -76,6 +81,31 @@ void emitLinearAttentionRecurrent(ImplicitLocOpBuilder &b,
           k.mstore(s0, st, {bi, h, kk, c});
         });
         k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
+          auto numerators = [&] {
+            blk.phase(nC, [&](Value c) {
+              auto sums = k.loop(
+                  nK, {k.f32(0.0), k.f32(0.0)}, [&](Value kk, ValueRange it) {
+                    Value qp = k.fmul(
+                        k.featureMap(form.phi, k.mload(q, {bi, t, h, kk})),
+                        k.f32(form.scale));
+                    Value state =
+                        k.fadd(it[0], k.fmul(qp, k.mload(st, {bi, h, kk, c})));
+                    if (!bonus)
+                      return SmallVector<Value>{state, it[1]};
+                    Value kp =
+                        k.featureMap(form.phi, k.mload(km, {bi, t, h, kk}));
+                    Value uk = k.fmul(k.mload(bonus, {h, kk}), kp);
+                    return SmallVector<Value>{state,
+                                              k.fadd(it[1], k.fmul(qp, uk))};
+                  });
+              Value num = sums[0];
+              if (bonus)
+                num = k.fadd(num, k.fmul(sums[1], k.mload(vm, {bi, t, h, c})));
+              k.mstore(num, numStore, {bi, h, c});
+            });
+          };
+          if (bonus)
+            numerators();
           blk.phase2(nK, nC, [&](Value kk, Value c) {
             Value f = k.f32(1.0);
             if (g) {
@@ -94,21 +124,13 @@ void emitLinearAttentionRecurrent(ImplicitLocOpBuilder &b,
                 k.fadd(k.fmul(f, k.mload(st, {bi, h, kk, c})), k.fmul(kp, val));
             k.mstore(s, st, {bi, h, kk, c});
           });
-          blk.phase(nC, [&](Value c) {
-            auto sum = k.loop(nK, {k.f32(0.0)}, [&](Value kk, ValueRange it) {
-              Value qp =
-                  k.fmul(k.featureMap(form.phi, k.mload(q, {bi, t, h, kk})),
-                         k.f32(form.scale));
-              return SmallVector<Value>{
-                  k.fadd(it[0], k.fmul(qp, k.mload(st, {bi, h, kk, c})))};
-            });
-            k.mstore(sum[0], num, {bi, h, c});
-          });
+          if (!bonus)
+            numerators();
           blk.phase(nV, [&](Value c) {
-            Value out = k.mload(num, {bi, h, c});
+            Value out = k.mload(numStore, {bi, h, c});
             if (form.normalize)
-              out = k.fdiv(out,
-                           k.fadd(k.mload(num, {bi, h, nV}), k.f32(form.eps)));
+              out = k.fdiv(
+                  out, k.fadd(k.mload(numStore, {bi, h, nV}), k.f32(form.eps)));
             k.mstore(out, o, {bi, t, h, c});
           });
         });
@@ -180,6 +202,7 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
         {readBuffer(b, op.getQ()), readBuffer(b, op.getK()),
          readBuffer(b, op.getV()), oBuf, lastBuf,
          decay ? readBuffer(b, decay) : Value(),
+         op.getBonus() ? readBuffer(b, op.getBonus()) : Value(),
          op.getInit() ? readBuffer(b, op.getInit()) : Value()},
         {op.getFeatureMap(), op.getScale().convertToDouble(),
          op.getEps().convertToDouble(), normalize, decayRank},

@@ -18,6 +18,9 @@ void populateGpuSsdPatterns(mlir::RewritePatternSet &patterns,
                             const GpuTarget &target);
 void populateGpuLinearAttentionPatterns(mlir::RewritePatternSet &patterns,
                                         const GpuTarget &target);
+/// seq.delta_rule and seq.generalized_delta_rule.
+void populateGpuDeltaRulePatterns(mlir::RewritePatternSet &patterns,
+                                  const GpuTarget &target);
 void populateGpuMoEPatterns(mlir::RewritePatternSet &patterns,
                             const GpuTarget &target);
 /// The graph's linalg ops (named ones generalized): a thread per element of

@@ -54,6 +54,7 @@ struct SeqLowerToGpu : seqc::impl::SeqLowerToGpuBase<SeqLowerToGpu> {
     seqc::populateItemKernelPatterns(patterns, items);
     seqc::populateGpuLinalgPatterns(patterns, target);
     seqc::populateGpuLinearAttentionPatterns(patterns, target);
+    seqc::populateGpuDeltaRulePatterns(patterns, target);
     // Whatever has no kernel takes the reference lowering, reported.
     seqc::FallbackPolicy policy{"GPU", strict};
     if (failed(seqc::applyKernelLowerings(getOperation(), std::move(patterns),

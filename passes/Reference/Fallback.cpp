@@ -126,6 +126,7 @@ LogicalResult seqc::applyKernelLowerings(Operation *module,
   populateReferenceScanPatterns(reference);
   populateReferenceStateSpacePatterns(reference);
   populateReferenceAttentionPatterns(reference);
+  populateReferenceDeltaRulePatterns(reference);
   populateReferenceConvPatterns(reference);
   populateReferenceMoEPatterns(reference);
   for (std::unique_ptr<RewritePattern> &p : reference.getNativePatterns()) {

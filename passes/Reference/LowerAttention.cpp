@@ -116,6 +116,24 @@ struct LowerLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
       })[0];
     };
 
+    // RWKV-6's bonus: o_t = q'_t S_{t-1} + (q'_t . (u o k'_t)) v_t, from the
+    // state before step t's update.
+    auto emitWithBonus = [&](Value bi, Value h, Value t, Value S, Value out) {
+      Value current = kb.sumOver(K, [&](Value kk) {
+        return kb.fmul(
+            kb.fmul(qPrime(bi, t, h, kk), kb.load(op.getBonus(), {h, kk})),
+            kPrime(bi, t, h, kk));
+      });
+      return kb.loop(V, {out}, [&](Value vv, ValueRange c) {
+        Value acc = kb.sumOver(K, [&](Value kk) {
+          return kb.fmul(qPrime(bi, t, h, kk), kb.load(S, {bi, h, kk, vv}));
+        });
+        acc =
+            kb.fadd(acc, kb.fmul(current, kb.load(op.getV(), {bi, t, h, vv})));
+        return SmallVector<Value>{kb.store(acc, c[0], {bi, t, h, vv})};
+      })[0];
+    };
+
     SmallVector<Value> res =
         kb.nest({Bsz, H}, {o, state, z}, [&](ValueRange ivs, ValueRange it) {
           Value bi = ivs[0], h = ivs[1];
@@ -127,6 +145,11 @@ struct LowerLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
           if (op.getCausal()) {
             SmallVector<Value> r =
                 kb.loop(T, {it[0], S, it[2]}, [&](Value t, ValueRange c) {
+                  if (op.getBonus()) {
+                    Value out = emitWithBonus(bi, h, t, c[1], c[0]);
+                    auto [S2, z2] = accumulate(bi, h, t, c[1], c[2]);
+                    return SmallVector<Value>{out, S2, z2};
+                  }
                   auto [S2, z2] = accumulate(bi, h, t, c[1], c[2]);
                   return SmallVector<Value>{emit(bi, h, t, S2, z2, c[0]), S2,
                                             z2};

@@ -26,6 +26,7 @@ struct SeqLowerToReference
     seqc::populateReferenceScanPatterns(patterns);
     seqc::populateReferenceStateSpacePatterns(patterns);
     seqc::populateReferenceAttentionPatterns(patterns);
+    seqc::populateReferenceDeltaRulePatterns(patterns);
     seqc::populateReferenceConvPatterns(patterns);
     seqc::populateReferenceMoEPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

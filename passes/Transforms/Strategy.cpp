@@ -43,6 +43,8 @@ struct PlanInputs {
   int64_t hint;
   bool causal = true;
   bool perKeyDecay = false;
+  /// Linear attention's RWKV-6 bonus (recurrent plans only).
+  bool bonus = false;
 };
 
 /// A chunk_size hint as a signed size (hints past 2^63 are as large).
@@ -67,9 +69,44 @@ std::optional<PlanInputs> inputsOf(Operation *op) {
     in.perKeyDecay =
         la.getDecay() &&
         cast<RankedTensorType>(la.getDecay().getType()).getRank() == 4;
+    in.bonus = static_cast<bool>(la.getBonus());
+    return in;
+  }
+  if (auto delta = dyn_cast<seq::DeltaRuleOp>(op)) {
+    auto q = cast<RankedTensorType>(delta.getQ().getType());
+    auto v = cast<RankedTensorType>(delta.getV().getType());
+    PlanInputs in{ChunkedFamily::DeltaRule, q.getDimSize(1), q.getDimSize(3),
+                  v.getDimSize(3), hintOf(delta.getChunkSize())};
+    in.perKeyDecay =
+        delta.getDecay() &&
+        cast<RankedTensorType>(delta.getDecay().getType()).getRank() == 4;
     return in;
   }
   return std::nullopt;
+}
+
+/// Why `target` has no chunked kernel for the op `in` describes ("" when
+/// it has one): the recurrence is then its plan.
+std::string missingChunkedKernel(const PlanInputs &in,
+                                 const TargetDescription &target) {
+  if (in.bonus)
+    return "the chunked kernels do not cover bonus (plan recurrent does)";
+  if (in.family == ChunkedFamily::DeltaRule) {
+    if (!target.chunkedDeltaRule)
+      return llvm::formatv("the {0} has no chunked delta-rule kernel (plan "
+                           "recurrent does)",
+                           target.name());
+    if (in.perKeyDecay)
+      return llvm::formatv("the {0}'s chunked delta-rule kernel does not "
+                           "cover per-key decay (plan recurrent does)",
+                           target.name());
+    return "";
+  }
+  if (in.perKeyDecay && !target.chunkedPerKeyDecay)
+    return llvm::formatv("the {0}'s chunked kernel does not cover per-key "
+                         "decay (plan recurrent does)",
+                         target.name());
+  return "";
 }
 
 int64_t orOne(int64_t dim) {
@@ -123,7 +160,8 @@ TargetDescription TargetDescription::cpu(int64_t vectorWidth, int64_t l1Bytes,
   // The CPU kernels pad a chunk to whole vectors themselves; the Q x Q mask
   // and the operand tiles live on the task's stack, which bounds Q (a
   // 2048-step chunk would need over 16 MB).
-  t.ssdChunks = t.linearAttentionChunks = ChunkLimits{1, 256, 1};
+  t.ssdChunks = t.linearAttentionChunks = t.deltaRuleChunks =
+      ChunkLimits{1, 256, 1};
   t.chunkedPerKeyDecay = false;
   return t;
 }
@@ -194,7 +232,7 @@ std::optional<seq::PlanAttr> seqc::choosePlan(Operation *op,
     return seq::PlanAttr::get(ctx, seq::PlanKind::global, 0);
   bool shortSequence =
       !ShapedType::isDynamic(in->steps) && in->steps < kRecurrentBelowSteps;
-  bool noChunkedKernel = in->perKeyDecay && !target.chunkedPerKeyDecay;
+  bool noChunkedKernel = !missingChunkedKernel(*in, target).empty();
   if (shortSequence || noChunkedKernel)
     return seq::PlanAttr::get(ctx, seq::PlanKind::recurrent, 0);
 
@@ -231,11 +269,7 @@ static std::string planUnsupportedReason(Operation *op, seq::PlanAttr plan,
                          "chunk sizes ({2})",
                          plan.getChunk(), target.name(),
                          describeLimits(limits));
-  if (in->perKeyDecay && !target.chunkedPerKeyDecay)
-    return llvm::formatv("the {0}'s chunked kernel does not cover per-key "
-                         "decay (plan recurrent does)",
-                         target.name());
-  return "";
+  return missingChunkedKernel(*in, target);
 }
 
 FailureOr<seq::PlanAttr> seqc::followPlan(Operation *op,

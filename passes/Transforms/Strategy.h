@@ -1,9 +1,9 @@
 //===- Strategy.h - one plan per op, chosen once for every target -*- C++
 //-*-===//
 //
-// How seq.ssd and seq.linear_attention are computed (recurrent, chunked with
-// chunk size Q, or global) is decided here, by one cost model over one
-// description of the machine. seq-select-strategy records the decision as
+// How seq.ssd, seq.linear_attention and seq.delta_rule are computed (recurrent,
+// chunked with chunk size Q, or global) is decided here, by one cost model over
+// one description of the machine. seq-select-strategy records the decision as
 // `seq.plan = #seq.plan<...>` on each op; the CPU and GPU lowerings read it
 // (followPlan) and supply only what differs per target: the kernels and the
 // chunk sizes their tiles allow (TargetDescription::chunkLimits).
@@ -22,7 +22,7 @@
 namespace seqc {
 
 /// The op families with a choice of plans.
-enum class ChunkedFamily { Ssd, LinearAttention };
+enum class ChunkedFamily { Ssd, LinearAttention, DeltaRule };
 
 /// The chunk sizes a target's kernels run for one family: from `min` to
 /// `max` steps, multiples of `multiple`.
@@ -64,10 +64,14 @@ struct TargetDescription {
   double stateCost = 16;
 
   /// The chunk sizes of each family's chunked kernels.
-  ChunkLimits ssdChunks, linearAttentionChunks;
+  ChunkLimits ssdChunks, linearAttentionChunks, deltaRuleChunks;
   /// Whether the chunked phases cover a per-key decay (linear attention's
   /// decay [B, T, H, K]); where not, the recurrence runs.
   bool chunkedPerKeyDecay = true;
+  /// Whether the target has the delta rule's chunked form (the WY
+  /// transform's triangular solve per chunk); where not, the recurrence
+  /// runs. No target chunks a per-key delta-rule decay (KDA) yet.
+  bool chunkedDeltaRule = false;
 
   /// A CPU with `vectorWidth` f32 lanes and the given caches.
   static TargetDescription cpu(int64_t vectorWidth, int64_t l1Bytes,
@@ -80,7 +84,15 @@ struct TargetDescription {
 
   llvm::StringRef name() const { return kind == Kind::CPU ? "CPU" : "GPU"; }
   const ChunkLimits &chunkLimits(ChunkedFamily family) const {
-    return family == ChunkedFamily::Ssd ? ssdChunks : linearAttentionChunks;
+    switch (family) {
+    case ChunkedFamily::Ssd:
+      return ssdChunks;
+    case ChunkedFamily::LinearAttention:
+      return linearAttentionChunks;
+    case ChunkedFamily::DeltaRule:
+      return deltaRuleChunks;
+    }
+    return ssdChunks;
   }
 };
 

@@ -1,6 +1,7 @@
 # seq.linear_attention against float64: the three decay shapes, feature maps,
 # scale, normalize (causal and not), non-causal with init, T = 1, odd sizes,
-# and the carried state in two pieces.
+# the carried state in two pieces, and RWKV-6's bonus (u) with every decay
+# shape (per-key decay + bonus is RWKV-6), and its errors.
 # RUN: %python %s
 import numpy as np
 from refs import linear_attention
@@ -21,15 +22,19 @@ def make(Bs, T, H, K, V, decay_rank, seed):
         v["g"] = f32(-r.uniform(0.01, 0.5, (Bs, T, H)))
     elif decay_rank == 4:
         v["g"] = f32(-r.uniform(0.01, 0.5, (Bs, T, H, K)))
+    v["u"] = f32(r.standard_normal((H, K)) * 0.5)
     return v
 
 
-def graph(v, use_decay, use_init, attrs, prefix="", init_from=None):
+def graph(v, use_decay, use_init, attrs, prefix="", init_from=None, use_bonus=False):
     args = [(prefix + n, type_of(v[n])) for n in ("q", "k", "v")]
     opt = []
     if use_decay:
         args.append((prefix + "g", type_of(v["g"])))
         opt.append(("decay", ["%" + prefix + "g"]))
+    if use_bonus:
+        args.append((prefix + "u", type_of(v["u"])))
+        opt.append(("bonus", ["%" + prefix + "u"]))
     if init_from:
         opt.append(("init", [init_from]))
     elif use_init:
@@ -44,24 +49,25 @@ def graph(v, use_decay, use_init, attrs, prefix="", init_from=None):
 
 
 def case(Bs, T, H, K, V, decay_rank=0, init=False, feature="identity", causal=True,
-         normalize=False, scale=1.0, seed=0, chunk=0):
+         normalize=False, scale=1.0, seed=0, chunk=0, bonus=False):
     v = make(Bs, T, H, K, V, decay_rank, seed)
     attrs = [f"feature_map = #seq.feature_map<{feature}>", f"causal = {str(causal).lower()}",
              f"normalize = {str(normalize).lower()}", f"scale = {scale} : f32"]
     if chunk:
         attrs.append(f"chunk_size = {chunk} : i64")
-    args, line, out = graph(v, decay_rank > 0, init, ", ".join(attrs))
+    args, line, out = graph(v, decay_rank > 0, init, ", ".join(attrs), use_bonus=bonus)
     o, last = run_seqc(func(args, [line], [("%r#0", out[0]), ("%r#1", out[1])]),
                        [v[n] for n, _ in args])
     ro, rl = linear_attention(v["q"], v["k"], v["v"], v.get("g"), v["S0"] if init else None,
-                              feature, causal, normalize, scale)
+                              feature, causal, normalize, float(np.float32(scale)),
+                              bonus=v["u"] if bonus else None)
     tag = (f"B={Bs} T={T} H={H} K={K} V={V} decay={decay_rank} init={init} phi={feature} "
-           f"causal={causal} normalize={normalize} scale={scale} chunk={chunk}")
+           f"causal={causal} normalize={normalize} scale={scale} chunk={chunk} bonus={bonus}")
     c.close("o " + tag, o, ro)
     c.close("last " + tag, last, rl)
 
 
-def pieces(Bs, T, H, K, V, decay_rank, split, feature="identity", seed=41):
+def pieces(Bs, T, H, K, V, decay_rank, split, feature="identity", seed=41, bonus=False):
     v = make(Bs, T, H, K, V, decay_rank, seed)
     halves = []
     for sl in (slice(0, split), slice(split, T)):
@@ -72,14 +78,26 @@ def pieces(Bs, T, H, K, V, decay_rank, split, feature="identity", seed=41):
             w["g"] = v["g"][:, sl]
         halves.append(w)
     attrs = f"feature_map = #seq.feature_map<{feature}>"
-    a1, l1, o1 = graph(halves[0], decay_rank > 0, False, attrs, prefix="p")
-    a2, l2, o2 = graph(halves[1], decay_rank > 0, False, attrs, prefix="q", init_from="%pr#1")
+    a1, l1, o1 = graph(halves[0], decay_rank > 0, False, attrs, prefix="p", use_bonus=bonus)
+    a2, l2, o2 = graph(halves[1], decay_rank > 0, False, attrs, prefix="q", init_from="%pr#1",
+                       use_bonus=bonus)
     mlir = func(a1 + a2, [l1, l2], [("%pr#0", o1[0]), ("%qr#0", o2[0]), ("%qr#1", o2[1])])
     inputs = [halves[0][n[1:]] for n, _ in a1] + [halves[1][n[1:]] for n, _ in a2]
     o1v, o2v, last = run_seqc(mlir, inputs)
-    ro, rl = linear_attention(v["q"], v["k"], v["v"], v.get("g"), None, feature)
-    c.close(f"pieces o decay={decay_rank} split={split}", np.concatenate([o1v, o2v], axis=1), ro)
-    c.close(f"pieces last decay={decay_rank} split={split}", last, rl)
+    ro, rl = linear_attention(v["q"], v["k"], v["v"], v.get("g"), None, feature,
+                              bonus=v["u"] if bonus else None)
+    tag = f"decay={decay_rank} split={split}" + (" bonus" if bonus else "")
+    c.close(f"pieces o {tag}", np.concatenate([o1v, o2v], axis=1), ro)
+    c.close(f"pieces last {tag}", last, rl)
+
+
+def bonus_error(attrs, seed=50):
+    """bonus with normalize, or with causal = false, is an error."""
+    v = make(1, 5, 2, 4, 3, 0, seed)
+    args, line, out = graph(v, False, False, attrs, use_bonus=True)
+    msg = run_seqc(func(args, [line], [("%r#0", out[0]), ("%r#1", out[1])]),
+                   [v[n] for n, _ in args], expect_error=True)
+    c.expect(f"error for bonus with {attrs}", "bonus" in msg, msg.strip()[:200])
 
 
 c.run("plain", lambda: case(2, 16, 2, 8, 4))
@@ -103,7 +121,6 @@ c.run("chunks non-causal normalized", lambda: case(1, 90, 2, 35, 31, feature="el
 c.run("pieces decay BTH", lambda: pieces(2, 27, 2, 4, 4, 3, 11))
 c.run("pieces GLA", lambda: pieces(1, 15, 2, 5, 3, 4, 14, feature="elu_plus_one"))
 c.run("pieces no decay", lambda: pieces(1, 12, 1, 4, 4, 0, 5))
-c.finish()
 # Short sequences take the recurrent plan on both targets (the GPU's block per
 # (batch, head)): normalized with elu+1, and a per-key decay over more keys
 # than the GPU's chunked kernels take (K = 160 > 128).
@@ -113,3 +130,26 @@ c.run("decode GLA K=160", lambda: case(2, 2, 2, 160, 9, decay_rank=4, init=True,
 # The strategy honours chunk_size: 16-step chunks on both targets.
 c.run("chunk_size 16", lambda: case(1, 50, 2, 20, 12, decay_rank=3, init=True, seed=32,
                                     chunk=16))
+# RWKV-6's bonus: the output reads the state before the step plus
+# (q' . u . k') v_t, with every decay shape, feature maps, scale, init, a
+# decode, 32-step chunks and the state carried in two pieces.
+c.run("bonus no decay", lambda: case(2, 16, 2, 8, 4, bonus=True, seed=40))
+c.run("bonus decay H init", lambda: case(1, 23, 3, 5, 7, decay_rank=1, init=True, bonus=True,
+                                         seed=41))
+c.run("bonus decay BTH elu+1", lambda: case(2, 19, 2, 8, 8, decay_rank=3, feature="elu_plus_one",
+                                            scale=0.35, bonus=True, seed=42))
+c.run("RWKV-6 (decay BTHK + bonus)", lambda: case(1, 17, 2, 6, 5, decay_rank=4, init=True,
+                                                  scale=6 ** -0.5, bonus=True, seed=43))
+c.run("RWKV-6 elu+1", lambda: case(2, 13, 1, 4, 6, decay_rank=4, feature="elu_plus_one",
+                                   bonus=True, seed=44))
+c.run("bonus T=1", lambda: case(3, 1, 2, 8, 8, decay_rank=4, init=True, bonus=True, seed=45))
+c.run("bonus chunks BTH", lambda: case(1, 100, 2, 32, 32, decay_rank=3, init=True, bonus=True,
+                                       seed=46))
+c.run("RWKV-6 chunks", lambda: case(1, 77, 2, 36, 33, decay_rank=4, init=True, bonus=True,
+                                    scale=0.25, seed=47))
+c.run("pieces RWKV-6", lambda: pieces(1, 90, 2, 8, 8, 4, 37, bonus=True))
+c.run("pieces bonus BTH elu+1", lambda: pieces(2, 27, 2, 4, 4, 3, 11, feature="elu_plus_one",
+                                               bonus=True))
+c.run("bonus with normalize", lambda: bonus_error("normalize = true"))
+c.run("bonus non-causal", lambda: bonus_error("causal = false"))
+c.finish()

@@ -292,6 +292,36 @@ func.func @la_decay_noncausal(%q: tensor<2x32x4x16xf32>, %v: tensor<2x32x4x8xf32
 
 // -----
 
+func.func @la_bonus_normalize(%q: tensor<2x32x4x16xf32>, %v: tensor<2x32x4x8xf32>, %u: tensor<4x16xf32>) {
+  // expected-error @+1 {{'seq.linear_attention' op bonus cannot be combined with normalize}}
+  %o, %l = seq.linear_attention %q, %q, %v bonus(%u) {normalize = true}
+    : (tensor<2x32x4x16xf32>, tensor<2x32x4x16xf32>, tensor<2x32x4x8xf32>, tensor<4x16xf32>)
+      -> (tensor<2x32x4x8xf32>, tensor<2x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @la_bonus_noncausal(%q: tensor<2x32x4x16xf32>, %v: tensor<2x32x4x8xf32>, %u: tensor<4x16xf32>) {
+  // expected-error @+1 {{'seq.linear_attention' op bonus requires causal = true}}
+  %o, %l = seq.linear_attention %q, %q, %v bonus(%u) {causal = false}
+    : (tensor<2x32x4x16xf32>, tensor<2x32x4x16xf32>, tensor<2x32x4x8xf32>, tensor<4x16xf32>)
+      -> (tensor<2x32x4x8xf32>, tensor<2x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @la_bonus_shape(%q: tensor<2x32x4x16xf32>, %v: tensor<2x32x4x8xf32>, %u: tensor<4x8xf32>) {
+  // expected-error @+1 {{'seq.linear_attention' op dimension 1 (K) of bonus is 8 but q has 16}}
+  %o, %l = seq.linear_attention %q, %q, %v bonus(%u)
+    : (tensor<2x32x4x16xf32>, tensor<2x32x4x16xf32>, tensor<2x32x4x8xf32>, tensor<4x8xf32>)
+      -> (tensor<2x32x4x8xf32>, tensor<2x4x16x8xf32>)
+  return
+}
+
+// -----
+
 func.func @la_normalize_init(%q: tensor<2x32x4x16xf32>, %v: tensor<2x32x4x8xf32>, %S0: tensor<2x4x16x8xf32>) {
   // expected-error @+1 {{'seq.linear_attention' op normalize cannot be combined with init: the normalizer state is not carried}}
   %o, %l = seq.linear_attention %q, %q, %v init(%S0) {normalize = true}
@@ -831,7 +861,7 @@ func.func @plan_causal_global(%q: tensor<1x8x2x4xf32>) {
 // -----
 
 func.func @plan_not_a_plan(%a: tensor<2x8x4xf32>) {
-  // expected-error @+1 {{'seq.plan' is for seq.ssd and seq.linear_attention, not seq.linear_scan}}
+  // expected-error @+1 {{'seq.plan' is for seq.ssd, seq.linear_attention and seq.delta_rule, not seq.linear_scan}}
   %h, %l = seq.linear_scan %a, %a {seq.plan = #seq.plan<recurrent>}
     : (tensor<2x8x4xf32>, tensor<2x8x4xf32>) -> (tensor<2x8x4xf32>, tensor<2x4xf32>)
   return
@@ -843,5 +873,89 @@ func.func @plan_wrong_type(%a: tensor<2x8x4xf32>) {
   // expected-error @+1 {{'seq.plan' must be a #seq.plan, got 3 : i64}}
   %h, %l = seq.linear_scan %a, %a {seq.plan = 3 : i64}
     : (tensor<2x8x4xf32>, tensor<2x8x4xf32>) -> (tensor<2x8x4xf32>, tensor<2x4xf32>)
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// delta_rule, generalized_delta_rule
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @delta_value_heads(%q: tensor<1x8x4x16xf32>, %v: tensor<1x8x6x8xf32>, %beta: tensor<1x8x6xf32>) {
+  // expected-error @+1 {{'seq.delta_rule' op HV = 6 is not a multiple of H = 4 (HV from dimension 2 of v, H from dimension 2 of q)}}
+  %o, %l = seq.delta_rule %q, %q, %v, %beta
+    : (tensor<1x8x4x16xf32>, tensor<1x8x4x16xf32>, tensor<1x8x6x8xf32>, tensor<1x8x6xf32>)
+      -> (tensor<1x8x6x8xf32>, tensor<1x6x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @delta_beta_heads(%q: tensor<1x8x2x16xf32>, %v: tensor<1x8x4x8xf32>, %beta: tensor<1x8x2xf32>) {
+  // expected-error @+1 {{'seq.delta_rule' op dimension 2 (HV) of beta is 2 but v has 4}}
+  %o, %l = seq.delta_rule %q, %q, %v, %beta
+    : (tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x4x8xf32>, tensor<1x8x2xf32>)
+      -> (tensor<1x8x4x8xf32>, tensor<1x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @delta_decay_rank(%q: tensor<1x8x2x16xf32>, %v: tensor<1x8x4x8xf32>, %beta: tensor<1x8x4xf32>, %g: tensor<1x8xf32>) {
+  // expected-error @+1 {{'seq.delta_rule' op decay must have rank 1 (HV), 3 (B x T x HV) or 4 (B x T x HV x K), but has rank 2}}
+  %o, %l = seq.delta_rule %q, %q, %v, %beta decay(%g)
+    : (tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x4x8xf32>, tensor<1x8x4xf32>, tensor<1x8xf32>)
+      -> (tensor<1x8x4x8xf32>, tensor<1x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @delta_decay_keys(%q: tensor<1x8x2x16xf32>, %v: tensor<1x8x4x8xf32>, %beta: tensor<1x8x4xf32>, %g: tensor<1x8x4x8xf32>) {
+  // expected-error @+1 {{'seq.delta_rule' op dimension 3 (K) of decay is 8 but q has 16}}
+  %o, %l = seq.delta_rule %q, %q, %v, %beta decay(%g)
+    : (tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x4x8xf32>, tensor<1x8x4xf32>, tensor<1x8x4x8xf32>)
+      -> (tensor<1x8x4x8xf32>, tensor<1x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @delta_state_type(%q: tensor<1x8x2x16xbf16>, %v: tensor<1x8x4x8xbf16>, %beta: tensor<1x8x4xbf16>) {
+  // expected-error @+1 {{'seq.delta_rule' op last must have element type f32}}
+  %o, %l = seq.delta_rule %q, %q, %v, %beta
+    : (tensor<1x8x2x16xbf16>, tensor<1x8x2x16xbf16>, tensor<1x8x4x8xbf16>, tensor<1x8x4xbf16>)
+      -> (tensor<1x8x4x8xbf16>, tensor<1x4x16x8xbf16>)
+  return
+}
+
+// -----
+
+func.func @delta_misspelled(%q: tensor<1x8x2x16xf32>, %v: tensor<1x8x4x8xf32>, %beta: tensor<1x8x4xf32>) {
+  // expected-error @+1 {{'seq.delta_rule' op has no attribute 'qk_l2_norm' (did you mean 'qk_l2norm'?)}}
+  %o, %l = seq.delta_rule %q, %q, %v, %beta {qk_l2_norm = true}
+    : (tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x4x8xf32>, tensor<1x8x4xf32>)
+      -> (tensor<1x8x4x8xf32>, tensor<1x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @gdr_decay_shape(%q: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x8xf32>, %g: tensor<1x8x2xf32>) {
+  // expected-error @+1 {{'seq.generalized_delta_rule' op decay must have rank 4 (B x T x H x K) but has rank 3}}
+  %o, %l = seq.generalized_delta_rule %q, %q, %v, %q, %q decay(%g)
+    : (tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x8xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2xf32>)
+      -> (tensor<1x8x2x8xf32>, tensor<1x2x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @gdr_low_rank_keys(%q: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x8xf32>, %a: tensor<1x8x2x8xf32>) {
+  // expected-error @+1 {{'seq.generalized_delta_rule' op dimension 3 (K) of a is 8 but q has 16}}
+  %o, %l = seq.generalized_delta_rule %q, %q, %v, %a, %q
+    : (tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x8xf32>, tensor<1x8x2x8xf32>, tensor<1x8x2x16xf32>)
+      -> (tensor<1x8x2x8xf32>, tensor<1x2x16x8xf32>)
   return
 }

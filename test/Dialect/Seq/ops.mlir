@@ -133,6 +133,12 @@ func.func @linear_attention(%q: tensor<2x32x4x16xf32>, %k: tensor<2x32x4x16xf32>
   %o3, %l3 = seq.linear_attention %q, %k, %v decay(%gk) {chunk_size = 16 : i64}
     : (tensor<2x32x4x16xf32>, tensor<2x32x4x16xf32>, tensor<2x32x4x8xf32>, tensor<2x32x4x16xf32>)
       -> (tensor<2x32x4x8xf32>, tensor<2x4x16x8xf32>)
+  // RWKV-6: a per-key decay and the bonus.
+  // CHECK: seq.linear_attention %{{.*}}, %{{.*}}, %{{.*}} decay(%{{.*}}) bonus(%{{.*}}) init(%{{.*}}) : (tensor<2x32x4x16xf32>, tensor<2x32x4x16xf32>, tensor<2x32x4x8xf32>, tensor<2x32x4x16xf32>, tensor<4x16xf32>, tensor<2x4x16x8xf32>)
+  %u = tensor.empty() : tensor<4x16xf32>
+  %o5, %l5 = seq.linear_attention %q, %k, %v decay(%gk) bonus(%u) init(%S0)
+    : (tensor<2x32x4x16xf32>, tensor<2x32x4x16xf32>, tensor<2x32x4x8xf32>, tensor<2x32x4x16xf32>, tensor<4x16xf32>, tensor<2x4x16x8xf32>)
+      -> (tensor<2x32x4x8xf32>, tensor<2x4x16x8xf32>)
   // Non-causal, normalized, ReLU features.
   // CHECK: seq.linear_attention %{{.*}}, %{{.*}}, %{{.*}} {causal = false, eps = 1.000000e-03 : f32, feature_map = #seq.feature_map<relu>, normalize = true}
   %o4, %l4 = seq.linear_attention %q, %k, %v {feature_map = #seq.feature_map<relu>, causal = false, normalize = true, eps = 1.0e-3 : f32}
@@ -201,5 +207,35 @@ func.func @moe_ffn(%x: tensor<32x16xf32>, %w: tensor<32x2xf32>, %idx: tensor<32x
   %y2, %load2 = seq.moe_ffn %x, %w, %idx, %wu, %wd {activation = #seq.activation<gelu>}
     : (tensor<32x16xf32>, tensor<32x2xf32>, tensor<32x2xi32>, tensor<8x16x24xf32>, tensor<8x24x16xf32>)
       -> (tensor<32x16xf32>, tensor<8xi64>)
+  return
+}
+
+// CHECK-LABEL: func @delta_rule
+func.func @delta_rule(%q: tensor<2x32x2x16xf32>, %v: tensor<2x32x4x8xf32>, %beta: tensor<2x32x4xf32>,
+                      %gk: tensor<2x32x4x16xf32>, %S0: tensor<2x4x16x8xf32>) {
+  // Gated DeltaNet with grouped value heads (HV = 4, H = 2).
+  // CHECK: seq.delta_rule %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} decay(%{{.*}}) init(%{{.*}}) {qk_l2norm = true, scale = 2.500000e-01 : f32} : (tensor<2x32x2x16xf32>, tensor<2x32x2x16xf32>, tensor<2x32x4x8xf32>, tensor<2x32x4xf32>, tensor<2x32x4xf32>, tensor<2x4x16x8xf32>) -> (tensor<2x32x4x8xf32>, tensor<2x4x16x8xf32>)
+  %o, %last = seq.delta_rule %q, %q, %v, %beta decay(%beta) init(%S0)
+    {qk_l2norm = true, scale = 0.25 : f32, eps = 1.0e-06 : f32}
+    : (tensor<2x32x2x16xf32>, tensor<2x32x2x16xf32>, tensor<2x32x4x8xf32>, tensor<2x32x4xf32>, tensor<2x32x4xf32>, tensor<2x4x16x8xf32>)
+      -> (tensor<2x32x4x8xf32>, tensor<2x4x16x8xf32>)
+  // KDA's per-key decay; DeltaNet without one.
+  // CHECK: seq.delta_rule %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} decay(%{{.*}}) {chunk_size = 64 : i64} : (tensor<2x32x2x16xf32>, tensor<2x32x2x16xf32>, tensor<2x32x4x8xf32>, tensor<2x32x4xf32>, tensor<2x32x4x16xf32>)
+  %o2, %l2 = seq.delta_rule %q, %q, %v, %beta decay(%gk) {chunk_size = 64 : i64}
+    : (tensor<2x32x2x16xf32>, tensor<2x32x2x16xf32>, tensor<2x32x4x8xf32>, tensor<2x32x4xf32>, tensor<2x32x4x16xf32>)
+      -> (tensor<2x32x4x8xf32>, tensor<2x4x16x8xf32>)
+  // CHECK: seq.delta_rule %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x32x2x16xf32>, tensor<2x32x2x16xf32>, tensor<2x32x4x8xf32>, tensor<2x32x4xf32>) -> (tensor<2x32x4x8xf32>, tensor<2x4x16x8xf32>)
+  %o3, %l3 = seq.delta_rule %q, %q, %v, %beta
+    : (tensor<2x32x2x16xf32>, tensor<2x32x2x16xf32>, tensor<2x32x4x8xf32>, tensor<2x32x4xf32>)
+      -> (tensor<2x32x4x8xf32>, tensor<2x4x16x8xf32>)
+  return
+}
+
+// CHECK-LABEL: func @generalized_delta_rule
+func.func @generalized_delta_rule(%q: tensor<1x16x2x8xf32>, %v: tensor<1x16x2x4xf32>, %S0: tensor<1x2x8x4xf32>) {
+  // CHECK: seq.generalized_delta_rule %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} decay(%{{.*}}) init(%{{.*}}) {scale = 5.000000e-01 : f32} : (tensor<1x16x2x8xf32>, tensor<1x16x2x8xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x8xf32>, tensor<1x16x2x8xf32>, tensor<1x16x2x8xf32>, tensor<1x2x8x4xf32>) -> (tensor<1x16x2x4xf32>, tensor<1x2x8x4xf32>)
+  %o, %last = seq.generalized_delta_rule %q, %q, %v, %q, %q decay(%q) init(%S0) {scale = 0.5 : f32}
+    : (tensor<1x16x2x8xf32>, tensor<1x16x2x8xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x8xf32>, tensor<1x16x2x8xf32>, tensor<1x16x2x8xf32>, tensor<1x2x8x4xf32>)
+      -> (tensor<1x16x2x4xf32>, tensor<1x2x8x4xf32>)
   return
 }

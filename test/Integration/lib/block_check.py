@@ -21,7 +21,8 @@ import blocks
 import weights as wgen
 
 D = 128
-FILES = {"hybrid": "hybrid_stack.mlir"}
+FILES = {"hybrid": "hybrid_stack.mlir", "qwen3next": "qwen3next_stack.mlir"}
+STACKS = ("hybrid", "qwen3next")  # (h, aux loss, states): T 100, tolerance 2e-4
 
 
 def seqc_run(path, func, weight_file, inputs, tmp, tag, extra=()):
@@ -58,6 +59,11 @@ def reference(kind, u, W, func="main"):
     if kind == "hybrid":
         out, aux, states = ref.hybrid(u, W, blocks.hybrid_layout())
         return (out, aux, *states)
+    if kind in ("gdn", "kda", "rwkv7", "rwkv6"):
+        return getattr(ref, kind)(u, W)
+    if kind == "qwen3next":
+        out, aux, states = ref.qwen3next(u, W, blocks.qwen3next_layout())
+        return (out, aux, *states)
     raise ValueError(kind)
 
 
@@ -71,6 +77,20 @@ def zero_states(kind, W):
         return [np.zeros((1, 4, 16, 32), np.float32)]
     if kind == "performer":
         return [np.zeros((1, 4, 64, 32), np.float32), np.zeros((1, 4, 64, 1), np.float32)]
+    if kind == "gdn":
+        return [np.zeros((1, 256, 3), np.float32), np.zeros((1, 4, 32, 32), np.float32)]
+    if kind == "kda":
+        return [np.zeros((1, 128, 3), np.float32)] * 3 + [np.zeros((1, 4, 32, 32), np.float32)]
+    if kind in ("rwkv7", "rwkv6"):
+        return [np.zeros((1, D), np.float32), np.zeros((1, 4, 32, 32), np.float32)]
+    if kind == "qwen3next":
+        out = []
+        for mixer, _ in blocks.qwen3next_layout():
+            if mixer == "gdn":
+                out += zero_states("gdn", W)
+            else:
+                out += [np.zeros((1, 0, 2, 32), np.float32)] * 2
+        return out
     if kind == "hybrid":
         out = []
         for mixer, _ in blocks.hybrid_layout():
@@ -86,9 +106,9 @@ def main():
     kind, examples = sys.argv[1], sys.argv[2]
     path = os.path.join(examples, FILES.get(kind, f"{kind}_block.mlir"))
     c = Checker()
-    T = 100 if kind == "hybrid" else 200
+    T = 100 if kind in STACKS else 200
     u = wgen.make_input(D, T, seed=3)
-    tol = 2e-4 if kind == "hybrid" else 1e-4
+    tol = 2e-4 if kind in STACKS else 1e-4
     with tempfile.TemporaryDirectory(prefix=f"seqc-{kind}-") as tmp:
         funcs = ["main", "deepseek"] if kind == "moe" else ["main"]
         whole = None
@@ -124,11 +144,11 @@ def main():
             res = seqc_run(path, "step", npz, [u[:, t:t + size]] + states, tmp, f"step{n}")
             t += size
             outs.append(res[0])
-            # The hybrid stack also returns its aux loss (a mean over the
+            # The stacks also return their aux loss (a mean over the
             # call's tokens, so not compared piecewise).
-            states = res[2:] if kind == "hybrid" else res[1:]
+            states = res[2:] if kind in STACKS else res[1:]
         c.close("step-by-step outputs == whole", np.concatenate(outs, axis=1), whole[0], tol)
-        first_state = 2 if kind == "hybrid" else 1
+        first_state = 2 if kind in STACKS else 1
         final = list(whole[first_state:])
         if kind == "performer":
             # @main normalizes with the op's own `normalize` and returns no

@@ -141,7 +141,12 @@ def feature_map(name, x):
 
 
 def linear_attention(q, k, v, decay=None, S0=None, feature="identity", causal=True,
-                     normalize=False, scale=1.0, eps=1e-6):
+                     normalize=False, scale=1.0, eps=1e-6, bonus=None):
+    """With `bonus` (H x K, RWKV-6's u; causal only, not with normalize) the
+    output reads the state before step t's update plus the weighted current
+    term: o_t = q'_t (S_{t-1} + diag(u) outer(k'_t, v_t))."""
+    if bonus is not None and (normalize or not causal):
+        raise ValueError("bonus takes causal = true and normalize = false")
     q, k, v = d(q), d(k), d(v)
     Bs, T, H, K = q.shape
     V = v.shape[-1]
@@ -167,11 +172,67 @@ def linear_attention(q, k, v, decay=None, S0=None, feature="identity", causal=Tr
             f = np.broadcast_to(np.exp(g[:, t])[:, :, None], (Bs, H, K))
         else:
             f = np.exp(g[:, t])
+        if bonus is not None:
+            cur = np.sum(qp[:, t] * d(bonus)[None] * kp[:, t], axis=-1)  # B H
+            o[:, t] = (np.einsum("bhk,bhkv->bhv", qp[:, t], S) +
+                       cur[..., None] * v[:, t])
         S = f[..., None] * S + kp[:, t, :, :, None] * v[:, t, :, None, :]
         z = f * z + kp[:, t]
+        if bonus is not None:
+            continue
         o[:, t] = np.einsum("bhk,bhkv->bhv", qp[:, t], S)
         if normalize:
             o[:, t] /= (np.einsum("bhk,bhk->bh", qp[:, t], z) + eps)[..., None]
+    return o, S
+
+
+def delta_rule(q, k, v, beta, g=None, S0=None, qk_l2norm=False, scale=1.0, eps=1e-6):
+    """SPEC 2.12. q, k: B T H K; v: B T HV V; beta: B T HV; g: HV, B T HV or
+    B T HV K; S0: B HV K V. Value head j reads query/key head j // (HV // H)."""
+    q, k, v, beta = d(q), d(k), d(v), d(beta)
+    Bs, T, H, K = q.shape
+    HV, V = v.shape[2], v.shape[3]
+    heads = np.arange(HV) // (HV // H)
+    if qk_l2norm:
+        q = q / np.sqrt(np.sum(q * q, axis=-1, keepdims=True) + eps)
+        k = k / np.sqrt(np.sum(k * k, axis=-1, keepdims=True) + eps)
+    qp = q[:, :, heads] * scale  # B T HV K
+    k = k[:, :, heads]
+    g = d(g)
+    S = np.zeros((Bs, HV, K, V)) if S0 is None else d(S0).copy()
+    o = np.zeros((Bs, T, HV, V))
+    for t in range(T):
+        if g is None:
+            alpha = np.ones((Bs, HV, K))
+        elif g.ndim == 1:
+            alpha = np.broadcast_to(np.exp(g)[None, :, None], (Bs, HV, K))
+        elif g.ndim == 3:
+            alpha = np.broadcast_to(np.exp(g[:, t])[:, :, None], (Bs, HV, K))
+        else:
+            alpha = np.exp(g[:, t])
+        St = alpha[..., None] * S
+        kt = k[:, t]
+        u = beta[:, t, :, None] * (v[:, t] - np.einsum("bhk,bhkv->bhv", kt, St))
+        S = St + kt[..., None] * u[:, :, None, :]
+        o[:, t] = np.einsum("bhk,bhkv->bhv", qp[:, t], S)
+    return o, S
+
+
+def generalized_delta_rule(q, k, v, a, b, g=None, S0=None, scale=1.0):
+    """SPEC 2.13. q, k, a, b, g: B T H K; v: B T H V; S0: B H K V.
+    S_t = diag(exp(g_t)) S_{t-1} + outer(b_t, a_t^T S_{t-1}) + outer(k_t, v_t)."""
+    q, k, v, a, b = d(q), d(k), d(v), d(a), d(b)
+    Bs, T, H, K = q.shape
+    V = v.shape[-1]
+    g = d(g)
+    S = np.zeros((Bs, H, K, V)) if S0 is None else d(S0).copy()
+    o = np.zeros((Bs, T, H, V))
+    for t in range(T):
+        aS = np.einsum("bhk,bhkv->bhv", a[:, t], S)
+        w = np.ones((Bs, H, K)) if g is None else np.exp(g[:, t])
+        S = (w[..., None] * S + b[:, t, :, :, None] * aS[:, :, None, :] +
+             k[:, t, :, :, None] * v[:, t, :, None, :])
+        o[:, t] = np.einsum("bhk,bhkv->bhv", q[:, t] * scale, S)
     return o, S
 
 

@@ -1,0 +1,195 @@
+//===- DeltaRecurrence.cpp - the delta rules' recurrence, described once --===//
+
+#include "Transforms/DeltaRecurrence.h"
+
+#include "Common/Kernels.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace seqc;
+
+namespace {
+/// Positions of the fixed kernel arguments (DeltaRecurrence::buffers).
+enum FixedArg { Query, Key, ValueArg, Out, Last, NumFixed };
+
+/// a * b + c on scalars (contracted where the target allows) or vectors.
+Value mulAdd(KernelBuilder &k, Value a, Value b, Value c) {
+  if (isa<VectorType>(c.getType()))
+    return k.vfma(a, b, c);
+  return k.fadd(k.fmul(a, b), c);
+}
+
+DeltaRecurrence::Decay decayOf(Value decay) {
+  if (!decay)
+    return DeltaRecurrence::Decay::None;
+  switch (cast<RankedTensorType>(decay.getType()).getRank()) {
+  case 1:
+    return DeltaRecurrence::Decay::PerHead;
+  case 3:
+    return DeltaRecurrence::Decay::PerStep;
+  default:
+    return DeltaRecurrence::Decay::PerKey;
+  }
+}
+} // namespace
+
+std::optional<DeltaRecurrence>
+DeltaRecurrence::describe(Operation *op, ImplicitLocOpBuilder &b,
+                          const DimSizes &dims) {
+  DeltaRecurrence form;
+  Value q, key, v, out, last, decay, init;
+  SmallVector<std::pair<int *, Value>> family;
+  if (auto delta = dyn_cast<seq::DeltaRuleOp>(op)) {
+    form.name = "delta_rule";
+    q = delta.getQ(), key = delta.getK(), v = delta.getV();
+    out = delta.getO(), last = delta.getLast();
+    decay = delta.getDecay(), init = delta.getInit();
+    form.l2norm = delta.getQkL2norm();
+    form.scale = delta.getScale().convertToDouble();
+    form.eps = delta.getEps().convertToDouble();
+    family.push_back({&form.betaIndex, delta.getBeta()});
+  } else if (auto dplr = dyn_cast<seq::GeneralizedDeltaRuleOp>(op)) {
+    form.name = "generalized_delta_rule";
+    form.generalized = true;
+    q = dplr.getQ(), key = dplr.getK(), v = dplr.getV();
+    out = dplr.getO(), last = dplr.getLast();
+    decay = dplr.getDecay(), init = dplr.getInit();
+    form.scale = dplr.getScale().convertToDouble();
+    family.push_back({&form.aIndex, dplr.getA()});
+    family.push_back({&form.bIndex, dplr.getB()});
+  } else {
+    return std::nullopt;
+  }
+  auto qType = cast<RankedTensorType>(q.getType());
+  auto vType = cast<RankedTensorType>(v.getType());
+  form.queryHeads = qType.getDimSize(2);
+  form.valueHeads = vType.getDimSize(2);
+  form.keyDim = qType.getDimSize(3);
+  form.valueDim = vType.getDimSize(3);
+  form.decay = decayOf(decay);
+  form.outType = out.getType();
+  form.lastType = last.getType();
+  form.buffers = {
+      readBuffer(b, q), readBuffer(b, key), readBuffer(b, v),
+      allocBuffer(b, cast<RankedTensorType>(form.outType), dims.of("o")),
+      allocBuffer(b, cast<RankedTensorType>(form.lastType), dims.of("last"))};
+  family.push_back({&form.decayIndex, decay});
+  family.push_back({&form.initIndex, init});
+  for (auto [index, value] : family) {
+    if (!value)
+      continue;
+    *index = form.buffers.size();
+    form.buffers.push_back(readBuffer(b, value));
+  }
+  return form;
+}
+
+DeltaArgs DeltaRecurrence::args(ValueRange in) const {
+  auto at = [&](int index) { return index < 0 ? Value() : in[index]; };
+  return DeltaArgs{in[Query],      in[Key],       in[ValueArg], in[Out],
+                   in[Last],       at(betaIndex), at(aIndex),   at(bIndex),
+                   at(decayIndex), at(initIndex)};
+}
+
+SmallVector<Value> DeltaRecurrence::results(ImplicitLocOpBuilder &b) const {
+  return {asTensor(b, buffers[Out], cast<RankedTensorType>(outType)),
+          asTensor(b, buffers[Last], cast<RankedTensorType>(lastType))};
+}
+
+Value DeltaRecurrence::queryHeadOf(KernelBuilder &k, const DeltaArgs &a,
+                                   Value j) const {
+  Value perHead = k.divs(k.mdim(a.value, 2), k.mdim(a.query, 2));
+  return k.divs(j, perHead);
+}
+
+DeltaStep
+DeltaRecurrence::step(KernelBuilder &k, const DeltaArgs &a, Value bi, Value t,
+                      Value j,
+                      const std::function<Value(Value)> &sumOfSquares) const {
+  DeltaStep s;
+  s.queryFactor = k.f32(scale);
+  if (l2norm) {
+    // 1 / sqrt(|x|^2 + eps), as the SPEC writes it (no max with eps).
+    auto inverseNorm = [&](Value x) {
+      return k.fdiv(k.f32(1.0), k.sqrt(k.fadd(sumOfSquares(x), k.f32(eps))));
+    };
+    s.queryFactor = k.fmul(inverseNorm(a.query), s.queryFactor);
+    s.keyFactor = inverseNorm(a.key);
+  }
+  if (a.beta)
+    s.beta = k.mload(a.beta, {bi, t, j});
+  if (decay == Decay::PerHead)
+    s.alpha = k.exp(k.mload(a.decay, {j}));
+  else if (decay == Decay::PerStep)
+    s.alpha = k.exp(k.mload(a.decay, {bi, t, j}));
+  return s;
+}
+
+DeltaRow DeltaRecurrence::row(KernelBuilder &k, const ChannelRun &run,
+                              const DeltaArgs &a, const DeltaStep &step,
+                              Value bi, Value t, Value j, Value h,
+                              Value r) const {
+  DeltaRow row;
+  row.query =
+      k.fmul(run.load(a.query, {bi, t, h, r}), run.broadcast(step.queryFactor));
+  row.key = run.load(a.key, {bi, t, h, r});
+  if (step.keyFactor)
+    row.key = k.fmul(row.key, run.broadcast(step.keyFactor));
+  if (decay == Decay::PerKey)
+    row.alpha = k.exp(run.load(a.decay, {bi, t, j, r}));
+  else if (step.alpha)
+    row.alpha = run.broadcast(step.alpha);
+  if (generalized) {
+    row.a = run.load(a.a, {bi, t, h, r});
+    row.b = run.load(a.b, {bi, t, h, r});
+  } else {
+    // S~^T k reads the decayed state: a = alpha o k.
+    row.a = row.alpha ? k.fmul(row.alpha, row.key) : row.key;
+  }
+  return row;
+}
+
+SmallVector<Value>
+DeltaRecurrence::emitColumnStep(KernelBuilder &k, ArrayRef<ColumnRun> runs,
+                                const std::function<DeltaRow(Value)> &rows,
+                                const std::function<Value(Value)> &broadcast,
+                                const DeltaStep &step, Value K) const {
+  // Pass 1: p = sum_r a_r S[r, :], one independent sum per run.
+  SmallVector<Value> zeros;
+  for (const ColumnRun &run : runs)
+    zeros.push_back(k.like(run.value, 0.0));
+  SmallVector<Value> p = k.loop(K, zeros, [&](Value r, ValueRange acc) {
+    Value ar = broadcast(rows(r).a);
+    SmallVector<Value> next;
+    for (auto [run, sum] : llvm::zip(runs, acc))
+      next.push_back(mulAdd(k, ar, run.loadState(r), sum));
+    return next;
+  });
+  // What every row takes of k_r: beta (v - p) (the delta rule's
+  // correction) or v itself.
+  SmallVector<Value> write;
+  for (auto [run, sum] : llvm::zip(runs, p))
+    write.push_back(generalized
+                        ? run.value
+                        : k.fmul(broadcast(step.beta), k.fsub(run.value, sum)));
+  // Pass 2: S[r, :] = alpha_r S[r, :] + k_r u (+ b_r p); o = sum_r q'_r S.
+  return k.loop(K, zeros, [&](Value r, ValueRange acc) {
+    DeltaRow coeff = rows(r);
+    Value alpha = coeff.alpha ? broadcast(coeff.alpha) : Value();
+    Value key = broadcast(coeff.key), query = broadcast(coeff.query);
+    Value lowRank = coeff.b ? broadcast(coeff.b) : Value();
+    SmallVector<Value> next;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      Value s = runs[i].loadState(r);
+      if (alpha)
+        s = k.fmul(alpha, s);
+      s = mulAdd(k, key, write[i], s);
+      if (lowRank)
+        s = mulAdd(k, lowRank, p[i], s);
+      runs[i].storeState(r, s);
+      next.push_back(mulAdd(k, query, s, acc[i]));
+    }
+    return next;
+  });
+}

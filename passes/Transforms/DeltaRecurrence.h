@@ -1,0 +1,133 @@
+//===- DeltaRecurrence.h - the delta rules' recurrence, described once -*-===//
+//
+// seq.delta_rule and seq.generalized_delta_rule update a K x V state per
+// (batch, value head) by whole rows, reading it one column at a time, so
+// both are one recurrence over runs of state columns:
+//
+//   pass 1   p = sum_r a_r S[r, :]                  (one value per column)
+//   pass 2   S[r, :] = alpha_r S[r, :] + k_r u + b_r p
+//            o = sum_r q'_r S[r, :]
+//
+//   family                 a_r          u               b_r
+//   delta_rule             alpha_r k_r  beta (v - p)    0    (p = S~^T k)
+//   generalized_delta_rule a_r          v               b_r  (p = a^T S)
+//
+// with q' and k the (L2-normed) query and key, q' scaled. A family is
+// described here once (its operands' roles, its step and row
+// coefficients, the column update); a target supplies how it holds the
+// state and which columns one of its threads owns: a CPU task a few
+// vectors of columns of a stack state, a GPU thread one column in global
+// memory (CPU/CpuDeltaRule.cpp, GPU/GpuDeltaRule.cpp). The chunked form
+// of the delta rule (ChunkedForm.h, CHUNKED.md) is the long-sequence plan
+// where a target has it; this recurrence is the plan for decode, for
+// per-key decays (KDA) and for the generalized rule.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SEQC_PASSES_TRANSFORMS_DELTARECURRENCE_H
+#define SEQC_PASSES_TRANSFORMS_DELTARECURRENCE_H
+
+#include "Common/KernelBuilder.h"
+#include "Transforms/ChunkedForm.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <functional>
+
+namespace seqc {
+
+/// A kernel's view of a delta-rule op's buffers by role; optional ones and
+/// those of the other family are null.
+struct DeltaArgs {
+  Value query, key, value, out, last;
+  Value beta; ///< delta_rule
+  Value a, b; ///< generalized_delta_rule
+  Value decay, init;
+};
+
+/// A step's scalars, shared by its rows.
+struct DeltaStep {
+  /// q' = q * queryFactor (scale, over |q| with qk_l2norm).
+  Value queryFactor;
+  /// k = k * keyFactor with qk_l2norm; null: the key as it is.
+  Value keyFactor;
+  /// The write strength beta_t (delta_rule).
+  Value beta;
+  /// exp(g_t) for a decay per head or step; null: none or per key.
+  Value alpha;
+};
+
+/// One row's (or one run of rows') coefficients of a step.
+struct DeltaRow {
+  Value query, key;
+  Value alpha; ///< null: 1
+  Value a;
+  Value b; ///< null: no low-rank term (delta_rule)
+};
+
+/// A run of state columns a target updates together (a vector of them on
+/// the CPU, one on the GPU).
+struct ColumnRun {
+  std::function<Value(Value row)> loadState;
+  std::function<void(Value row, Value s)> storeState;
+  /// v_t of these columns.
+  Value value;
+};
+
+class DeltaRecurrence {
+public:
+  enum class Decay { None, PerHead, PerStep, PerKey };
+
+  /// The recurrence of `op` (seq.delta_rule or seq.generalized_delta_rule):
+  /// reads its operands' buffers and allocates its results' at `b`; none
+  /// for other ops.
+  static std::optional<DeltaRecurrence> describe(mlir::Operation *op,
+                                                 mlir::ImplicitLocOpBuilder &b,
+                                                 const DimSizes &dims);
+
+  /// The kernels' name prefix ("delta_rule", "generalized_delta_rule").
+  std::string name;
+  bool generalized = false;
+  /// Query/key heads and value heads (kDynamic when not static).
+  int64_t queryHeads = 0, valueHeads = 0;
+  int64_t keyDim = 0, valueDim = 0;
+  Decay decay = Decay::None;
+  bool l2norm = false;
+  double scale = 1.0, eps = 0.0;
+
+  /// The kernels' arguments: q, k, v, out, last, then the family's
+  /// operands that are present.
+  llvm::SmallVector<Value> buffers;
+  DeltaArgs args(ValueRange in) const;
+  /// The op's results, from the out and last buffers.
+  llvm::SmallVector<Value> results(mlir::ImplicitLocOpBuilder &b) const;
+
+  /// The query/key head of value head j.
+  Value queryHeadOf(KernelBuilder &k, const DeltaArgs &a, Value j) const;
+  /// Step t's scalars for value head j (query head h); `sumOfSquares(x)`
+  /// is the target's |x[bi, t, h, :]|^2 over K (for qk_l2norm).
+  DeltaStep step(KernelBuilder &k, const DeltaArgs &a, Value bi, Value t,
+                 Value j,
+                 const std::function<Value(Value)> &sumOfSquares) const;
+  /// The coefficients of rows [r, ...) of step t, loaded through `run`
+  /// (ChannelRun: scalars or vectors of rows).
+  DeltaRow row(KernelBuilder &k, const ChannelRun &run, const DeltaArgs &a,
+               const DeltaStep &step, Value bi, Value t, Value j, Value h,
+               Value r) const;
+  /// One step of the columns `runs`: both passes over rows [0, K) with
+  /// rows(r) the coefficients of row r as scalars, broadcast(x) a scalar
+  /// as a run. Returns o_t of each run.
+  llvm::SmallVector<Value>
+  emitColumnStep(KernelBuilder &k, llvm::ArrayRef<ColumnRun> runs,
+                 const std::function<DeltaRow(Value)> &rows,
+                 const std::function<Value(Value)> &broadcast,
+                 const DeltaStep &step, Value K) const;
+
+private:
+  int betaIndex = -1, aIndex = -1, bIndex = -1, decayIndex = -1, initIndex = -1;
+  mlir::Type outType, lastType;
+};
+
+} // namespace seqc
+
+#endif // SEQC_PASSES_TRANSFORMS_DELTARECURRENCE_H
