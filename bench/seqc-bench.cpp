@@ -42,7 +42,10 @@ using namespace seqc::bench;
 namespace seqc {
 // The strategy's chunk-size model on the host (passes/Transforms/Strategy.h,
 // which pulls in MLIR headers this benchmark does not otherwise need).
-int64_t hostModelChunkSize(int64_t stateDim, int64_t valueDim);
+// In the order of Strategy.h's ChunkedFamily.
+enum class ChunkedFamily { Ssd, LinearAttention, DeltaRule };
+int64_t hostModelChunkSize(ChunkedFamily family, int64_t stateDim,
+                           int64_t valueDim);
 } // namespace seqc
 
 namespace {
@@ -173,6 +176,9 @@ struct Case {
   double bytes = 0; // bytes that must move, for memory-bound ops
   int64_t intRange = 4;
   bool reference = true;
+  /// Maps f32 input `index`'s uniform [-1, 1) values into the range the op
+  /// expects (a log decay <= 0, a beta in (0, 1)); null: as drawn.
+  std::function<float(size_t index, float x)> shapeInput;
 };
 
 std::string tensorType(std::vector<int64_t> shape, const char *elt = "f32") {
@@ -240,14 +246,21 @@ struct Inputs {
   std::vector<TensorView> views;
 };
 
-Inputs makeInputs(const FunctionSignature &sig, int64_t intRange) {
+Inputs makeInputs(const FunctionSignature &sig, int64_t intRange,
+                  const std::function<float(size_t, float)> &shape = {}) {
   Inputs in;
   for (size_t i = 0; i < sig.inputs.size(); ++i) {
     Expected<Tensor> t = randomTensor(sig.inputs[i].dtype, sig.inputs[i].shape,
                                       1000 + i, intRange);
     if (!t)
       die(t.message());
-    in.tensors.push_back(t.take());
+    Tensor tensor = t.take();
+    if (shape && tensor.dtype() == DType::F32) {
+      float *x = tensor.dataAs<float>();
+      for (int64_t e = 0; e < tensor.numel(); ++e)
+        x[e] = shape(i, x[e]);
+    }
+    in.tensors.push_back(std::move(tensor));
   }
   for (Tensor &t : in.tensors)
     in.views.push_back(t.view());
@@ -378,6 +391,67 @@ int main(int argc, char **argv) {
   // AVX-512 BF16 products yet), against their f32 forms above.
   add(ssdCase("ssd_bf16", 0, seqT, "bf16"));
   add(laCase("linear_attention_bf16", 0, seqT, "bf16"));
+  // The delta rules at the shape (B1 H16 K=V=64), f32, counting
+  // the 6 K V FLOPs per step and value head of the recurrence (S^T k, the
+  // rank-1 update, S^T q). q and k are L2-normed by the op; beta is in
+  // (0, 1) and the log decays in (-1, 0), so the state stays bounded.
+  auto deltaCase = [&](const std::string &name, const std::string &form,
+                       int64_t T, int64_t chunk) {
+    int64_t H = 16, K = 64, V = 64;
+    // chunk < 0: the recurrent plan, forced.
+    std::string attrs = "qk_l2norm = true, scale = 0.125 : f32";
+    if (chunk > 0)
+      attrs += ", chunk_size = " + std::to_string(chunk) + " : i64";
+    if (chunk < 0)
+      attrs += ", seq.plan = #seq.plan<recurrent>";
+    std::vector<std::string> args{
+        tensorType({1, T, H, K}), tensorType({1, T, H, K}),
+        tensorType({1, T, H, V}), tensorType({1, T, H})};
+    args.push_back(form == "kda" ? tensorType({1, T, H, K})
+                                 : tensorType({1, T, H}));
+    std::string shape =
+        "B=1 T=" + std::to_string(T) + " H=16 K=V=64 " +
+        (form == "kda" ? "KDA decay BxTxHxK" : "Gated DeltaNet decay BxTxH");
+    if (chunk != 0)
+      shape += chunk > 0 ? " chunk " + std::to_string(chunk) : " recurrent";
+    Case c{name, shape,
+           graph("delta_rule", args,
+                 {tensorType({1, T, H, V}), tensorType({1, H, K, V})},
+                 "decay(%a4)", attrs),
+           6.0 * T * H * K * V};
+    c.shapeInput = [](size_t index, float x) {
+      if (index == 3)
+        return 0.5f + 0.45f * x; // beta
+      if (index == 4)
+        return -0.5f * (x + 1.0f); // log decay
+      return x;
+    };
+    return c;
+  };
+  auto rwkv7Case = [&](int64_t T) {
+    int64_t H = 16, K = 64, V = 64;
+    std::string t = tensorType({1, T, H, K});
+    Case c{"rwkv7", "B=1 T=" + std::to_string(T) + " H=16 K=V=64 DPLR",
+           graph("generalized_delta_rule",
+                 {t, t, tensorType({1, T, H, V}), t, t, t},
+                 {tensorType({1, T, H, V}), tensorType({1, H, K, V})},
+                 "decay(%a5)", "scale = 0.125 : f32"),
+           8.0 * T * H * K * V};
+    // k, a, b small (|a| |b| K < 1 keeps the DPLR transition contracting),
+    // log decays in (-1, 0).
+    c.shapeInput = [](size_t index, float x) {
+      if (index == 1 || index == 3 || index == 4)
+        return 0.1f * x;
+      if (index == 5)
+        return -0.5f * (x + 1.0f);
+      return x;
+    };
+    return c;
+  };
+  add(deltaCase("delta_rule", "gdn", seqT, 0));
+  add(deltaCase("delta_rule_recurrent", "gdn", seqT, -1));
+  add(deltaCase("delta_rule_kda", "kda", seqT, 0));
+  add(rwkv7Case(seqT));
   {
     int64_t T = quick ? 512 : 2048, D = 1536, N = 16;
     add({"selective_scan",
@@ -471,7 +545,7 @@ int main(int argc, char **argv) {
   Engine engine;
   for (const Case &c : cases) {
     Function fast = compile(engine, c.mlir, false, c.name);
-    Inputs in = makeInputs(fast.signature(), c.intRange);
+    Inputs in = makeInputs(fast.signature(), c.intRange, c.shapeInput);
     Timing all = timeCalls(fast, in.views, runs);
     seqc_rt_set_num_threads(1);
     Timing one = timeCalls(fast, in.views, std::max(1, runs / 2));
@@ -512,15 +586,21 @@ int main(int argc, char **argv) {
     std::printf("\nautomatic chunk size vs fixed (median ms of %d interleaved "
                 "rounds):\n",
                 std::max(9, runs));
-    const int64_t chunks[] = {0, 32, 64, 128, 256};
-    for (int which = 0; which < 2; ++which) {
-      std::string name = which == 0 ? "ssd" : "linear_attention";
+    const char *families[] = {"ssd", "linear_attention", "delta_rule"};
+    for (int which = 0; which < 3; ++which) {
+      std::string name = families[which];
+      // 0: the cost model's choice; -1 (the delta rule): the recurrence.
+      std::vector<int64_t> chunks{0, 16, 32, 64, 128};
+      if (which == 2)
+        chunks.push_back(-1);
       std::vector<Function> fns;
       std::vector<Inputs> ins;
       for (int64_t q : chunks) {
-        Case c = which == 0 ? ssdCase(name, q, seqT) : laCase(name, q, seqT);
+        Case c = which == 0   ? ssdCase(name, q, seqT)
+                 : which == 1 ? laCase(name, q, seqT)
+                              : deltaCase(name, "gdn", seqT, q);
         fns.push_back(compile(engine, c.mlir, false, c.name));
-        ins.push_back(makeInputs(fns.back().signature(), 4));
+        ins.push_back(makeInputs(fns.back().signature(), 4, c.shapeInput));
         if (auto warm = fns.back().call(ins.back().views); !warm)
           die(warm.message());
       }
@@ -535,15 +615,19 @@ int main(int argc, char **argv) {
         }
       // The state the cost model sees: N x P for ssd, K x V otherwise.
       int64_t chosen =
-          which == 0 ? hostModelChunkSize(128, 64) : hostModelChunkSize(64, 64);
+          which == 0
+              ? hostModelChunkSize(ChunkedFamily::Ssd, 128, 64)
+              : hostModelChunkSize(static_cast<ChunkedFamily>(which), 64, 64);
       std::printf("  %-18s", name.c_str());
       double autoMs = median(times[0]), best = 1e30;
       for (size_t i = 0; i < fns.size(); ++i) {
         double ms = median(times[i]);
         if (i > 0)
           best = std::min(best, ms);
-        std::printf(" %s=%.2f",
-                    i == 0 ? "auto" : std::to_string(chunks[i]).c_str(), ms);
+        std::string label = i == 0          ? "auto"
+                            : chunks[i] < 0 ? "recurrent"
+                                            : std::to_string(chunks[i]);
+        std::printf(" %s=%.2f", label.c_str(), ms);
       }
       std::printf("  auto/best=%.2f (auto chose %lld)\n", autoMs / best,
                   static_cast<long long>(chosen));

@@ -6,6 +6,10 @@
 //
 //   decay      cs_i = g_0 + ... + g_i, w_i                     (stack)
 //   pack       q'_c, k'_c, v_c rows, contiguous                (stack)
+//   delta      v_c = U0 - W S (the delta rule's WY transform:   (stack)
+//              A = strictly lower beta_i L o k'k'^T, then
+//              (I + A) [W | U0] = diag(beta) [exp(cs) o k' | v_c]
+//              by forward substitution)
 //   intra      M = L o q'k'^T o w (j <= i);  Y = M v_c
 //   inter      Y += (exp(cs) o q') S
 //   state      S = exp(cs_Q) S + (exp(cs_Q - cs) o w o k')^T v_c
@@ -41,6 +45,8 @@ struct ChunkTiles {
   Value keyT;           // k'_c^T [K x Qpad], without shared scores
   Value scores;         // M [Q x Qpad]
   Value values, output; // v_c, Y [Q x Vx]
+  // The delta rule's: beta per step [Qpad], -A [Q x Qpad] and -W [Q x K].
+  Value beta, transition, weights;
 };
 
 /// A task's position: its batch, head, and the current chunk.
@@ -126,10 +132,17 @@ private:
                      form.weighted ? k.stackBuffer({Qpad}) : Value(),
                      k.stackBuffer({Q, K}),
                      k.stackBuffer({Q, K}),
-                     sharedScores() ? Value() : k.stackBuffer({K, Qpad}),
+                     sharedScores() && !form.deltaTransition
+                         ? Value()
+                         : k.stackBuffer({K, Qpad}),
                      k.stackBuffer({Q, Qpad}),
                      k.stackBuffer({Q, Vx}),
                      k.stackBuffer({Q, Vx})};
+    if (form.deltaTransition) {
+      tiles.beta = k.stackBuffer({Qpad});
+      tiles.transition = k.stackBuffer({Q, Qpad});
+      tiles.weights = k.stackBuffer({Q, K});
+    }
     loadState(k, a, bi, h, tiles.state);
     Value nChunks = k.divs(k.add(nT, k.idx(Q - 1)), k.idx(Q));
     k.forEach(k.idx(0), nChunks, k.idx(1), [&](Value c) {
@@ -137,6 +150,8 @@ private:
       ChunkPosition at{bi, h, c, t0, k.mins(k.idx(Q), k.sub(nT, t0))};
       Value csLast = chunkDecay(k, a, at, tiles);
       packChunk(k, a, at, tiles);
+      if (form.deltaTransition)
+        deltaValues(k, at, tiles);
       intraChunk(k, a, at, tiles, sharedScoresBuf);
       interChunk(k, at, tiles);
       passState(k, at, tiles, csLast);
@@ -158,6 +173,8 @@ private:
       StepCoefficients step = form.step(k, a, at.bi, k.add(at.t0, i), at.h);
       if (form.weighted)
         k.mstore(step.weight, tiles.weight, {i});
+      if (form.deltaTransition)
+        k.mstore(step.writeStrength, tiles.beta, {i});
       Value cs = step.logDecay ? k.fadd(cum[0], step.logDecay) : cum[0];
       k.mstore(cs, tiles.cs, {i});
       return SmallVector<Value>{cs};
@@ -175,6 +192,100 @@ private:
     packRows(k, target, rows, len, K, dst, [&](Value v, Value) {
       return isQuery ? form.mapQuery(k, v) : form.mapKey(k, v);
     });
+    if (form.normalizeRows)
+      normalizeRows(k, dst, len, isQuery ? form.queryScale : 1.0);
+  }
+
+  /// Rows [0, rows) of `m` [rows x K] divided by sqrt(|row|^2 + eps), then
+  /// times `scale`.
+  void normalizeRows(KernelBuilder &k, Value m, Value rows,
+                     double scale) const {
+    scaleRows(k, m, rows, K, [&](Value r) {
+      Value sum = k.vconst(0.0, lanes);
+      for (int64_t c0 = 0; c0 < K; c0 += lanes) {
+        Value e = k.vloadMasked(m, {r, k.idx(c0)}, lanes,
+                                k.vmask(k.idx(K - c0), lanes));
+        sum = k.vfma(e, e, sum);
+      }
+      Value norm = k.sqrt(k.fadd(k.hsum(sum), k.f32(form.rowEps)));
+      return k.fdiv(k.f32(scale), norm);
+    });
+  }
+
+  /// The delta rule's values: v_c = U0 - W S, with -A, -W and U0 solved
+  /// in place (CHUNKED.md): the chunk's own writes correct one another
+  /// through the unit lower triangular I + A, which never divides.
+  void deltaValues(KernelBuilder &k, const ChunkPosition &at,
+                   const ChunkTiles &tiles) const {
+    // -A[i, j] = -beta_i exp(cs_i - cs_j) k'_i . k'_j for j < i.
+    emitGemm(k, target, {at.len, at.len, k.idx(K)}, rowMajor(tiles.key),
+             rowMajor(tiles.keyT), rowMajor(tiles.transition),
+             GemmMode::Overwrite);
+    Value iota = k.viota(lanes);
+    k.forEach(k.idx(0), at.len, k.idx(1), [&](Value i) {
+      Value csI = k.splat(k.mload(tiles.cs, {i}), lanes);
+      Value minusBeta = k.splat(k.fneg(k.mload(tiles.beta, {i})), lanes);
+      Value iSplat = k.splat(i, lanes);
+      for (int64_t j0 = 0; j0 < Qpad; j0 += lanes) {
+        Value j = k.idx(j0);
+        Value cols =
+            arith::AddIOp::create(k.builder(), iota, k.splat(j, lanes));
+        Value below = k.cmp(CmpIPredicate::ult, cols, iSplat);
+        Value l = k.exp(k.fsub(csI, k.vload(tiles.cs, {j}, lanes)));
+        Value a = k.fmul(k.fmul(minusBeta, l),
+                         k.vload(tiles.transition, {i, j}, lanes));
+        k.vstore(k.select(below, a, k.vconst(0.0, lanes)), tiles.transition,
+                 {i, j});
+      }
+    });
+    // Right-hand sides -beta exp(cs) o k' and beta v_c, then the solve.
+    packRows(k, target, rowMajor(tiles.key), at.len, K, tiles.weights,
+             [&](Value v, Value i) {
+               Value f = k.fmul(k.fneg(k.mload(tiles.beta, {i})),
+                                k.exp(k.mload(tiles.cs, {i})));
+               return k.fmul(v, k.splat(f, lanes));
+             });
+    scaleRows(k, tiles.values, at.len, V,
+              [&](Value i) { return k.mload(tiles.beta, {i}); });
+    forwardSubstitute(k, tiles.transition, at.len, tiles.weights, K);
+    forwardSubstitute(k, tiles.transition, at.len, tiles.values, V);
+    // v_c = U0 + (-W) S.
+    emitGemm(k, target, {at.len, k.idx(V), k.idx(K)}, rowMajor(tiles.weights),
+             rowMajor(tiles.state), rowMajor(tiles.values),
+             GemmMode::Accumulate);
+  }
+
+  /// X <- (I - N)^-1 X for N = `negLower` (strictly lower, Q x Qpad), rows
+  /// [0, len) of X [len x cols]: X_i += sum_{j<i} N[i, j] X_j in order,
+  /// kColumnVectors vectors of a row at a time.
+  void forwardSubstitute(KernelBuilder &k, Value negLower, Value len, Value x,
+                         int64_t cols) const {
+    constexpr int64_t kColumnVectors = 4;
+    for (int64_t c0 = 0; c0 < cols; c0 += kColumnVectors * lanes) {
+      SmallVector<Value> masks;
+      for (int64_t v0 = c0; v0 < std::min(cols, c0 + kColumnVectors * lanes);
+           v0 += lanes)
+        masks.push_back(k.vmask(k.idx(cols - v0), lanes));
+      k.forEach(k.idx(1), len, k.idx(1), [&](Value i) {
+        SmallVector<Value> rows;
+        for (auto [n, mask] : llvm::enumerate(masks))
+          rows.push_back(k.vloadMasked(x, {i, k.idx(c0 + int64_t(n) * lanes)},
+                                       lanes, mask));
+        rows = k.loop(k.idx(0), i, rows, [&](Value j, ValueRange acc) {
+          Value n = k.splat(k.mload(negLower, {i, j}), lanes);
+          SmallVector<Value> next;
+          for (auto [m, mask] : llvm::enumerate(masks))
+            next.push_back(
+                k.vfma(n,
+                       k.vloadMasked(x, {j, k.idx(c0 + int64_t(m) * lanes)},
+                                     lanes, mask),
+                       acc[m]));
+          return next;
+        });
+        for (auto [n, mask] : llvm::enumerate(masks))
+          k.vstoreMasked(rows[n], x, {i, k.idx(c0 + int64_t(n) * lanes)}, mask);
+      });
+    }
   }
 
   /// q'_c, k'_c (and k'_c^T) and v_c, contiguous: a head's rows in [B, T,

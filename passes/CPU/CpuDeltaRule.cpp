@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CPU/CpuChunked.h"
 #include "CPU/CpuPatterns.h"
 #include "CPU/Gemm.h"
 #include "Transforms/DeltaRecurrence.h"
@@ -182,15 +183,32 @@ template <typename OpTy> struct CpuDeltaRule : OpRewritePattern<OpTy> {
     if (ShapedType::isDynamic(qType.getDimSize(3)) ||
         ShapedType::isDynamic(vType.getDimSize(3)))
       return rewriter.notifyMatchFailure(op, "needs static K and V");
+    std::optional<seq::PlanAttr> chunked;
     if constexpr (std::is_same_v<OpTy, seq::DeltaRuleOp>) {
       FailureOr<seq::PlanAttr> plan =
           followPlan(op, target.describe(), rewriter);
       if (failed(plan))
         return failure();
+      if (plan->getKind() == seq::PlanKind::chunked)
+        chunked = *plan;
+    }
+    // The chunked kernel's tasks are (batch, value head) pairs of static
+    // heads; with dynamic ones the recurrence runs, and says so.
+    if (chunked && (ShapedType::isDynamic(qType.getDimSize(2)) ||
+                    ShapedType::isDynamic(vType.getDimSize(2)))) {
+      op.emitRemark() << "the CPU's chunked delta rule needs static H and "
+                         "HV: the recurrence runs instead";
+      chunked.reset();
     }
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
+    if (chunked) {
+      ChunkedForm form = *ChunkedForm::describe(op, b, dims);
+      emitCpuChunked(b, kb, target, form, dims["B"], chunked->getChunk());
+      rewriter.replaceOp(op, form.results(b));
+      return success();
+    }
     DeltaRecurrence form = *DeltaRecurrence::describe(op, b, dims);
     CpuDeltaRecurrence(target, form).emit(b, kb, dims["B"]);
     rewriter.replaceOp(op, form.results(b));

@@ -28,6 +28,8 @@ std::optional<ChunkedForm> ChunkedForm::describe(Operation *op,
     return ssd(op, b, dims);
   if (isa<seq::LinearAttentionOp>(op))
     return linearAttention(op, b, dims);
+  if (isa<seq::DeltaRuleOp>(op))
+    return deltaRule(op, b, dims);
   return std::nullopt;
 }
 
@@ -241,6 +243,67 @@ ChunkedForm ChunkedForm::linearAttention(Operation *op, ImplicitLocOpBuilder &b,
     Value g = rank == 1 ? k.mload(a.family[LaDecay], {h})
                         : k.mload(a.family[LaDecay], {bi, t, h});
     return StepCoefficients{g, Value()};
+  };
+  return form;
+}
+
+//===----------------------------------------------------------------------===//
+// seq.delta_rule: q' = q/|q| scale and k/|k| (qk_l2norm; per group of value
+// heads), v; g = the log decay (none, per head or per (batch, step, head)),
+// w = 1, and the write strength beta of the WY transform.
+//===----------------------------------------------------------------------===//
+
+namespace {
+enum DeltaRuleSlot { DeltaBeta, DeltaDecay };
+} // namespace
+
+ChunkedForm ChunkedForm::deltaRule(Operation *op, ImplicitLocOpBuilder &b,
+                                   const DimSizes &dims) {
+  auto delta = cast<seq::DeltaRuleOp>(op);
+  auto qType = cast<RankedTensorType>(delta.getQ().getType());
+  auto vType = cast<RankedTensorType>(delta.getV().getType());
+  ChunkedForm form;
+  form.name = "delta_rule";
+  form.heads = vType.getDimSize(2);
+  int64_t queryHeads = qType.getDimSize(2);
+  form.headsPerGroup =
+      ShapedType::isDynamic(form.heads) || ShapedType::isDynamic(queryHeads)
+          ? ShapedType::kDynamic
+          : form.heads / queryHeads;
+  form.keyDim = qType.getDimSize(3);
+  form.valueDim = vType.getDimSize(3);
+  form.deltaTransition = true;
+  double scale = delta.getScale().convertToDouble();
+  if (delta.getQkL2norm()) {
+    form.normalizeRows = true;
+    form.rowEps = delta.getEps().convertToDouble();
+    form.queryScale = scale;
+  } else if (scale != 1.0) {
+    form.queryMap = [scale](KernelBuilder &k, Value q) {
+      return k.fmul(q, k.like(q, scale));
+    };
+  }
+  form.setRoles(b, dims, delta.getQ(), delta.getK(), delta.getV(), delta.getO(),
+                "o", delta.getLast(), delta.getInit());
+  form.familyIndex.assign(DeltaDecay + 1, -1);
+  form.addFamilyOperand(DeltaBeta, readBuffer(b, delta.getBeta()));
+  int64_t rank = 0;
+  if (Value decay = delta.getDecay()) {
+    form.addFamilyOperand(DeltaDecay, readBuffer(b, decay));
+    rank = cast<RankedTensorType>(decay.getType()).getRank();
+    // A per-key decay (KDA) has no chunked kernel yet: the strategy plans
+    // it recurrent (Transforms/DeltaRecurrence.h).
+    form.decay = rank == 4 ? Decay::PerKey : Decay::PerStep;
+  }
+  form.stepFn = [rank](KernelBuilder &k, const ChunkedArgs &a, Value bi,
+                       Value t, Value h) {
+    StepCoefficients step;
+    step.writeStrength = k.mload(a.family[DeltaBeta], {bi, t, h});
+    if (rank == 1)
+      step.logDecay = k.mload(a.family[DeltaDecay], {h});
+    else if (rank == 3)
+      step.logDecay = k.mload(a.family[DeltaDecay], {bi, t, h});
+    return step;
   };
   return form;
 }

@@ -26,6 +26,17 @@
 //   family            q          k          v   g            w    finish
 //   seq.ssd           C (group)  B (group)  x   dt A         dt   (y+Dx)silu(z)
 //   linear_attention  phi(q) s   phi(k)     v   log decay    1    y / (q.z+eps)
+//   delta_rule        q/|q| s    k/|k|      v*  log decay    1    y
+//                     (group)    (group)
+//
+// The delta rule adds a transition inside the chunk (CHUNKED.md, the WY
+// form): its values are, per chunk, v* = U0 - W S_in with
+//
+//   A     = strictly lower  beta_i exp(cs_i - cs_j) k_i . k_j
+//   U0    = (I + A)^-1 diag(beta) V                forward substitution
+//   W     = (I + A)^-1 diag(beta) (exp(cs) o K)
+//
+// after which every phase above is unchanged.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,9 +70,10 @@ struct ChannelRun {
 };
 
 /// Step t's coefficients: its log decay g_t (null: no decay, or a per-key
-/// decay read by ChunkedForm::keyLogDecay) and its weight w_t (null: 1).
+/// decay read by ChunkedForm::keyLogDecay), its weight w_t (null: 1) and,
+/// for the delta rule, its write strength beta_t.
 struct StepCoefficients {
-  Value logDecay, weight;
+  Value logDecay, weight, writeStrength;
 };
 
 /// One chunked op in the chunked form.
@@ -73,8 +85,9 @@ public:
     PerKey,  ///< g_t[k], one per key channel (GLA)
   };
 
-  /// The form of `op` (seq.ssd or seq.linear_attention): reads its operands'
-  /// buffers and allocates its results' at `b`; null for other ops.
+  /// The form of `op` (seq.ssd, seq.linear_attention or seq.delta_rule):
+  /// reads its operands' buffers and allocates its results' at `b`; null
+  /// for other ops.
   static std::optional<ChunkedForm> describe(mlir::Operation *op,
                                              mlir::ImplicitLocOpBuilder &b,
                                              const DimSizes &dims);
@@ -98,6 +111,13 @@ public:
   /// Whether `last` and `init` are [B, H, V, K] (SSD's [B, H, P, N])
   /// rather than [B, H, K, V].
   bool stateValueMajor = false;
+  /// The delta rule's transition: values become U0 - W S_in per chunk
+  /// (StepCoefficients::writeStrength is beta_t).
+  bool deltaTransition = false;
+  /// Whether q and k rows are divided by sqrt(|row|^2 + rowEps) (over the
+  /// key channels, after their maps), q' then scaled by queryScale.
+  bool normalizeRows = false;
+  double rowEps = 0, queryScale = 1;
 
   /// The kernels' arguments: q, k, v, out, last, then init and the family's
   /// operands when present.
@@ -148,6 +168,9 @@ private:
   static ChunkedForm linearAttention(mlir::Operation *op,
                                      mlir::ImplicitLocOpBuilder &b,
                                      const DimSizes &dims);
+  static ChunkedForm deltaRule(mlir::Operation *op,
+                               mlir::ImplicitLocOpBuilder &b,
+                               const DimSizes &dims);
   /// The fixed kernel arguments: the buffers of q, k, v (and init), and new
   /// ones for the results out (shaped as the signature's `outName`) and
   /// last.

@@ -120,11 +120,22 @@ int64_t chunkWorkingSet(int64_t q, const PlanInputs &in) {
   return 4 * (q * q + q * (n + d) + n * d);
 }
 
+/// The intra-chunk work per step and value channel, in units of Q: 2 for
+/// the masked product (scores, then times the values); the delta rule
+/// adds k'k'^T, the forward substitution over [W | U0] (Q (K + V) / 2)
+/// and its product with the values, about 5 in all.
+double intraChunkCost(ChunkedFamily family) {
+  return family == ChunkedFamily::DeltaRule ? 5.0 : 2.0;
+}
+
 /// The cost model's chunk size (no hint).
 int64_t modelChunk(const PlanInputs &in, const TargetDescription &target,
                    const ChunkLimits &limits) {
-  double best = std::sqrt(target.stateCost * orOne(in.stateDim) / 2.0);
-  int64_t q = 32;
+  double best = std::sqrt(target.stateCost * orOne(in.stateDim) /
+                          intraChunkCost(in.family));
+  // The delta rule's costlier chunks make 16-step ones pay on a CPU; the
+  // others start at 32 (measured: bench/seqc-bench --only chunk).
+  int64_t q = in.family == ChunkedFamily::DeltaRule ? 16 : 32;
   while (q < 128 && 2 * q <= limits.max && q * 1.41 < best)
     q *= 2;
   if (target.kind == TargetDescription::Kind::CPU)
@@ -163,6 +174,7 @@ TargetDescription TargetDescription::cpu(int64_t vectorWidth, int64_t l1Bytes,
   t.ssdChunks = t.linearAttentionChunks = t.deltaRuleChunks =
       ChunkLimits{1, 256, 1};
   t.chunkedPerKeyDecay = false;
+  t.chunkedDeltaRule = true;
   return t;
 }
 
@@ -250,11 +262,11 @@ std::optional<seq::PlanAttr> seqc::choosePlan(Operation *op,
   return seq::PlanAttr::get(ctx, seq::PlanKind::chunked, q);
 }
 
-int64_t seqc::hostModelChunkSize(int64_t stateDim, int64_t valueDim) {
-  PlanInputs in{ChunkedFamily::Ssd, ShapedType::kDynamic, stateDim, valueDim,
-                0};
+int64_t seqc::hostModelChunkSize(ChunkedFamily family, int64_t stateDim,
+                                 int64_t valueDim) {
+  PlanInputs in{family, ShapedType::kDynamic, stateDim, valueDim, 0};
   TargetDescription host = TargetDescription::host();
-  return modelChunk(in, host, host.ssdChunks);
+  return modelChunk(in, host, host.chunkLimits(family));
 }
 
 /// Why `target`'s kernels cannot run `plan` for `op`, or "" when they can.

@@ -113,9 +113,10 @@ inline constexpr int64_t kRecurrentBelowSteps = 16;
 std::optional<seq::PlanAttr> choosePlan(mlir::Operation *op,
                                         const TargetDescription &target);
 
-/// The cost model's chunk size on the host CPU for a state of stateDim x
-/// valueDim without a hint (for the benchmark's report).
-int64_t hostModelChunkSize(int64_t stateDim, int64_t valueDim);
+/// The cost model's chunk size on the host CPU for `family` with a state of
+/// stateDim x valueDim without a hint (for the benchmark's report).
+int64_t hostModelChunkSize(ChunkedFamily family, int64_t stateDim,
+                           int64_t valueDim);
 
 /// The plan a lowering for `target` follows: `op`'s seq.plan, else
 /// choosePlan's. When the target's kernels cannot run it (a chunk size
