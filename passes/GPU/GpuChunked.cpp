@@ -64,6 +64,22 @@ public:
             : allocBuffer(b, RankedTensorType::get({dyn, dyn, dyn, dyn}, f32),
                           {Bsz, H, K, Vx});
     Value blocks = kb.mul(kb.mul(Bsz, H), nChunks);
+    if (form.deltaTransition) {
+      // The delta rule: W and U0 per chunk (in parallel), then the chunks
+      // in order turn U0 into v* = U0 - W S_in and pass the state on, then
+      // the outputs as for linear attention, from v*.
+      Value weights =
+          allocBuffer(b, RankedTensorType::get({dyn, dyn, dyn, Q, dyn}, f32),
+                      {Bsz, H, nChunks, kb.idx(Q), K});
+      Value newValues =
+          allocBuffer(b, RankedTensorType::get({dyn, dyn, dyn, Q, dyn}, f32),
+                      {Bsz, H, nChunks, kb.idx(Q), V});
+      emitDeltaWeights(b, blocks, weights, newValues, decays);
+      emitDeltaStatePassing(b, kb.mul(Bsz, H), weights, newValues, states,
+                            decays);
+      emitChunkOutputs(b, blocks, states, Vx, newValues);
+      return;
+    }
     emitChunkStates(b, blocks, states, decays, Vx);
     emitStatePassing(b, kb, kb.mul(kb.mul(kb.mul(Bsz, H), K), Vx), states,
                      decays, totals);
@@ -106,24 +122,26 @@ private:
     return k.add(k.mul(row, k.idx(ld)), col);
   }
 
-  /// q'[s, kk] of the chunk (0 past its end and past K).
+  /// q'[s, kk] of the chunk (0 past its end and past K); `rowNorms` [Q]
+  /// the rows' factors when the form normalizes them (stageRowNorms).
   Value queryPrime(KernelBuilder &k, const ChunkedArgs &a, const ChunkBlock &cb,
-                   Value s, Value kk) const {
+                   Value s, Value kk, Value rowNorms = {}) const {
     Value t = k.add(cb.t0, s);
     Value ok =
         k.andi(lt(k, t, k.mdim(a.query, 1)), lt(k, kk, k.mdim(a.query, 3)));
-    return k.ifElse(
+    Value q = k.ifElse(
         ok, {k.f32Type()},
         [&]() -> SmallVector<Value> {
           return {form.mapQuery(
               k, k.mload(a.query, form.queryAt(k, a, cb.bi, t, cb.h, kk)))};
         },
         [&]() -> SmallVector<Value> { return {k.f32(0.0)}; })[0];
+    return rowNorms ? k.fmul(q, k.mload(rowNorms, {s})) : q;
   }
 
   /// w[s] k'[s, kk] of the chunk (0 past its end and past K).
   Value keyPrime(KernelBuilder &k, const ChunkedArgs &a, const ChunkBlock &cb,
-                 Value weights, Value s, Value kk) const {
+                 Value weights, Value s, Value kk, Value rowNorms = {}) const {
     Value t = k.add(cb.t0, s);
     Value ok = k.andi(lt(k, t, k.mdim(a.key, 1)), lt(k, kk, k.mdim(a.key, 3)));
     Value key = k.ifElse(
@@ -133,15 +151,44 @@ private:
               k, k.mload(a.key, form.keyAt(k, a, cb.bi, t, cb.h, kk)))};
         },
         [&]() -> SmallVector<Value> { return {k.f32(0.0)}; })[0];
+    if (rowNorms)
+      key = k.fmul(key, k.mload(rowNorms, {s}));
     return form.weighted ? k.fmul(key, k.mload(weights, {s})) : key;
   }
 
-  /// Value column `col` of step t0 + s: v, then the normalizer's ones.
+  /// The factors of the chunk's q and k rows when the form normalizes them
+  /// (qk_l2norm): queryScale / |q'_s| into qn[s], 1 / |k'_s| into kn[s]
+  /// (either may be null), a thread per step.
+  void stageRowNorms(GpuBlock &blk, const ChunkedArgs &a, const ChunkBlock &cb,
+                     Value qn, Value kn) const {
+    KernelBuilder &k = blk.kb;
+    Value nK = k.mdim(a.query, 3);
+    auto factor = [&](bool isQuery, Value s) {
+      Value sq = k.sumOver(nK, [&](Value kk) {
+        Value x = isQuery ? queryPrime(k, a, cb, s, kk)
+                          : keyPrime(k, a, cb, Value(), s, kk);
+        return k.fmul(x, x);
+      });
+      Value scale = k.f32(isQuery ? form.queryScale : 1.0);
+      return k.fdiv(scale, k.sqrt(k.fadd(sq, k.f32(form.rowEps))));
+    };
+    blk.phase(k.idx(Q), [&](Value s) {
+      if (qn)
+        k.mstore(factor(true, s), qn, {s});
+      if (kn)
+        k.mstore(factor(false, s), kn, {s});
+    });
+  }
+
+  /// Value column `col` of step t0 + s: v (or the delta rule's v* from
+  /// `newValues` [B, H, chunks, Q, V]), then the normalizer's ones.
   Value value(KernelBuilder &k, const ChunkedArgs &a, const ChunkBlock &cb,
-              Value s, Value col) const {
+              Value s, Value col, Value newValues = {}) const {
     Value t = k.add(cb.t0, s), nV = k.mdim(a.value, 3);
     Value valid = lt(k, t, k.mdim(a.value, 1));
     Value isV = k.andi(valid, lt(k, col, nV));
+    if (newValues)
+      return k.loadIf(isV, newValues, {cb.bi, cb.h, cb.c, s, col}, k.f32(0.0));
     Value ones = k.f32(form.normalize ? 1.0 : 0.0);
     Value isOne = k.andi(valid, k.cmp(CmpIPredicate::eq, col, nV));
     return k.select(
@@ -297,17 +344,204 @@ private:
         });
   }
 
+  /// X <- (I - N)^-1 X for the strictly lower N [Q x Q] in `negLower` and
+  /// the tile X [Q x cols] in `x`: a thread per column substitutes its
+  /// column forward, so the solve needs no barrier between rows.
+  void forwardSubstitute(GpuBlock &blk, Value negLower, Value x,
+                         int64_t cols) const {
+    KernelBuilder &k = blk.kb;
+    blk.phase(k.idx(cols), [&](Value col) {
+      k.forEach(k.idx(1), k.idx(Q), k.idx(1), [&](Value i) {
+        Value sum =
+            k.loop(k.idx(0), i, {k.mload(x, {at(k, i, cols, col)})},
+                   [&](Value j, ValueRange it) {
+                     Value n = k.mload(negLower, {at(k, i, Q, j)});
+                     Value xj = k.mload(x, {at(k, j, cols, col)});
+                     return SmallVector<Value>{k.fadd(it[0], k.fmul(n, xj))};
+                   })[0];
+        k.mstore(sum, x, {at(k, i, cols, col)});
+      });
+    });
+  }
+
+  /// The delta rule, 1: per chunk, -A = strictly lower -beta_i exp(cs_i -
+  /// cs_j) k'_i . k'_j, then (I + A) [W | U0] = diag(beta) [exp(cs) o k' |
+  /// v] solved in shared memory, a key or value tile at a time, into
+  /// `weights` [B, H, chunks, Q, K] and `newValues` [.., Q, V].
+  void emitDeltaWeights(ImplicitLocOpBuilder &b, Value blocks, Value weights,
+                        Value newValues, Value decays) const {
+    constexpr int64_t XT = std::max(KT, VT);
+    emitChunkKernel(
+        b, form.name + "_wy_solve", blocks, {weights, newValues, decays},
+        {{Q}, {Q}, {Q}, {Q}, {Q * KT}, {Q * Q}, {Q * XT}},
+        [&](GpuBlock &blk, const ChunkKernelArgs &in, ValueRange sh) {
+          KernelBuilder &k = blk.kb;
+          const ChunkedArgs &a = in.form;
+          Value w = in.own[0], u = in.own[1], chunkDecays = in.own[2];
+          Value cs = sh[0], ws = sh[1], kn = sh[2], beta = sh[3], ks = sh[4],
+                gm = sh[5], xs = sh[6];
+          ChunkBlock cb = chunkBlock(k, blk.blockId, a);
+          Value nT = k.mdim(a.value, 1), nK = k.mdim(a.query, 3),
+                nV = k.mdim(a.value, 3);
+          blk.phase(
+              k.idx(Q * Q), [&](Value i) { k.mstore(k.f32(0.0), gm, {i}); },
+              /*barrier=*/false); // stageDecay ends with one
+          stageDecay(blk, a, cb, cs, ws);
+          blk.phase(k.idx(Q), [&](Value s) {
+            Value t = k.add(cb.t0, s);
+            Value bs = k.ifElse(
+                lt(k, t, nT), {k.f32Type()},
+                [&]() -> SmallVector<Value> {
+                  return {form.step(k, a, cb.bi, t, cb.h).writeStrength};
+                },
+                [&]() -> SmallVector<Value> { return {k.f32(0.0)}; })[0];
+            k.mstore(bs, beta, {s});
+            k.ifThen(k.cmp(CmpIPredicate::eq, s, k.idx(0)), [&] {
+              k.mstore(k.mload(cs, {k.idx(Q - 1)}), chunkDecays,
+                       {cb.bi, cb.h, cb.c, k.idx(0)});
+            });
+          });
+          if (form.normalizeRows)
+            stageRowNorms(blk, a, cb, Value(), kn);
+          Value norms = form.normalizeRows ? kn : Value();
+          // k'k'^T over key tiles.
+          k.forEach(k.idx(0), nK, k.idx(KT), [&](Value k0) {
+            blk.phase2(k.idx(Q), k.idx(KT), [&](Value s, Value kk) {
+              k.mstore(keyPrime(k, a, cb, ws, s, k.add(k0, kk), norms), ks,
+                       {at(k, s, KT, kk)});
+            });
+            blk.phase2(k.idx(Q), k.idx(Q), [&](Value t, Value s) {
+              Value dot = k.sumOver(k.idx(KT), [&](Value kk) {
+                return k.fmul(k.mload(ks, {at(k, t, KT, kk)}),
+                              k.mload(ks, {at(k, s, KT, kk)}));
+              });
+              Value prev = k.mload(gm, {at(k, t, Q, s)});
+              k.mstore(k.fadd(prev, dot), gm, {at(k, t, Q, s)});
+            });
+          });
+          blk.phase2(k.idx(Q), k.idx(Q), [&](Value t, Value s) {
+            Value l = k.exp(k.fsub(k.mload(cs, {t}), k.mload(cs, {s})));
+            Value n = k.fmul(k.fneg(k.mload(beta, {t})),
+                             k.fmul(l, k.mload(gm, {at(k, t, Q, s)})));
+            k.mstore(k.select(k.cmp(CmpIPredicate::slt, s, t), n, k.f32(0.0)),
+                     gm, {at(k, t, Q, s)});
+          });
+          // W, a key tile at a time.
+          k.forEach(k.idx(0), nK, k.idx(KT), [&](Value k0) {
+            blk.phase2(k.idx(Q), k.idx(KT), [&](Value s, Value kk) {
+              Value f = k.fmul(k.mload(beta, {s}), k.exp(k.mload(cs, {s})));
+              Value key = keyPrime(k, a, cb, ws, s, k.add(k0, kk), norms);
+              k.mstore(k.fmul(f, key), xs, {at(k, s, KT, kk)});
+            });
+            forwardSubstitute(blk, gm, xs, KT);
+            blk.phase2(k.idx(Q), k.idx(KT), [&](Value s, Value kk) {
+              Value ch = k.add(k0, kk);
+              k.ifThen(lt(k, ch, nK), [&] {
+                k.mstore(k.mload(xs, {at(k, s, KT, kk)}), w,
+                         {cb.bi, cb.h, cb.c, s, ch});
+              });
+            });
+          });
+          // U0, a value tile at a time.
+          k.forEach(k.idx(0), nV, k.idx(VT), [&](Value v0) {
+            blk.phase2(k.idx(Q), k.idx(VT), [&](Value s, Value vv) {
+              Value v = value(k, a, cb, s, k.add(v0, vv));
+              k.mstore(k.fmul(k.mload(beta, {s}), v), xs, {at(k, s, VT, vv)});
+            });
+            forwardSubstitute(blk, gm, xs, VT);
+            blk.phase2(k.idx(Q), k.idx(VT), [&](Value s, Value vv) {
+              Value col = k.add(v0, vv);
+              k.ifThen(lt(k, col, nV), [&] {
+                k.mstore(k.mload(xs, {at(k, s, VT, vv)}), u,
+                         {cb.bi, cb.h, cb.c, s, col});
+              });
+            });
+          });
+        });
+  }
+
+  /// The delta rule, 2: a block per (batch, head) walks its chunks in
+  /// order: v* = U0 - W S_in (in place in `newValues`), then S_out =
+  /// exp(cs_Q) S_in + (exp(cs_Q - cs) o k')^T v*. `states` [B, H, chunks,
+  /// K, V] receives each chunk's incoming state, `last` the final one.
+  void emitDeltaStatePassing(ImplicitLocOpBuilder &b, Value blocks,
+                             Value weights, Value newValues, Value states,
+                             Value decays) const {
+    SmallVector<Value> args(form.buffers);
+    size_t fixed = args.size();
+    args.append({weights, newValues, states, decays});
+    emitGpuKernel(
+        b, target, form.name + "_state_passing", blocks, args,
+        {{Q * KG}, {Q}, {Q}}, [&](GpuBlock &blk, ValueRange in, ValueRange sh) {
+          KernelBuilder &k = blk.kb;
+          ChunkedArgs a = form.args(in);
+          Value w = in[fixed], u = in[fixed + 1], st = in[fixed + 2],
+                chunkDecays = in[fixed + 3];
+          Value cs = sh[0], ws = sh[1], kn = sh[2];
+          Value nH = k.mdim(a.value, 2), nT = k.mdim(a.value, 1);
+          Value nK = k.mdim(a.query, 3), nV = k.mdim(a.value, 3);
+          Value nC = k.divs(k.add(nT, k.idx(Q - 1)), k.idx(Q));
+          Value h = k.rems(blk.blockId, nH), bi = k.divs(blk.blockId, nH);
+          Value norms = form.normalizeRows ? kn : Value();
+          // The incoming state of chunk 0 (and `last` without chunks).
+          blk.phase2(nK, nV, [&](Value kk, Value col) {
+            Value s0 = a.init ? k.mload(a.init, form.stateAt(bi, h, kk, col))
+                              : k.f32(0.0);
+            k.mstore(s0, a.last, form.stateAt(bi, h, kk, col));
+            k.ifThen(lt(k, k.idx(0), nC), [&] {
+              k.mstore(s0, st, {bi, h, k.idx(0), kk, col});
+            });
+          });
+          k.forEach(k.idx(0), nC, k.idx(1), [&](Value c) {
+            ChunkBlock cb{bi, h, c, k.mul(c, k.idx(Q))};
+            stageDecay(blk, a, cb, cs, ws);
+            if (form.normalizeRows)
+              stageRowNorms(blk, a, cb, Value(), kn);
+            blk.phase2(k.idx(Q), nV, [&](Value s, Value col) {
+              Value ws0 = k.sumOver(nK, [&](Value kk) {
+                return k.fmul(k.mload(w, {bi, h, c, s, kk}),
+                              k.mload(st, {bi, h, c, kk, col}));
+              });
+              SmallVector<Value> at{bi, h, c, s, col};
+              k.mstore(k.fsub(k.mload(u, at), ws0), u, at);
+            });
+            Value csLast = k.mload(cs, {k.idx(Q - 1)});
+            blk.phase2(nK, nV, [&](Value kk, Value col) {
+              Value carried =
+                  k.fmul(k.exp(csLast), k.mload(st, {bi, h, c, kk, col}));
+              Value next =
+                  k.loop(k.idx(Q), {carried}, [&](Value s, ValueRange it) {
+                    Value e = k.exp(k.fsub(csLast, k.mload(cs, {s})));
+                    Value key = keyPrime(k, a, cb, ws, s, kk, norms);
+                    Value vs = k.mload(u, {bi, h, c, s, col});
+                    return SmallVector<Value>{
+                        k.fadd(it[0], k.fmul(k.fmul(e, key), vs))};
+                  })[0];
+              Value following = k.add(c, k.idx(1));
+              Value inside = lt(k, following, nC);
+              k.ifThen(inside, [&] {
+                k.mstore(next, st, {bi, h, following, kk, col});
+              });
+              k.ifThen(k.noti(inside), [&] {
+                k.mstore(next, a.last, form.stateAt(bi, h, kk, col));
+              });
+            });
+          });
+        });
+  }
+
   /// M = L o q' (w o k')^T over key tiles into `gm` [Q x Q] (causal).
   void intraChunkScores(GpuBlock &blk, const ChunkedArgs &a,
                         const ChunkBlock &cb, Value cs, Value ws, Value qs,
-                        Value ks, Value gm) const {
+                        Value ks, Value gm, Value qn = {},
+                        Value kn = {}) const {
     KernelBuilder &k = blk.kb;
     Value nK = k.mdim(a.query, 3);
     k.forEach(k.idx(0), nK, k.idx(KT), [&](Value k0) {
       blk.phase2(k.idx(Q), k.idx(KT), [&](Value s, Value kk) {
         Value ch = k.add(k0, kk);
-        k.mstore(queryPrime(k, a, cb, s, ch), qs, {at(k, s, KT, kk)});
-        k.mstore(keyPrime(k, a, cb, ws, s, ch), ks, {at(k, s, KT, kk)});
+        k.mstore(queryPrime(k, a, cb, s, ch, qn), qs, {at(k, s, KT, kk)});
+        k.mstore(keyPrime(k, a, cb, ws, s, ch, kn), ks, {at(k, s, KT, kk)});
       });
       Value first = k.cmp(CmpIPredicate::eq, k0, k.idx(0));
       if (mmaType && KG == 1) {
@@ -352,14 +586,15 @@ private:
   /// acc[t, vv] = value columns v0.. of (q' o exp(cs)) S_in + M v.
   void outputColumns(GpuBlock &blk, const ChunkedArgs &a, const ChunkBlock &cb,
                      Value stateIn, Value nVx, Value v0, Value cs, Value qs,
-                     Value ss, Value gm, Value vs, Value acc) const {
+                     Value ss, Value gm, Value vs, Value acc, Value qn = {},
+                     Value newValues = {}) const {
     KernelBuilder &k = blk.kb;
     Value nK = k.mdim(a.query, 3);
     k.forEach(k.idx(0), nK, k.idx(KT), [&](Value k0) {
       blk.phase2(k.idx(Q), k.idx(KT), [&](Value t, Value kk) {
         Value ch = k.add(k0, kk);
         Value e = k.exp(csAt(k, cs, t, ch));
-        k.mstore(k.fmul(queryPrime(k, a, cb, t, ch), e), qs,
+        k.mstore(k.fmul(queryPrime(k, a, cb, t, ch, qn), e), qs,
                  {at(k, t, KT, kk)});
       });
       blk.phase2(k.idx(KT), k.idx(VT), [&](Value kk, Value vv) {
@@ -387,7 +622,8 @@ private:
     if (!form.causal)
       return;
     blk.phase2(k.idx(Q), k.idx(VT), [&](Value s, Value vv) {
-      k.mstore(value(k, a, cb, s, k.add(v0, vv)), vs, {at(k, s, VT, vv)});
+      k.mstore(value(k, a, cb, s, k.add(v0, vv), newValues), vs,
+               {at(k, s, VT, vv)});
     });
     if (mmaType) {
       // M is zero above the diagonal.
@@ -441,24 +677,29 @@ private:
   /// 3. The chunks' outputs. The staged v tile shares ks's buffer: ks is
   /// dead once M is formed, and the two make the difference between 64-step
   /// chunks fitting in 48 KiB of shared memory or not.
+  /// `newValues`: the delta rule's v* (emitDeltaStatePassing), read in place
+  /// of v.
   void emitChunkOutputs(ImplicitLocOpBuilder &b, Value blocks, Value stateIn,
-                        Value Vx) const {
+                        Value Vx, Value newValues = {}) const {
+    SmallVector<SmallVector<int64_t>> shared{
+        {Q * KG}, {Q},       {Q * KT}, {Q * std::max(KT, VT)},
+        {Q * Q},  {KT * VT}, {Q * VT}, {Q}};
+    if (form.normalizeRows)
+      shared.append({{Q}, {Q}}); // the rows' factors of q and k
+    SmallVector<Value> own{stateIn, Vx};
+    if (newValues)
+      own.push_back(newValues);
     emitChunkKernel(
-        b, kernelName("chunk_outputs"), blocks, {stateIn, Vx},
-        {{Q * KG},
-         {Q},
-         {Q * KT},
-         {Q * std::max(KT, VT)},
-         {Q * Q},
-         {KT * VT},
-         {Q * VT},
-         {Q}},
+        b, kernelName("chunk_outputs"), blocks, own, shared,
         [&](GpuBlock &blk, const ChunkKernelArgs &in, ValueRange sh) {
           KernelBuilder &k = blk.kb;
           const ChunkedArgs &a = in.form;
           Value st = in.own[0], nVx = in.own[1];
+          Value vNew = newValues ? in.own[2] : Value();
           Value cs = sh[0], ws = sh[1], qs = sh[2], ks = sh[3], gm = sh[4],
                 ss = sh[5], acc = sh[6], den = sh[7];
+          Value qn = form.normalizeRows ? sh[8] : Value();
+          Value kn = form.normalizeRows ? sh[9] : Value();
           Value vs = ks;
           ChunkBlock cb = chunkBlock(k, blk.blockId, a);
           Value nV = k.mdim(a.value, 3);
@@ -473,8 +714,10 @@ private:
               },
               /*barrier=*/false); // stageDecay ends with one
           stageDecay(blk, a, cb, cs, ws);
+          if (form.normalizeRows)
+            stageRowNorms(blk, a, cb, qn, kn);
           if (form.causal)
-            intraChunkScores(blk, a, cb, cs, ws, qs, ks, gm);
+            intraChunkScores(blk, a, cb, cs, ws, qs, ks, gm, qn, kn);
           if (form.normalize) {
             outputColumns(blk, a, cb, st, nVx, nV, cs, qs, ss, gm, vs, acc);
             blk.phase(k.idx(Q), [&](Value t) {
@@ -483,7 +726,8 @@ private:
             });
           }
           k.forEach(k.idx(0), nV, k.idx(VT), [&](Value v0) {
-            outputColumns(blk, a, cb, st, nVx, v0, cs, qs, ss, gm, vs, acc);
+            outputColumns(blk, a, cb, st, nVx, v0, cs, qs, ss, gm, vs, acc, qn,
+                          vNew);
             storeOutputs(blk, a, cb, v0, acc, den);
           });
         });

@@ -7,13 +7,15 @@
 // barrier. The column (f32) lives in `last`, cached: every thread reads the
 // step's q, k, a, b rows, which all threads of the block share.
 //
-// The delta rule's chunked WY form (tensor-core products and a triangular
-// solve per chunk in shared memory) is not on the GPU yet: the strategy's
-// plan there is this recurrence (TargetDescription::chunkedDeltaRule).
+// This is the plan for decode, KDA's per-key decay and the generalized
+// rule; a long delta rule with a scalar decay takes the chunked form
+// (GPU/GpuChunked.cpp): W and U0 solved per chunk in shared memory, the
+// chunks' states in order, the outputs as for linear attention.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Common/Kernels.h"
+#include "GPU/GpuChunked.h"
 #include "GPU/GpuPatterns.h"
 #include "Transforms/DeltaRecurrence.h"
 
@@ -88,15 +90,26 @@ template <typename OpTy> struct GpuDeltaRule : OpRewritePattern<OpTy> {
     if (!allFloat(op))
       return rewriter.notifyMatchFailure(
           op, "needs float (f32, f16, bf16) operands");
+    std::optional<seq::PlanAttr> chunked;
     if constexpr (std::is_same_v<OpTy, seq::DeltaRuleOp>) {
       FailureOr<seq::PlanAttr> plan =
           followPlan(op, target.describe(), rewriter);
       if (failed(plan))
         return failure();
+      if (plan->getKind() == seq::PlanKind::chunked)
+        chunked = *plan;
     }
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
+    if (chunked) {
+      Type mmaType = target.tensorCoreType({op.getQ(), op.getK(), op.getV()},
+                                           /*allowF16=*/false);
+      ChunkedForm form = *ChunkedForm::describe(op, b, dims);
+      emitGpuChunked(b, kb, target, form, mmaType, chunked->getChunk());
+      rewriter.replaceOp(op, form.results(b));
+      return success();
+    }
     DeltaRecurrence form = *DeltaRecurrence::describe(op, b, dims);
     emitDeltaRecurrent(b, target, kb, form, dims["B"]);
     rewriter.replaceOp(op, form.results(b));

@@ -213,6 +213,11 @@ TargetDescription TargetDescription::gpu(int64_t smVersion) {
   // 76.5 KiB), so linear attention, which may have them, stops at 32.
   t.ssdChunks = ChunkLimits{16, 64, 16};
   t.linearAttentionChunks = ChunkLimits{16, 32, 16};
+  // The delta rule's scalar decay keeps linear attention's output kernel
+  // at SSD's 44.8 KiB (Q = 64), plus the rows' norms; its W / U0 solve
+  // holds 33.8 KiB at Q = 64.
+  t.deltaRuleChunks = ChunkLimits{16, 64, 16};
+  t.chunkedDeltaRule = true;
   return t;
 }
 
