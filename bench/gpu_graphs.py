@@ -90,6 +90,24 @@ def linear_attention(B, T, H, K, V):
                  [((B, T, H, V), True), ((B, H, K, V), False)], keywords={3: "decay"})
 
 
+def delta_rule(B, T, H, HV, K, V):
+    """Gated DeltaNet: L2-normed q and k (H heads) for HV value heads, a
+    write strength and a log decay per step and value head."""
+    return graph("delta_rule",
+                 [((B, T, H, K), True), ((B, T, H, K), True), ((B, T, HV, V), True),
+                  ((B, T, HV), True), ((B, T, HV), True)],
+                 [((B, T, HV, V), True), ((B, HV, K, V), False)],
+                 f"qk_l2norm = true, scale = {K ** -0.5} : f32", keywords={4: "decay"})
+
+
+def generalized_delta_rule(B, T, H, K, V):
+    """RWKV-7's DPLR transition with a per-key log decay."""
+    return graph("generalized_delta_rule",
+                 [((B, T, H, K), True)] * 2 + [((B, T, H, V), True)] +
+                 [((B, T, H, K), True)] * 3,
+                 [((B, T, H, V), True), ((B, H, K, V), False)], keywords={5: "decay"})
+
+
 def matmul(M, K, N, form=None):
     """linalg.matmul of bf16 operands (tensor cores) into an f32 result."""
     form = form or FORM

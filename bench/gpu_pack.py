@@ -73,6 +73,23 @@ def la_inputs(r):
             f32(r.standard_normal((B, T, H, K))), f32(-r.uniform(0.01, 0.5, (B, T, H)))]
 
 
+def delta_inputs(r):
+    B, T, H, HV, K = 1, 300, 2, 4, 64
+    return [f32(r.standard_normal((B, T, H, K))), f32(r.standard_normal((B, T, H, K))),
+            f32(r.standard_normal((B, T, HV, K))), f32(r.uniform(0.05, 1.0, (B, T, HV))),
+            f32(-r.uniform(0.01, 0.5, (B, T, HV)))]
+
+
+def dplr_inputs(r):
+    B, T, H, K = 1, 300, 4, 64
+    kappa = r.standard_normal((B, T, H, K))
+    kappa /= np.linalg.norm(kappa, axis=-1, keepdims=True)
+    a_rwkv = r.uniform(0.1, 0.9, (B, T, H, K))
+    return [f32(0.5 * r.standard_normal((B, T, H, K))), f32(0.1 * r.standard_normal((B, T, H, K))),
+            f32(r.standard_normal((B, T, H, K))), f32(-kappa), f32(kappa * a_rwkv),
+            f32(-r.uniform(0.05, 1.0, (B, T, H, K)))]
+
+
 def attention_inputs(r):
     shape = (1, 300, 4, 64)
     return [f32(r.standard_normal(shape)) for _ in range(3)]
@@ -98,6 +115,9 @@ TESTS = [
     ("linear_attention", lambda: g.linear_attention(1, 300, 4, 64, 64), la_inputs),
     ("attention", lambda: g.attention(1, 300, 4, 64, 64), attention_inputs),
     ("moe_ffn", lambda: g.moe_ffn(200, 64, 96, 8, 2), moe_inputs),
+    ("delta_rule", lambda: g.delta_rule(1, 300, 2, 4, 64, 64), delta_inputs),
+    ("generalized_delta_rule", lambda: g.generalized_delta_rule(1, 300, 4, 64, 64),
+     dplr_inputs),
 ]
 
 # The shapes.
@@ -109,6 +129,7 @@ BENCH = [
     ("linear_attention", lambda: g.linear_attention(8, 8192, 32, 128, 128)),
     ("attention", lambda: g.attention(4, 8192, 32, 128, 128)),
     ("moe_ffn", lambda: g.moe_ffn(8192, 4096, 1408, 64, 6)),
+    ("delta_rule", lambda: g.delta_rule(8, 8192, 32, 32, 128, 128)),
 ]
 
 

@@ -245,4 +245,14 @@ flops = Tm * k * 6 * Dm * F
 if s:
     report(f"moe_ffn T={Tm} D={Dm} F={F} E={E} k={k} (random indices: experts 0-3)", s,
            f"{flops / s / 1e12:.2f} TFLOP/s useful", flops / s / 1e12 / tf if tf else None)
+
+# Gated DeltaNet (qk_l2norm, HV = H): the target is 0.25 of the bf16
+# matmul ceiling, counting the recurrence's 6 K V FLOPs per step and value
+# head. Random inputs: betas and log decays uniform in [-1, 1).
+HV = 32
+s = bench("delta_rule")
+flops = 6 * B * T * HV * K * V
+if s:
+    report(f"delta_rule (Gated DeltaNet) B={B} T={T} H={H} K=V={K}", s,
+           f"{flops / s / 1e12:.2f} TFLOP/s useful", flops / s / 1e12 / tf if tf else None)
 sys.exit(1 if failures else 0)
