@@ -365,14 +365,15 @@ private:
   }
 
   /// The delta rule, 1: per chunk, -A = strictly lower -beta_i exp(cs_i -
-  /// cs_j) k'_i . k'_j, then (I + A) [W | U0] = diag(beta) [exp(cs) o k' |
-  /// v] solved in shared memory, a key or value tile at a time, into
-  /// `weights` [B, H, chunks, Q, K] and `newValues` [.., Q, V].
+  /// cs_j) k'_i . k'_j (k'k'^T on tensor cores for bf16), then (I + A) [W | U0]
+  /// = diag(beta) [exp(cs) o k' | v] solved in shared memory, a key or value
+  /// tile at a time, into `weights` [B, H, chunks, Q, K] and `newValues` [..,
+  /// Q, V].
   void emitDeltaWeights(ImplicitLocOpBuilder &b, Value blocks, Value weights,
                         Value newValues, Value decays) const {
     constexpr int64_t XT = std::max(KT, VT);
     emitChunkKernel(
-        b, form.name + "_wy_solve", blocks, {weights, newValues, decays},
+        b, kernelName("wy_solve"), blocks, {weights, newValues, decays},
         {{Q}, {Q}, {Q}, {Q}, {Q * KT}, {Q * Q}, {Q * XT}},
         [&](GpuBlock &blk, const ChunkKernelArgs &in, ValueRange sh) {
           KernelBuilder &k = blk.kb;
@@ -410,6 +411,23 @@ private:
               k.mstore(keyPrime(k, a, cb, ws, s, k.add(k0, kk), norms), ks,
                        {at(k, s, KT, kk)});
             });
+            if (mmaType) {
+              mmaSharedProduct(
+                  blk, mmaType, Q, Q, KT,
+                  [&](Value t, Value kk) {
+                    return k.mload(ks, {at(k, t, KT, kk)});
+                  },
+                  [&](Value kk, Value s) {
+                    return k.mload(ks, {at(k, s, KT, kk)});
+                  },
+                  [&](Value t, Value s) {
+                    return k.mload(gm, {at(k, t, Q, s)});
+                  },
+                  [&](Value t, Value s, Value v) {
+                    k.mstore(v, gm, {at(k, t, Q, s)});
+                  });
+              return;
+            }
             blk.phase2(k.idx(Q), k.idx(Q), [&](Value t, Value s) {
               Value dot = k.sumOver(k.idx(KT), [&](Value kk) {
                 return k.fmul(k.mload(ks, {at(k, t, KT, kk)}),
