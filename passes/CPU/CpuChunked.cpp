@@ -137,7 +137,10 @@ private:
                          : k.stackBuffer({K, Qpad}),
                      k.stackBuffer({Q, Qpad}),
                      k.stackBuffer({Q, Vx}),
-                     k.stackBuffer({Q, Vx})};
+                     k.stackBuffer({Q, Vx}),
+                     Value(),
+                     Value(),
+                     Value()};
     if (form.deltaTransition) {
       tiles.beta = k.stackBuffer({Qpad});
       tiles.transition = k.stackBuffer({Q, Qpad});
