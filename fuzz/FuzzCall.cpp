@@ -52,6 +52,14 @@ func.func @gla(%q: tensor<?x?x?x?xf32>, %k: tensor<?x?x?x?xf32>, %v: tensor<?x?x
       -> (tensor<?x?x?x?xf32>, tensor<?x?x?x?xf32>)
   return %o, %s : tensor<?x?x?x?xf32>, tensor<?x?x?x?xf32>
 }
+func.func @delta(%q: tensor<?x?x?x8xf32>, %k: tensor<?x?x?x8xf32>, %v: tensor<?x?x?x8xf32>,
+                 %beta: tensor<?x?x?xf32>, %g: tensor<?x?x?xf32>)
+    -> (tensor<?x?x?x8xf32>, tensor<?x?x8x8xf32>) {
+  %o, %s = seq.delta_rule %q, %k, %v, %beta decay(%g) {qk_l2norm = true}
+    : (tensor<?x?x?x8xf32>, tensor<?x?x?x8xf32>, tensor<?x?x?x8xf32>, tensor<?x?x?xf32>,
+       tensor<?x?x?xf32>) -> (tensor<?x?x?x8xf32>, tensor<?x?x8x8xf32>)
+  return %o, %s : tensor<?x?x?x8xf32>, tensor<?x?x8x8xf32>
+}
 func.func @attention(%q: tensor<?x?x?x?xf32>, %k: tensor<?x?x?x?xf32>, %v: tensor<?x?x?x?xf32>)
     -> tensor<?x?x?x?xf32> {
   %o = seq.attention %q, %k, %v {causal = true, window = 3 : i64}
