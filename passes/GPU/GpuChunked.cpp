@@ -172,11 +172,15 @@ private:
       Value scale = k.f32(isQuery ? form.queryScale : 1.0);
       return k.fdiv(scale, k.sqrt(k.fadd(sq, k.f32(form.rowEps))));
     };
+    // Rows past the sequence's end are zeros: their factor is 0, not the
+    // 1 / sqrt(eps) that would be inf (and 0 * inf NaN) with eps = 0.
+    Value nT = k.mdim(a.query, 1);
     blk.phase(k.idx(Q), [&](Value s) {
+      Value inside = lt(k, k.add(cb.t0, s), nT);
       if (qn)
-        k.mstore(factor(true, s), qn, {s});
+        k.mstore(k.select(inside, factor(true, s), k.f32(0.0)), qn, {s});
       if (kn)
-        k.mstore(factor(false, s), kn, {s});
+        k.mstore(k.select(inside, factor(false, s), k.f32(0.0)), kn, {s});
     });
   }
 

@@ -66,23 +66,27 @@ def graph(v, use_decay, use_init, attrs, prefix="", init_from=None):
     return args, line, out
 
 
-def attr_text(l2norm, scale):
+def attr_text(l2norm, scale, eps=None):
     attrs = []
     if l2norm:
         attrs.append("qk_l2norm = true")
     if scale != 1.0:
         attrs.append(f"scale = {scale!r} : f32")
+    if eps is not None:
+        attrs.append(f"eps = {eps!r} : f32")
     return ", ".join(attrs)
 
 
-def case(Bs, T, H, HV, K, V, decay_rank=0, init=False, l2norm=False, scale=1.0, seed=0, **kw):
+def case(Bs, T, H, HV, K, V, decay_rank=0, init=False, l2norm=False, scale=1.0, seed=0,
+         eps=None, **kw):
     scale = float(np.float32(scale))
     v = make(Bs, T, H, HV, K, V, decay_rank, seed, l2norm=l2norm, **kw)
-    args, line, out = graph(v, decay_rank > 0, init, attr_text(l2norm, scale))
+    args, line, out = graph(v, decay_rank > 0, init, attr_text(l2norm, scale, eps))
     o, last = run_seqc(func(args, [line], [("%r#0", out[0]), ("%r#1", out[1])]),
                        [v[n] for n, _ in args])
     ro, rl = delta_rule(v["q"], v["k"], v["v"], v["beta"], v.get("g"),
-                        v["S0"] if init else None, l2norm, scale)
+                        v["S0"] if init else None, l2norm, scale,
+                        1e-6 if eps is None else eps)
     tag = (f"B={Bs} T={T} H={H} HV={HV} K={K} V={V} decay={decay_rank} init={init} "
            f"l2norm={l2norm} scale={scale:.4g}{' ' + str(kw) if kw else ''}")
     c.close("o " + tag, o, ro)
@@ -205,5 +209,8 @@ c.run("long T=16384", lambda: case(1, 16384, 1, 1, 4, 4, decay_rank=3, l2norm=Tr
 c.run("pieces DeltaNet", lambda: pieces(1, 90, 1, 2, 8, 8, 0, 37))
 c.run("pieces gated", lambda: pieces(2, 90, 2, 4, 8, 6, 3, 37))
 c.run("pieces KDA", lambda: pieces(1, 90, 1, 1, 12, 10, 4, 37, l2norm=False))
+# eps = 0 with a partial last chunk: padding rows must not divide by zero.
+c.run("l2norm eps=0 partial chunk", lambda: case(1, 40, 1, 2, 8, 8, decay_rank=3, init=True,
+                                                 l2norm=True, eps=0.0, seed=27))
 c.run("bf16 gated", case_bf16)
 c.finish()
