@@ -11,16 +11,16 @@
 //            group both passes of the column update: the group's vectors
 //            are independent sums, which keeps the FMA units busy
 //
-// The delta rule with a scalar decay also has the chunked WY form (the
-// plan for long sequences, CPU/CpuChunked.cpp) where the strategy picks it.
+// The pattern is the targets' shared one (Transforms/DeltaRuleLowering.h);
+// the chunked WY form is CPU/CpuChunked.cpp's, this file only says how a
+// CPU task holds the recurrence's state.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CPU/CpuChunked.h"
 #include "CPU/CpuPatterns.h"
 #include "CPU/Gemm.h"
-#include "Transforms/DeltaRecurrence.h"
-#include "Transforms/Strategy.h"
+#include "Transforms/DeltaRuleLowering.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
@@ -112,7 +112,8 @@ private:
       };
       put(QueryRow, row.query);
       put(KeyRow, row.key);
-      put(AlphaRow, row.alpha);
+      if (form.decay == DeltaRecurrence::Decay::PerKey)
+        put(AlphaRow, row.alpha); // scalar decays are step.alpha
       put(ARow, row.a);
       put(BRow, row.b);
     }
@@ -170,51 +171,47 @@ private:
   const int64_t lanes, K, V;
 };
 
-template <typename OpTy> struct CpuDeltaRule : OpRewritePattern<OpTy> {
-  CpuDeltaRule(MLIRContext *ctx, const CpuTarget &target)
-      : OpRewritePattern<OpTy>(ctx, /*benefit=*/2), target(target) {}
+/// The CPU's part of the delta rules' lowering
+/// (Transforms/DeltaRuleLowering.h).
+class CpuDeltaRuleTarget : public DeltaRuleTarget {
+public:
+  explicit CpuDeltaRuleTarget(const CpuTarget &target) : target(target) {}
 
-  LogicalResult matchAndRewrite(OpTy op,
-                                PatternRewriter &rewriter) const override {
+  TargetDescription describe() const override { return target.describe(); }
+
+  std::string declines(Operation *op) const override {
     if (!cpuTakesElementTypes(op))
-      return rewriter.notifyMatchFailure(op, cpuElementTypesReason);
-    auto qType = cast<RankedTensorType>(op.getQ().getType());
-    auto vType = cast<RankedTensorType>(op.getV().getType());
-    if (ShapedType::isDynamic(qType.getDimSize(3)) ||
-        ShapedType::isDynamic(vType.getDimSize(3)))
-      return rewriter.notifyMatchFailure(op, "needs static K and V");
-    std::optional<seq::PlanAttr> chunked;
-    if constexpr (std::is_same_v<OpTy, seq::DeltaRuleOp>) {
-      FailureOr<seq::PlanAttr> plan =
-          followPlan(op, target.describe(), rewriter);
-      if (failed(plan))
-        return failure();
-      if (plan->getKind() == seq::PlanKind::chunked)
-        chunked = *plan;
-    }
-    // The chunked kernel's tasks are (batch, value head) pairs of static
-    // heads; with dynamic ones the recurrence runs, and says so.
-    if (chunked && (ShapedType::isDynamic(qType.getDimSize(2)) ||
-                    ShapedType::isDynamic(vType.getDimSize(2)))) {
-      op.emitRemark() << "the CPU's chunked delta rule needs static H and "
-                         "HV: the recurrence runs instead";
-      chunked.reset();
-    }
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    KernelBuilder kb(b);
-    DimSizes dims = DimSizes::checkAndCollect(kb, op);
-    if (chunked) {
-      ChunkedForm form = *ChunkedForm::describe(op, b, dims);
-      emitCpuChunked(b, kb, target, form, dims["B"], chunked->getChunk());
-      rewriter.replaceOp(op, form.results(b));
-      return success();
-    }
-    DeltaRecurrence form = *DeltaRecurrence::describe(op, b, dims);
-    CpuDeltaRecurrence(target, form).emit(b, kb, dims["B"]);
-    rewriter.replaceOp(op, form.results(b));
-    return success();
+      return cpuElementTypesReason;
+    // The state and the row tables live on the task's stack.
+    auto q = cast<RankedTensorType>(op->getOperand(0).getType());
+    auto v = cast<RankedTensorType>(op->getOperand(2).getType());
+    if (q.isDynamicDim(3) || v.isDynamicDim(3))
+      return "needs static K and V";
+    return "";
   }
 
+  std::string cannotChunk(Operation *op) const override {
+    // The chunked kernel's tasks are (batch, value head) pairs of static
+    // heads.
+    auto q = cast<RankedTensorType>(op->getOperand(0).getType());
+    auto v = cast<RankedTensorType>(op->getOperand(2).getType());
+    if (q.isDynamicDim(2) || v.isDynamicDim(2))
+      return "the CPU's chunked delta rule needs static H and HV";
+    return "";
+  }
+
+  void emitChunked(ImplicitLocOpBuilder &b, KernelBuilder &kb, Operation *,
+                   const ChunkedForm &form, Value batch,
+                   int64_t chunk) const override {
+    emitCpuChunked(b, kb, target, form, batch, chunk);
+  }
+
+  void emitRecurrent(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                     const DeltaRecurrence &form, Value batch) const override {
+    CpuDeltaRecurrence(target, form).emit(b, kb, batch);
+  }
+
+private:
   CpuTarget target;
 };
 
@@ -222,7 +219,6 @@ template <typename OpTy> struct CpuDeltaRule : OpRewritePattern<OpTy> {
 
 void seqc::populateCpuDeltaRulePatterns(RewritePatternSet &patterns,
                                         const CpuTarget &target) {
-  patterns.add<CpuDeltaRule<seq::DeltaRuleOp>,
-               CpuDeltaRule<seq::GeneralizedDeltaRuleOp>>(patterns.getContext(),
-                                                          target);
+  populateDeltaRulePatterns(patterns,
+                            std::make_shared<CpuDeltaRuleTarget>(target));
 }

@@ -9,15 +9,15 @@
 //
 // This is the plan for decode, KDA's per-key decay and the generalized
 // rule; a long delta rule with a scalar decay takes the chunked form
-// (GPU/GpuChunked.cpp): W and U0 solved per chunk in shared memory, the
-// chunks' states in order, the outputs as for linear attention.
+// (GPU/GpuChunked.cpp). The pattern is the targets' shared one
+// (Transforms/DeltaRuleLowering.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Common/Kernels.h"
 #include "GPU/GpuChunked.h"
 #include "GPU/GpuPatterns.h"
-#include "Transforms/DeltaRecurrence.h"
+#include "Transforms/DeltaRuleLowering.h"
 
 using namespace mlir;
 using namespace seqc;
@@ -81,41 +81,32 @@ void emitDeltaRecurrent(ImplicitLocOpBuilder &b, const GpuTarget &target,
       });
 }
 
-template <typename OpTy> struct GpuDeltaRule : OpRewritePattern<OpTy> {
-  GpuDeltaRule(MLIRContext *ctx, const GpuTarget &target)
-      : OpRewritePattern<OpTy>(ctx, /*benefit=*/2), target(target) {}
+/// The GPU's part of the delta rules' lowering
+/// (Transforms/DeltaRuleLowering.h).
+class GpuDeltaRuleTarget : public DeltaRuleTarget {
+public:
+  explicit GpuDeltaRuleTarget(const GpuTarget &target) : target(target) {}
 
-  LogicalResult matchAndRewrite(OpTy op,
-                                PatternRewriter &rewriter) const override {
-    if (!allFloat(op))
-      return rewriter.notifyMatchFailure(
-          op, "needs float (f32, f16, bf16) operands");
-    std::optional<seq::PlanAttr> chunked;
-    if constexpr (std::is_same_v<OpTy, seq::DeltaRuleOp>) {
-      FailureOr<seq::PlanAttr> plan =
-          followPlan(op, target.describe(), rewriter);
-      if (failed(plan))
-        return failure();
-      if (plan->getKind() == seq::PlanKind::chunked)
-        chunked = *plan;
-    }
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    KernelBuilder kb(b);
-    DimSizes dims = DimSizes::checkAndCollect(kb, op);
-    if (chunked) {
-      Type mmaType = target.tensorCoreType({op.getQ(), op.getK(), op.getV()},
-                                           /*allowF16=*/false);
-      ChunkedForm form = *ChunkedForm::describe(op, b, dims);
-      emitGpuChunked(b, kb, target, form, mmaType, chunked->getChunk());
-      rewriter.replaceOp(op, form.results(b));
-      return success();
-    }
-    DeltaRecurrence form = *DeltaRecurrence::describe(op, b, dims);
-    emitDeltaRecurrent(b, target, kb, form, dims["B"]);
-    rewriter.replaceOp(op, form.results(b));
-    return success();
+  TargetDescription describe() const override { return target.describe(); }
+
+  std::string declines(Operation *op) const override {
+    return allFloat(op) ? "" : "needs float (f32, f16, bf16) operands";
   }
 
+  void emitChunked(ImplicitLocOpBuilder &b, KernelBuilder &kb, Operation *op,
+                   const ChunkedForm &form, Value,
+                   int64_t chunk) const override {
+    Type mmaType = target.tensorCoreType(op->getOperands().take_front(3),
+                                         /*allowF16=*/false);
+    emitGpuChunked(b, kb, target, form, mmaType, chunk);
+  }
+
+  void emitRecurrent(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                     const DeltaRecurrence &form, Value batch) const override {
+    emitDeltaRecurrent(b, target, kb, form, batch);
+  }
+
+private:
   GpuTarget target;
 };
 
@@ -123,7 +114,6 @@ template <typename OpTy> struct GpuDeltaRule : OpRewritePattern<OpTy> {
 
 void seqc::populateGpuDeltaRulePatterns(RewritePatternSet &patterns,
                                         const GpuTarget &target) {
-  patterns.add<GpuDeltaRule<seq::DeltaRuleOp>,
-               GpuDeltaRule<seq::GeneralizedDeltaRuleOp>>(patterns.getContext(),
-                                                          target);
+  populateDeltaRulePatterns(patterns,
+                            std::make_shared<GpuDeltaRuleTarget>(target));
 }
