@@ -155,6 +155,14 @@ void SelectiveScanOp::buildShapeSignature(ShapeSignature &sig) {
 
 LogicalResult SelectiveScanOp::verify() { return verifyShapeSignature(*this); }
 
+/// A `chunk_size` hint: 0 (the compiler chooses) or a chunk length.
+static LogicalResult verifyChunkSize(Operation *op, int64_t chunk) {
+  if (chunk >= 0)
+    return success();
+  return op->emitOpError() << "chunk_size must be >= 0 (0: the compiler "
+                           << "chooses), but is " << chunk;
+}
+
 //===----------------------------------------------------------------------===//
 // ssd
 //===----------------------------------------------------------------------===//
@@ -175,9 +183,8 @@ void SsdOp::buildShapeSignature(ShapeSignature &sig) {
 }
 
 LogicalResult SsdOp::verify() {
-  if (getChunkSizeAttr().getInt() < 0)
-    return emitOpError() << "chunk_size must be >= 0 (0: the compiler "
-                         << "chooses), but is " << getChunkSizeAttr().getInt();
+  if (failed(verifyChunkSize(*this, getChunkSizeAttr().getInt())))
+    return failure();
   return verifyShapeSignature(*this);
 }
 
@@ -261,9 +268,8 @@ LogicalResult LinearAttentionOp::verify() {
   if (getNormalize() && getInit())
     return emitOpError() << "normalize cannot be combined with init: the "
                          << "normalizer state is not carried";
-  if (getChunkSizeAttr().getInt() < 0)
-    return emitOpError() << "chunk_size must be >= 0 (0: the compiler "
-                         << "chooses), but is " << getChunkSizeAttr().getInt();
+  if (failed(verifyChunkSize(*this, getChunkSizeAttr().getInt())))
+    return failure();
   if (!(getEps().convertToFloat() >= 0.0f))
     return emitOpError() << "eps must be >= 0";
   return verifyShapeSignature(*this);
@@ -288,9 +294,8 @@ void DeltaRuleOp::buildShapeSignature(ShapeSignature &sig) {
 LogicalResult DeltaRuleOp::verify() {
   if (failed(verifyLogDecayRank(*this, getDecay(), "HV")))
     return failure();
-  if (getChunkSizeAttr().getInt() < 0)
-    return emitOpError() << "chunk_size must be >= 0 (0: the compiler "
-                         << "chooses), but is " << getChunkSizeAttr().getInt();
+  if (failed(verifyChunkSize(*this, getChunkSizeAttr().getInt())))
+    return failure();
   if (!(getEps().convertToFloat() >= 0.0f))
     return emitOpError() << "eps must be >= 0";
   return verifyShapeSignature(*this);

@@ -19,6 +19,13 @@ using namespace seqc;
 namespace {
 /// Positions of the fixed kernel arguments (ChunkedForm::buffers).
 enum FixedArg { Query, Key, ValueArg, Out, Last, NumFixed };
+
+/// Heads per group of `groups` shared q/k heads; kDynamic when either is.
+int64_t headsPerGroupOf(int64_t heads, int64_t groups) {
+  if (ShapedType::isDynamic(heads) || ShapedType::isDynamic(groups))
+    return ShapedType::kDynamic;
+  return heads / groups;
+}
 } // namespace
 
 std::optional<ChunkedForm> ChunkedForm::describe(Operation *op,
@@ -144,10 +151,7 @@ ChunkedForm ChunkedForm::ssd(Operation *op, ImplicitLocOpBuilder &b,
   form.name = "ssd";
   form.heads = xType.getDimSize(2);
   int64_t groups = bType.getDimSize(2);
-  form.headsPerGroup =
-      ShapedType::isDynamic(form.heads) || ShapedType::isDynamic(groups)
-          ? ShapedType::kDynamic
-          : form.heads / groups;
+  form.headsPerGroup = headsPerGroupOf(form.heads, groups);
   form.keyDim = bType.getDimSize(3);
   form.valueDim = xType.getDimSize(3);
   form.decay = Decay::PerStep;
@@ -266,10 +270,7 @@ ChunkedForm ChunkedForm::deltaRule(Operation *op, ImplicitLocOpBuilder &b,
   form.name = "delta_rule";
   form.heads = vType.getDimSize(2);
   int64_t queryHeads = qType.getDimSize(2);
-  form.headsPerGroup =
-      ShapedType::isDynamic(form.heads) || ShapedType::isDynamic(queryHeads)
-          ? ShapedType::kDynamic
-          : form.heads / queryHeads;
+  form.headsPerGroup = headsPerGroupOf(form.heads, queryHeads);
   form.keyDim = qType.getDimSize(3);
   form.valueDim = vType.getDimSize(3);
   form.deltaTransition = true;
