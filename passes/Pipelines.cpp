@@ -74,6 +74,9 @@ static void addBufferization(OpPassManager &pm, bool deallocate = true) {
       bufferization::LayoutMapOption::IdentityLayoutMap;
   opts.unknownTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  // A loop may carry a state each iteration's kernel allocates (the pieces
+  // of seq-expand-sequences); the deallocation pipeline frees it.
+  opts.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(opts));
   if (!deallocate)
     return;
@@ -105,6 +108,9 @@ void seqc::buildCudaPipeline(OpPassManager &pm,
     pm.addPass(createCanonicalizerPass());
   }
   pm.addPass(createGenerateRuntimeVerificationPass());
+  // Packed batches and checkpoints become loops of plain ops, which the
+  // lowerings plan and lower like any other.
+  pm.addPass(createSeqExpandSequences());
   // One plan per op for the chip (also when emulated: the kernels are the
   // GPU's).
   SeqSelectStrategyOptions strategy;
@@ -184,6 +190,9 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
   // extract_slice, ...) are checked at run time; seq ops check themselves
   // in their lowerings.
   pm.addPass(createGenerateRuntimeVerificationPass());
+  // Packed batches and checkpoints become loops of plain ops, which the
+  // lowerings plan and lower like any other.
+  pm.addPass(createSeqExpandSequences());
   if (opts.reference) {
     pm.addPass(createSeqLowerToReference());
   } else {

@@ -18,6 +18,8 @@
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <limits>
+
 #include "Seq/ShapeSignature.h"
 
 #include "Seq/SeqDialect.h.inc"

@@ -39,6 +39,109 @@ static SmallVector<DimExpr> concat(ArrayRef<DimExpr> a, ArrayRef<DimExpr> b) {
 }
 
 //===----------------------------------------------------------------------===//
+// Packed sequences and state checkpoints (SPEC section 1), shared by every op
+// with a state
+//===----------------------------------------------------------------------===//
+
+/// The leading dimension of `init` and `last`: the batch, or with
+/// `segments` the number of sequences.
+static DimExpr stateLead(Value segments) {
+  return segments ? DimExpr("S") : DimExpr("B");
+}
+
+/// `segments`: S + 1 offsets into the time axis.
+static void addSegments(ShapeSignature &sig, Value segments,
+                        StringRef count = "S") {
+  sig.add("segments", segments, {DimExpr(count.str(), 1, 1)},
+          ElementKind::Int32);
+}
+
+static std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string s;
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    if (i)
+      s += "x";
+    s += ShapedType::isDynamic(d) ? "?" : std::to_string(d);
+  }
+  return s;
+}
+
+/// A packed batch is one batch row: `steps` is the op's first operand
+/// (`B x T x ...`).
+static LogicalResult verifyPackedBatch(Operation *op, Value segments,
+                                       Value steps) {
+  if (!segments)
+    return success();
+  int64_t batch = cast<RankedTensorType>(steps.getType()).getDimSize(0);
+  if (!ShapedType::isDynamic(batch) && batch != 1)
+    return op->emitOpError()
+           << "segments requires B = 1 (the sequences are packed along T), "
+           << "but B = " << batch;
+  return success();
+}
+
+/// `checkpoints` is present exactly when `checkpoint_every` > 0 and is
+/// `last`'s shape with the checkpoint count after its leading dimension:
+/// `B x ceil(T/n) x ...`, or `S x ceil(maxlen/n) x ...` with segments (the
+/// longest sequence is known only at run time).
+static LogicalResult verifyCheckpoints(Operation *op) {
+  auto stateful = cast<StatefulOpInterface>(op);
+  auto every = static_cast<int64_t>(stateful.getCheckpointEvery());
+  Value checkpoints = stateful.getCheckpoints();
+  if (every < 0)
+    return op->emitOpError() << "checkpoint_every must be >= 0 (0: no "
+                             << "checkpoints), but is " << every;
+  if (every == 0 && checkpoints)
+    return op->emitOpError() << "has a checkpoints result but "
+                             << "checkpoint_every is 0";
+  if (every > 0 && !checkpoints)
+    return op->emitOpError() << "checkpoint_every = " << every
+                             << " needs a checkpoints result after last";
+  if (!checkpoints)
+    return success();
+  auto type = cast<RankedTensorType>(checkpoints.getType());
+  auto lastType = cast<RankedTensorType>(stateful.getLast().getType());
+  if (!type.getElementType().isF32())
+    return op->emitOpError()
+           << "checkpoints must have element type f32 "
+           << "(states stay f32), but has " << type.getElementType();
+  auto steps = cast<RankedTensorType>(op->getOperand(0).getType());
+  bool packed = cast<PackedSequencesOpInterface>(op).getSegments() != nullptr;
+  int64_t count = ShapedType::kDynamic;
+  if (!packed && !ShapedType::isDynamic(steps.getDimSize(1)))
+    count = (steps.getDimSize(1) + every - 1) / every;
+  SmallVector<int64_t> expected(lastType.getShape());
+  expected.insert(expected.begin() + 1, count);
+  bool matches = type.getRank() == static_cast<int64_t>(expected.size());
+  for (int64_t i = 0; matches && i < type.getRank(); ++i)
+    matches = ShapedType::isDynamic(expected[i]) ||
+              ShapedType::isDynamic(type.getDimSize(i)) ||
+              expected[i] == type.getDimSize(i);
+  if (matches)
+    return success();
+  auto diag = op->emitOpError()
+              << "checkpoints must have shape " << shapeString(expected)
+              << " (last's shape with ";
+  if (packed)
+    diag << "ceil(longest sequence / " << every << ")";
+  else
+    diag << "ceil(T / checkpoint_every) = ceil(" << steps.getDimSize(1) << " / "
+         << every << ")";
+  return diag << " checkpoints after its first dimension), but has shape "
+              << shapeString(type.getShape());
+}
+
+/// The rules of SPEC section 1 every op with a state follows.
+static LogicalResult verifySequences(Operation *op) {
+  Value segments = cast<PackedSequencesOpInterface>(op).getSegments();
+  if (failed(verifyPackedBatch(op, segments, op->getOperand(0))))
+    return failure();
+  if (isa<StatefulOpInterface>(op))
+    return verifyCheckpoints(op);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // linear_scan
 //===----------------------------------------------------------------------===//
 
@@ -46,10 +149,11 @@ void LinearScanOp::buildShapeSignature(ShapeSignature &sig) {
   SmallVector<DimExpr> stateDims =
       numberedDims("S", std::max<int64_t>(rankOf(getA()) - 2, 0));
   SmallVector<DimExpr> full = concat({"B", "T"}, stateDims);
-  SmallVector<DimExpr> state = concat({"B"}, stateDims);
+  SmallVector<DimExpr> state = concat({stateLead(getSegments())}, stateDims);
   sig.add("a", getA(), full);
   sig.add("b", getB(), full);
   sig.add("init", getInit(), state, ElementKind::State);
+  addSegments(sig, getSegments());
   sig.add("h", getH(), full);
   sig.add("last", getLast(), state, ElementKind::State);
 }
@@ -58,6 +162,8 @@ LogicalResult LinearScanOp::verify() {
   if (rankOf(getA()) < 2)
     return emitOpError() << "a must have rank >= 2 (B x T x S...), but has "
                          << "rank " << rankOf(getA());
+  if (failed(verifySequences(*this)))
+    return failure();
   return verifyShapeSignature(*this);
 }
 
@@ -69,6 +175,12 @@ void AssociativeScanOp::buildShapeSignature(ShapeSignature &sig) {
   if (getInputs().empty())
     return;
   SmallVector<DimExpr> dims = numberedDims("d", rankOf(getInputs()[0]));
+  // A packed batch scans along T = dimension 1 of a 1 x T x ... batch.
+  if (getSegments() && dims.size() >= 2) {
+    dims[0] = DimExpr("B");
+    dims[1] = DimExpr("T");
+  }
+  addSegments(sig, getSegments());
   for (auto [i, v] : llvm::enumerate(getInputs()))
     sig.add(("input #" + Twine(i)).str(), v, dims, ElementKind::Any);
   for (auto [i, v] : llvm::enumerate(getOutputs()))
@@ -86,6 +198,12 @@ LogicalResult AssociativeScanOp::verify() {
   if (dim < 0 || dim >= rank)
     return emitOpError() << "dim = " << dim
                          << " is out of range for inputs of rank " << rank;
+  if (getSegments() && (rank < 2 || dim != 1))
+    return emitOpError() << "segments requires dim = 1 of inputs of rank >= 2 "
+                         << "(1 x T x ...), but dim = " << dim
+                         << " and rank = " << rank;
+  if (failed(verifySequences(*this)))
+    return failure();
   for (auto [i, in, out] : llvm::enumerate(getInputs(), getOutputs())) {
     Type elt = cast<RankedTensorType>(in.getType()).getElementType();
     if (!elt.isIntOrFloat())
@@ -147,13 +265,19 @@ void SelectiveScanOp::buildShapeSignature(ShapeSignature &sig) {
   sig.add("skip", getSkip(), {"D"}, ElementKind::Param);
   sig.add("gate", getGate(), {"B", "T", "D"});
   sig.add("delta_bias", getDeltaBias(), {"D"}, ElementKind::Param);
-  sig.add("init", getInit(), {"B", "D", "N"}, ElementKind::State);
+  DimExpr lead = stateLead(getSegments());
+  sig.add("init", getInit(), {lead, "D", "N"}, ElementKind::State);
+  addSegments(sig, getSegments());
   sig.add("y", getY(), {"B", "T", "D"});
-  sig.add("last", getLast(), {"B", "D", "N"}, ElementKind::State);
+  sig.add("last", getLast(), {lead, "D", "N"}, ElementKind::State);
   sig.requireDivisible("D", "G");
 }
 
-LogicalResult SelectiveScanOp::verify() { return verifyShapeSignature(*this); }
+LogicalResult SelectiveScanOp::verify() {
+  if (failed(verifySequences(*this)))
+    return failure();
+  return verifyShapeSignature(*this);
+}
 
 /// A `chunk_size` hint: 0 (the compiler chooses) or a chunk length.
 static LogicalResult verifyChunkSize(Operation *op, int64_t chunk) {
@@ -173,19 +297,37 @@ void SsdOp::buildShapeSignature(ShapeSignature &sig) {
   sig.add("A", getA(), {"H"}, ElementKind::Param);
   sig.add("B", getB(), {"B", "T", "G", "N"});
   sig.add("C", getC(), {"B", "T", "G", "N"});
-  sig.add("skip", getSkip(), {"H"}, ElementKind::Param);
+  // One D per head, or per head and channel (mamba_ssm's D_has_hdim).
+  if (getSkip() && rankOf(getSkip()) == 2)
+    sig.add("skip", getSkip(), {"H", "P"}, ElementKind::Param);
+  else
+    sig.add("skip", getSkip(), {"H"}, ElementKind::Param);
   sig.add("gate", getGate(), {"B", "T", "H", "P"});
   sig.add("dt_bias", getDtBias(), {"H"}, ElementKind::Param);
-  sig.add("init", getInit(), {"B", "H", "P", "N"}, ElementKind::State);
+  DimExpr lead = stateLead(getSegments());
+  sig.add("init", getInit(), {lead, "H", "P", "N"}, ElementKind::State);
+  addSegments(sig, getSegments());
   sig.add("y", getY(), {"B", "T", "H", "P"});
-  sig.add("last", getLast(), {"B", "H", "P", "N"}, ElementKind::State);
+  sig.add("last", getLast(), {lead, "H", "P", "N"}, ElementKind::State);
   sig.requireDivisible("H", "G");
 }
 
 LogicalResult SsdOp::verify() {
   if (failed(verifyChunkSize(*this, getChunkSizeAttr().getInt())))
     return failure();
+  float dtMin = getDtMin().convertToFloat(),
+        dtMax = getDtMax().convertToFloat();
+  if (std::isnan(dtMin) || std::isnan(dtMax) || dtMin > dtMax)
+    return emitOpError() << "dt_min = " << dtMin << " and dt_max = " << dtMax
+                         << " are not a range (dt_min <= dt_max)";
+  if (failed(verifySequences(*this)))
+    return failure();
   return verifyShapeSignature(*this);
+}
+
+bool SsdOp::clampsDt() {
+  return getDtMin().convertToFloat() != 0.0f ||
+         getDtMax().convertToFloat() != std::numeric_limits<float>::infinity();
 }
 
 //===----------------------------------------------------------------------===//
@@ -247,9 +389,11 @@ void LinearAttentionOp::buildShapeSignature(ShapeSignature &sig) {
   sig.add("v", getV(), {"B", "T", "H", "V"});
   addLogDecay(sig, getDecay(), "H");
   sig.add("bonus", getBonus(), {"H", "K"}, ElementKind::Param);
-  sig.add("init", getInit(), {"B", "H", "K", "V"}, ElementKind::State);
+  DimExpr lead = stateLead(getSegments());
+  sig.add("init", getInit(), {lead, "H", "K", "V"}, ElementKind::State);
+  addSegments(sig, getSegments());
   sig.add("o", getO(), {"B", "T", "H", "V"});
-  sig.add("last", getLast(), {"B", "H", "K", "V"}, ElementKind::State);
+  sig.add("last", getLast(), {lead, "H", "K", "V"}, ElementKind::State);
 }
 
 LogicalResult LinearAttentionOp::verify() {
@@ -272,6 +416,13 @@ LogicalResult LinearAttentionOp::verify() {
     return failure();
   if (!(getEps().convertToFloat() >= 0.0f))
     return emitOpError() << "eps must be >= 0";
+  // A piece of the sequence carries S only: the normalizer and the
+  // non-causal sum need the whole sequence.
+  if (getCheckpointEvery() != 0 && (getNormalize() || !getCausal()))
+    return emitOpError() << "checkpoint_every needs causal = true without "
+                         << "normalize (only the state S is carried)";
+  if (failed(verifySequences(*this)))
+    return failure();
   return verifyShapeSignature(*this);
 }
 
@@ -285,9 +436,11 @@ void DeltaRuleOp::buildShapeSignature(ShapeSignature &sig) {
   sig.add("v", getV(), {"B", "T", "HV", "V"});
   sig.add("beta", getBeta(), {"B", "T", "HV"});
   addLogDecay(sig, getDecay(), "HV");
-  sig.add("init", getInit(), {"B", "HV", "K", "V"}, ElementKind::State);
+  DimExpr lead = stateLead(getSegments());
+  sig.add("init", getInit(), {lead, "HV", "K", "V"}, ElementKind::State);
+  addSegments(sig, getSegments());
   sig.add("o", getO(), {"B", "T", "HV", "V"});
-  sig.add("last", getLast(), {"B", "HV", "K", "V"}, ElementKind::State);
+  sig.add("last", getLast(), {lead, "HV", "K", "V"}, ElementKind::State);
   sig.requireDivisible("HV", "H");
 }
 
@@ -298,6 +451,8 @@ LogicalResult DeltaRuleOp::verify() {
     return failure();
   if (!(getEps().convertToFloat() >= 0.0f))
     return emitOpError() << "eps must be >= 0";
+  if (failed(verifySequences(*this)))
+    return failure();
   return verifyShapeSignature(*this);
 }
 
@@ -312,12 +467,16 @@ void GeneralizedDeltaRuleOp::buildShapeSignature(ShapeSignature &sig) {
   sig.add("a", getA(), {"B", "T", "H", "K"});
   sig.add("b", getB(), {"B", "T", "H", "K"});
   sig.add("decay", getDecay(), {"B", "T", "H", "K"});
-  sig.add("init", getInit(), {"B", "H", "K", "V"}, ElementKind::State);
+  DimExpr lead = stateLead(getSegments());
+  sig.add("init", getInit(), {lead, "H", "K", "V"}, ElementKind::State);
+  addSegments(sig, getSegments());
   sig.add("o", getO(), {"B", "T", "H", "V"});
-  sig.add("last", getLast(), {"B", "H", "K", "V"}, ElementKind::State);
+  sig.add("last", getLast(), {lead, "H", "K", "V"}, ElementKind::State);
 }
 
 LogicalResult GeneralizedDeltaRuleOp::verify() {
+  if (failed(verifySequences(*this)))
+    return failure();
   return verifyShapeSignature(*this);
 }
 
@@ -350,6 +509,11 @@ void AttentionOp::buildShapeSignature(ShapeSignature &sig) {
   sig.add("q", getQ(), {"B", "T", "H", "K"});
   sig.add("k", getK(), {"B", "S", "Hkv", "K"});
   sig.add("v", getV(), {"B", "S", "Hkv", "V"});
+  // The packed sequences' count is `Nseq` here: `S` is the keys' length.
+  addSegments(sig, getSegments(), "Nseq");
+  if (Value kvSegments = getKvSegments())
+    sig.add("kv_segments", kvSegments, {DimExpr("Nseq", 1, 1)},
+            ElementKind::Int32);
   sig.add("o", getO(), {"B", "T", "H", "V"});
   sig.requireDivisible("H", "Hkv");
 }
@@ -360,6 +524,11 @@ LogicalResult AttentionOp::verify() {
                          << getWindowAttr().getInt();
   if (auto scale = getScale(); scale && !std::isfinite(scale->convertToFloat()))
     return emitOpError() << "scale must be finite";
+  if (getKvSegments() && !getSegments())
+    return emitOpError() << "kv_segments needs segments (the queries' "
+                         << "offsets)";
+  if (failed(verifySequences(*this)))
+    return failure();
   return verifyShapeSignature(*this);
 }
 
@@ -371,10 +540,12 @@ void CausalConv1dOp::buildShapeSignature(ShapeSignature &sig) {
   sig.add("x", getX(), {"B", "T", "D"});
   sig.add("w", getW(), {"D", "W"}, ElementKind::Param);
   sig.add("bias", getBias(), {"D"}, ElementKind::Param);
-  sig.add("init", getInit(), {"B", "D", DimExpr("W", 1, -1)},
+  DimExpr lead = stateLead(getSegments());
+  sig.add("init", getInit(), {lead, "D", DimExpr("W", 1, -1)},
           ElementKind::State);
+  addSegments(sig, getSegments());
   sig.add("y", getY(), {"B", "T", "D"});
-  sig.add("last", getLast(), {"B", "D", DimExpr("W", 1, -1)},
+  sig.add("last", getLast(), {lead, "D", DimExpr("W", 1, -1)},
           ElementKind::State);
   sig.requirePositive("W");
 }
@@ -384,6 +555,8 @@ LogicalResult CausalConv1dOp::verify() {
   if (act != Activation::none && act != Activation::silu)
     return emitOpError() << "activation must be none or silu, but is "
                          << stringifyActivation(act);
+  if (failed(verifySequences(*this)))
+    return failure();
   return verifyShapeSignature(*this);
 }
 

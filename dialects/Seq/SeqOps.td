@@ -54,11 +54,19 @@ def Seq_ParamTensor : Seq_TensorOf<
 def Seq_IndexTensor : Seq_TensorOf<"ranked tensor of i32">;
 def Seq_LoadTensor : Seq_TensorOf<"ranked tensor of i64">;
 
+// Packed variable-length batches and state checkpoints (SPEC section 1):
+// every op with a state takes `segments(%cu)` as its last optional group and
+// `checkpoint_every = n`, which adds the `checkpoints` result after `last`.
+// The interfaces' methods are the ops' generated accessors.
+defvar Seq_Packed = Seq_PackedSequencesOpInterface;
+defvar Seq_Stateful = Seq_StatefulOpInterface;
+
 //===----------------------------------------------------------------------===//
 // Scans
 //===----------------------------------------------------------------------===//
 
-def Seq_LinearScanOp : Seq_Op<"linear_scan", [Pure]> {
+def Seq_LinearScanOp : Seq_Op<"linear_scan",
+    [Pure, AttrSizedOperandSegments, Seq_Packed, Seq_Stateful]> {
   let summary = "first-order linear recurrence h_t = a_t * h_{t-1} + b_t";
   let description = [{
     `a` and `b` have the same shape `B x T x S...` (rank >= 2, any trailing
@@ -77,16 +85,20 @@ def Seq_LinearScanOp : Seq_Op<"linear_scan", [Pure]> {
   }];
   let arguments = (ins Seq_DataTensor:$a, Seq_DataTensor:$b,
                        Optional<Seq_StateTensor>:$init,
+                   Optional<Seq_IndexTensor>:$segments,
+                   DefaultValuedAttr<I64Attr, "0">:$checkpoint_every,
                    DefaultValuedAttr<BoolAttr, "false">:$reverse);
-  let results = (outs Seq_DataTensor:$h, Seq_StateTensor:$last);
+  let results = (outs Seq_DataTensor:$h, Seq_StateTensor:$last,
+                      Optional<Seq_StateTensor>:$checkpoints);
   let assemblyFormat = [{
-    custom<RequiredOperands>("\"a, b\"", $a, $b) (`init` `(` $init^ `)`)? attr-dict
+    custom<RequiredOperands>("\"a, b\"", $a, $b) (`init` `(` $init^ `)`)? (`segments` `(` $segments^ `)`)? attr-dict
     `:` functional-type(operands, results)
   }];
 }
 
 def Seq_AssociativeScanOp : Seq_Op<"associative_scan",
-    [RecursiveMemoryEffects, SingleBlock]> {
+    [RecursiveMemoryEffects, SingleBlock, AttrSizedOperandSegments,
+     Seq_Packed]> {
   let summary = "inclusive scan with a user-defined associative combiner";
   let description = [{
     `n` operands of one shape are scanned together along `dim`:
@@ -108,12 +120,14 @@ def Seq_AssociativeScanOp : Seq_Op<"associative_scan",
     ```
   }];
   let arguments = (ins Variadic<AnyRankedTensor>:$inputs,
+                   Optional<Seq_IndexTensor>:$segments,
                    DefaultValuedAttr<I64Attr, "1">:$dim,
                    DefaultValuedAttr<BoolAttr, "false">:$reverse);
   let results = (outs Variadic<AnyRankedTensor>:$outputs);
   let regions = (region SizedRegion<1>:$combiner);
   let assemblyFormat = [{
-    $inputs attr-dict `:` functional-type($inputs, results) $combiner
+    $inputs (`segments` `(` $segments^ `)`)? attr-dict
+    `:` functional-type(operands, results) $combiner
   }];
   let hasRegionVerifier = 1;
 }
@@ -130,7 +144,7 @@ def Seq_YieldOp : Op<Seq_Dialect, "yield", [Pure, Terminator,
 //===----------------------------------------------------------------------===//
 
 def Seq_SelectiveScanOp : Seq_Op<"selective_scan",
-    [Pure, AttrSizedOperandSegments]> {
+    [Pure, AttrSizedOperandSegments, Seq_Packed, Seq_Stateful]> {
   let summary = "Mamba-1 selective state-space scan";
   let description = [{
     Shapes: `u, delta, gate: B x T x D`, `A: D x N`, `B, C: B x T x G x N`,
@@ -153,29 +167,35 @@ def Seq_SelectiveScanOp : Seq_Op<"selective_scan",
                    Optional<Seq_DataTensor>:$gate,
                    Optional<Seq_ParamTensor>:$delta_bias,
                    Optional<Seq_StateTensor>:$init,
+                   Optional<Seq_IndexTensor>:$segments,
+                   DefaultValuedAttr<I64Attr, "0">:$checkpoint_every,
                    DefaultValuedAttr<BoolAttr, "false">:$delta_softplus,
                    DefaultValuedAttr<Seq_DiscretizationAttr,
                        "::seqc::seq::Discretization::zoh_euler">:$discretization);
-  let results = (outs Seq_DataTensor:$y, Seq_StateTensor:$last);
+  let results = (outs Seq_DataTensor:$y, Seq_StateTensor:$last,
+                      Optional<Seq_StateTensor>:$checkpoints);
   let assemblyFormat = [{
     custom<RequiredOperands>("\"u, delta, A, B, C\"", $u, $delta, $A, $B, $C)
     (`skip` `(` $skip^ `)`)? (`gate` `(` $gate^ `)`)?
     (`delta_bias` `(` $delta_bias^ `)`)? (`init` `(` $init^ `)`)?
-    attr-dict `:` functional-type(operands, results)
+    (`segments` `(` $segments^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
 }
 
-def Seq_SsdOp : Seq_Op<"ssd", [Pure, AttrSizedOperandSegments]> {
+def Seq_SsdOp : Seq_Op<"ssd",
+    [Pure, AttrSizedOperandSegments, Seq_Packed, Seq_Stateful]> {
   let summary = "Mamba-2 structured state-space duality (scalar decay per head)";
   let description = [{
-    Shapes: `x, gate, y: B x T x H x P`, `dt: B x T x H`, `A, skip, dt_bias: H`,
-    `B, C: B x T x G x N`, `init` and `last: B x H x P x N`. Head `h` uses
-    group `g = h / (H / G)`.
+    Shapes: `x, gate, y: B x T x H x P`, `dt: B x T x H`, `A, dt_bias: H`,
+    `skip: H` or `H x P` (mamba_ssm's `D_has_hdim`), `B, C: B x T x G x N`,
+    `init` and `last: B x H x P x N`. Head `h` uses group `g = h / (H / G)`.
 
-    - `dt = dt + dt_bias`, softplus when `dt_softplus`; `a[t,h] = exp(dt * A[h])`.
+    - `dt = dt + dt_bias`, softplus when `dt_softplus`, then clamped to
+      `[dt_min, dt_max]` (mamba_ssm's `dt_limit`; the defaults `0` and `+inf`
+      clamp nothing, as there); `a[t,h] = exp(dt * A[h])`.
     - `h[t,h] = a[t,h] * h[t-1,h] + dt[t,h] * outer(x[t,h,:], B[t,g,:])`.
-    - `y[t,h,p] = sum_n h[t,h,p,n] * C[t,g,n] + skip[h] * x[t,h,p]`; with
-      `gate`, `y *= silu(z)`.
+    - `y[t,h,p] = sum_n h[t,h,p,n] * C[t,g,n] + skip[h(,p)] * x[t,h,p]`;
+      with `gate`, `y *= silu(z)`.
 
     Equivalently `Y = (L o (C B^T)) (dt o X)` per head with `L` the
     semiseparable mask of `dt * A`. `chunk_size` is a hint (0: the compiler
@@ -187,14 +207,24 @@ def Seq_SsdOp : Seq_Op<"ssd", [Pure, AttrSizedOperandSegments]> {
                    Optional<Seq_DataTensor>:$gate,
                    Optional<Seq_ParamTensor>:$dt_bias,
                    Optional<Seq_StateTensor>:$init,
+                   Optional<Seq_IndexTensor>:$segments,
+                   DefaultValuedAttr<I64Attr, "0">:$checkpoint_every,
                    DefaultValuedAttr<BoolAttr, "false">:$dt_softplus,
+                   DefaultValuedAttr<F32Attr, "0.0">:$dt_min,
+                   DefaultValuedAttr<F32Attr,
+                       "std::numeric_limits<float>::infinity()">:$dt_max,
                    DefaultValuedAttr<I64Attr, "0">:$chunk_size);
-  let results = (outs Seq_DataTensor:$y, Seq_StateTensor:$last);
+  let results = (outs Seq_DataTensor:$y, Seq_StateTensor:$last,
+                      Optional<Seq_StateTensor>:$checkpoints);
+  let extraClassDeclaration = [{
+    /// Whether dt_min / dt_max clamp dt (they are not the defaults 0, +inf).
+    bool clampsDt();
+  }];
   let assemblyFormat = [{
     custom<RequiredOperands>("\"x, dt, A, B, C\"", $x, $dt, $A, $B, $C)
     (`skip` `(` $skip^ `)`)? (`gate` `(` $gate^ `)`)?
     (`dt_bias` `(` $dt_bias^ `)`)? (`init` `(` $init^ `)`)?
-    attr-dict `:` functional-type(operands, results)
+    (`segments` `(` $segments^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
 }
 
@@ -217,7 +247,7 @@ def Seq_SemiseparableMaskOp : Seq_Op<"semiseparable_mask", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def Seq_LinearAttentionOp : Seq_Op<"linear_attention",
-    [Pure, AttrSizedOperandSegments]> {
+    [Pure, AttrSizedOperandSegments, Seq_Packed, Seq_Stateful]> {
   let summary = "kernelized / gated linear attention";
   let description = [{
     Shapes: `q, k: B x T x H x K`, `v: B x T x H x V`, `o: B x T x H x V`,
@@ -244,6 +274,8 @@ def Seq_LinearAttentionOp : Seq_Op<"linear_attention",
                        Optional<Seq_DataTensor>:$decay,
                    Optional<Seq_ParamTensor>:$bonus,
                    Optional<Seq_StateTensor>:$init,
+                   Optional<Seq_IndexTensor>:$segments,
+                   DefaultValuedAttr<I64Attr, "0">:$checkpoint_every,
                    DefaultValuedAttr<Seq_FeatureMapAttr,
                        "::seqc::seq::FeatureMap::identity">:$feature_map,
                    DefaultValuedAttr<BoolAttr, "true">:$causal,
@@ -251,15 +283,17 @@ def Seq_LinearAttentionOp : Seq_Op<"linear_attention",
                    DefaultValuedAttr<F32Attr, "1.0">:$scale,
                    DefaultValuedAttr<F32Attr, "1.0e-6">:$eps,
                    DefaultValuedAttr<I64Attr, "0">:$chunk_size);
-  let results = (outs Seq_DataTensor:$o, Seq_StateTensor:$last);
+  let results = (outs Seq_DataTensor:$o, Seq_StateTensor:$last,
+                      Optional<Seq_StateTensor>:$checkpoints);
   let assemblyFormat = [{
     custom<RequiredOperands>("\"q, k, v\"", $q, $k, $v) (`decay` `(` $decay^ `)`)?
-    (`bonus` `(` $bonus^ `)`)? (`init` `(` $init^ `)`)?
+    (`bonus` `(` $bonus^ `)`)? (`init` `(` $init^ `)`)? (`segments` `(` $segments^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
 }
 
-def Seq_DeltaRuleOp : Seq_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
+def Seq_DeltaRuleOp : Seq_Op<"delta_rule",
+    [Pure, AttrSizedOperandSegments, Seq_Packed, Seq_Stateful]> {
   let summary = "delta-rule linear attention (DeltaNet, Gated DeltaNet, KDA)";
   let description = [{
     Shapes: `q, k: B x T x H x K`, `v, o: B x T x HV x V`, `beta: B x T x HV`,
@@ -280,20 +314,23 @@ def Seq_DeltaRuleOp : Seq_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
                        Seq_DataTensor:$beta,
                    Optional<Seq_DataTensor>:$decay,
                    Optional<Seq_StateTensor>:$init,
+                   Optional<Seq_IndexTensor>:$segments,
+                   DefaultValuedAttr<I64Attr, "0">:$checkpoint_every,
                    DefaultValuedAttr<BoolAttr, "false">:$qk_l2norm,
                    DefaultValuedAttr<F32Attr, "1.0">:$scale,
                    DefaultValuedAttr<F32Attr, "1.0e-6">:$eps,
                    DefaultValuedAttr<I64Attr, "0">:$chunk_size);
-  let results = (outs Seq_DataTensor:$o, Seq_StateTensor:$last);
+  let results = (outs Seq_DataTensor:$o, Seq_StateTensor:$last,
+                      Optional<Seq_StateTensor>:$checkpoints);
   let assemblyFormat = [{
     custom<RequiredOperands>("\"q, k, v, beta\"", $q, $k, $v, $beta)
-    (`decay` `(` $decay^ `)`)? (`init` `(` $init^ `)`)?
+    (`decay` `(` $decay^ `)`)? (`init` `(` $init^ `)`)? (`segments` `(` $segments^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
 }
 
 def Seq_GeneralizedDeltaRuleOp : Seq_Op<"generalized_delta_rule",
-    [Pure, AttrSizedOperandSegments]> {
+    [Pure, AttrSizedOperandSegments, Seq_Packed, Seq_Stateful]> {
   let summary = "diagonal-plus-low-rank state transition (RWKV-7)";
   let description = [{
     Shapes: `q, k, a, b, decay: B x T x H x K`, `v, o: B x T x H x V`,
@@ -308,11 +345,14 @@ def Seq_GeneralizedDeltaRuleOp : Seq_Op<"generalized_delta_rule",
                        Seq_DataTensor:$a, Seq_DataTensor:$b,
                    Optional<Seq_DataTensor>:$decay,
                    Optional<Seq_StateTensor>:$init,
+                   Optional<Seq_IndexTensor>:$segments,
+                   DefaultValuedAttr<I64Attr, "0">:$checkpoint_every,
                    DefaultValuedAttr<F32Attr, "1.0">:$scale);
-  let results = (outs Seq_DataTensor:$o, Seq_StateTensor:$last);
+  let results = (outs Seq_DataTensor:$o, Seq_StateTensor:$last,
+                      Optional<Seq_StateTensor>:$checkpoints);
   let assemblyFormat = [{
     custom<RequiredOperands>("\"q, k, v, a, b\"", $q, $k, $v, $a, $b)
-    (`decay` `(` $decay^ `)`)? (`init` `(` $init^ `)`)?
+    (`decay` `(` $decay^ `)`)? (`init` `(` $init^ `)`)? (`segments` `(` $segments^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
 }
@@ -336,7 +376,8 @@ def Seq_RandomFeaturesOp : Seq_Op<"random_features", [Pure]> {
   }];
 }
 
-def Seq_AttentionOp : Seq_Op<"attention", [Pure]> {
+def Seq_AttentionOp : Seq_Op<"attention",
+    [Pure, AttrSizedOperandSegments, Seq_Packed]> {
   let summary = "exact softmax attention (IO-aware), grouped-query";
   let description = [{
     `q: B x T x H x K`, `k: B x S x Hkv x K`, `v: B x S x Hkv x V`,
@@ -346,14 +387,24 @@ def Seq_AttentionOp : Seq_Op<"attention", [Pure]> {
     is visible iff `j <= i'`; `window = W > 0` additionally requires
     `i' - j < W`. A query that sees no key outputs 0. `scale` defaults to
     `1/sqrt(K)`. Lowerings never materialize `T x S` scores.
+
+    With `segments(%cu)` (`B = 1`) the queries and keys hold sequences back
+    to back and each query sees only its own sequence's keys (varlen flash
+    attention); `kv_segments(%cu_k)` gives the keys' own offsets when they
+    differ (a KV cache per sequence), each sequence's queries aligned to the
+    end of its keys.
   }];
   let arguments = (ins Seq_DataTensor:$q, Seq_DataTensor:$k, Seq_DataTensor:$v,
+                   Optional<Seq_IndexTensor>:$segments,
+                   Optional<Seq_IndexTensor>:$kv_segments,
                    DefaultValuedAttr<BoolAttr, "true">:$causal,
                    DefaultValuedAttr<I64Attr, "0">:$window,
                    OptionalAttr<F32Attr>:$scale);
   let results = (outs Seq_DataTensor:$o);
   let assemblyFormat = [{
-    custom<RequiredOperands>("\"q, k, v\"", $q, $k, $v) attr-dict `:` functional-type(operands, results)
+    custom<RequiredOperands>("\"q, k, v\"", $q, $k, $v)
+    (`segments` `(` $segments^ `)`)? (`kv_segments` `(` $kv_segments^ `)`)?
+    attr-dict `:` functional-type(operands, results)
   }];
 }
 
@@ -362,7 +413,7 @@ def Seq_AttentionOp : Seq_Op<"attention", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def Seq_CausalConv1dOp : Seq_Op<"causal_conv1d",
-    [Pure, AttrSizedOperandSegments]> {
+    [Pure, AttrSizedOperandSegments, Seq_Packed, Seq_Stateful]> {
   let summary = "depthwise causal 1-D convolution (the Mamba block's conv)";
   let description = [{
     `x, y: B x T x D`, `w: D x W`, `bias: D`, `init` and `last: B x D x (W-1)`.
@@ -374,11 +425,14 @@ def Seq_CausalConv1dOp : Seq_Op<"causal_conv1d",
   let arguments = (ins Seq_DataTensor:$x, Seq_ParamTensor:$w,
                        Optional<Seq_ParamTensor>:$bias,
                        Optional<Seq_StateTensor>:$init,
+                   Optional<Seq_IndexTensor>:$segments,
+                   DefaultValuedAttr<I64Attr, "0">:$checkpoint_every,
                    DefaultValuedAttr<Seq_ActivationAttr,
                        "::seqc::seq::Activation::none">:$activation);
-  let results = (outs Seq_DataTensor:$y, Seq_StateTensor:$last);
+  let results = (outs Seq_DataTensor:$y, Seq_StateTensor:$last,
+                      Optional<Seq_StateTensor>:$checkpoints);
   let assemblyFormat = [{
-    custom<RequiredOperands>("\"x, w\"", $x, $w) (`bias` `(` $bias^ `)`)? (`init` `(` $init^ `)`)?
+    custom<RequiredOperands>("\"x, w\"", $x, $w) (`bias` `(` $bias^ `)`)? (`init` `(` $init^ `)`)? (`segments` `(` $segments^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
 }

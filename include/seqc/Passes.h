@@ -29,6 +29,12 @@ namespace seqc {
 #define GEN_PASS_DECL
 #include "passes/RuntimeABI/Passes.h.inc"
 
+/// An error on the first op with `segments` or `checkpoint_every` under
+/// `root`: the lowering `pass` takes only plain ops, which
+/// seq-expand-sequences makes.
+mlir::LogicalResult rejectUnexpandedSequences(mlir::Operation *root,
+                                              llvm::StringRef pass);
+
 /// Patterns of the reference lowering, one entry per op family.
 void populateReferenceScanPatterns(mlir::RewritePatternSet &patterns);
 void populateReferenceStateSpacePatterns(mlir::RewritePatternSet &patterns);

@@ -28,6 +28,9 @@ struct SeqLowerToCpu : seqc::impl::SeqLowerToCpuBase<SeqLowerToCpu> {
   using Base::Base;
 
   void runOnOperation() override {
+    if (failed(seqc::rejectUnexpandedSequences(getOperation(),
+                                               "seq-lower-to-cpu")))
+      return signalPassFailure();
     seqc::CpuTarget target = seqc::CpuTarget::host();
     if (vectorWidth > 0)
       target.vectorWidth = vectorWidth;

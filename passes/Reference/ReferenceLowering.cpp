@@ -22,6 +22,9 @@ namespace {
 struct SeqLowerToReference
     : seqc::impl::SeqLowerToReferenceBase<SeqLowerToReference> {
   void runOnOperation() override {
+    if (failed(seqc::rejectUnexpandedSequences(getOperation(),
+                                               "seq-lower-to-reference")))
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     seqc::populateReferenceScanPatterns(patterns);
     seqc::populateReferenceStateSpacePatterns(patterns);

@@ -34,6 +34,29 @@ def SeqSelectStrategy : Pass<"seq-select-strategy", "::mlir::ModuleOp"> {
   let dependentDialects = ["::seqc::seq::SeqDialect"];
 }
 
+def SeqExpandSequences : Pass<"seq-expand-sequences"> {
+  let summary = "Run packed batches and checkpointed ops as loops of plain ops";
+  let description = [{
+    An op with `segments(%cu)` (SPEC section 1: `S` sequences packed along
+    `T`, `cu` their offsets) becomes a loop over its sequences, each the
+    same op without segments on its slice of the packed tensors (attention:
+    its keys by `kv_segments`, or by `segments`), with its `init` row; the
+    results are assembled back, and a sequence of no steps keeps its `init`
+    (or zeros) as `last`. An op with `checkpoint_every = n` runs each
+    sequence in pieces of `n` steps (from the end when `reverse`), carrying
+    the state; each piece's `last` is a checkpoint. The offsets are checked
+    at run time (`cu[0] = 0`, non-decreasing, `cu[S] = T`, `B = 1`) before
+    any slice is read. Which operands are sliced follows the op's shape
+    signature, so one pattern serves every op and both targets; the
+    lowerings then see only plain ops and choose their plans for them.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::seqc::seq_rt::SeqRtDialect"];
+}
+
 def SeqFuseElementwise : Pass<"seq-fuse-elementwise"> {
   let summary = "Fold elementwise glue into the seq ops that can apply it";
   let description = [{
