@@ -100,24 +100,29 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
 
     int64_t headsPerGroup = H / G;
 
-    // dt of step t for head h: softplus(dt + bias) as asked.
+    SsdStepSize stepSize = SsdStepSize::of(op);
     auto stepDt = [&](KernelBuilder &k, ValueRange in, Value bi, Value t,
                       Value h) {
-      Value dt = k.mload(view(in).dt, {bi, t, h});
-      if (Value bias = opt(in, Bias))
-        dt = k.fadd(dt, k.mload(bias, {h}));
-      return op.getDtSoftplus() ? k.softplus(dt) : dt;
+      Value bias = opt(in, Bias);
+      return stepSize.apply(k, k.mload(view(in).dt, {bi, t, h}),
+                            bias ? k.mload(bias, {h}) : Value());
     };
+    bool skipPerChannel =
+        op.getSkip() &&
+        cast<RankedTensorType>(op.getSkip().getType()).getRank() == 2;
     // y[bi, t, h, :] = (y + D x) * silu(z) from the f32 row `yRow`,
     // vectorized over P: rounded once to y's type.
     auto finishRow = [&](KernelBuilder &k, ValueRange in, Value bi, Value t,
                          Value h, Value yRow) {
       Value skip = opt(in, Skip), gate = opt(in, Gate);
-      Value d = skip ? k.splat(k.mload(skip, {h}), lanes) : Value();
+      Value d = skip && !skipPerChannel ? k.splat(k.mload(skip, {h}), lanes)
+                                        : Value();
       for (int64_t p0 = 0; p0 < P; p0 += lanes) {
         Value mask = k.vmask(k.idx(P - p0), lanes);
         SmallVector<Value> at{bi, t, h, k.idx(p0)};
         Value y = k.vloadMasked(yRow, {k.idx(p0)}, lanes, mask);
+        if (skip && skipPerChannel)
+          d = k.vloadMasked(skip, {h, k.idx(p0)}, lanes, mask);
         if (d)
           y = k.vfma(d, k.vloadMasked(view(in).x, at, lanes, mask), y);
         if (gate)

@@ -177,6 +177,25 @@ Value KernelBuilder::softplus(Value a) {
   return select(big, a, log1p(exp(clamped)));
 }
 Value KernelBuilder::silu(Value a) { return fmul(a, sigmoid(a)); }
+
+SsdStepSize SsdStepSize::of(seq::SsdOp op) {
+  SsdStepSize rule;
+  rule.softplus = op.getDtSoftplus();
+  rule.clamp = op.clampsDt();
+  rule.min = op.getDtMin().convertToDouble();
+  rule.max = op.getDtMax().convertToDouble();
+  return rule;
+}
+
+Value SsdStepSize::apply(KernelBuilder &k, Value dt, Value bias) const {
+  if (bias)
+    dt = k.fadd(dt, bias);
+  if (softplus)
+    dt = k.softplus(dt);
+  if (clamp)
+    dt = k.minimumf(k.maximumf(dt, k.like(dt, min)), k.like(dt, max));
+  return dt;
+}
 Value KernelBuilder::gelu(Value a) {
   Value inner = erf(fmul(a, like(a, M_SQRT1_2)));
   return fmul(fmul(like(a, 0.5), a), fadd(like(a, 1.0), inner));

@@ -199,6 +199,20 @@ private:
   Value polynomialExp(Value x);
 };
 
+/// seq.ssd's step size (SPEC 2.4), one rule for every lowering: dt + bias,
+/// softplus when asked, then clamped to [dt_min, dt_max] when the op sets a
+/// range (mamba_ssm's dt_limit: the default (0, inf) clamps nothing, so a
+/// negative dt without softplus stays negative, as there).
+struct SsdStepSize {
+  bool softplus = false;
+  bool clamp = false;
+  double min = 0.0, max = 0.0;
+
+  static SsdStepSize of(seq::SsdOp op);
+  /// `dt` (a scalar or a vector) and `bias` (null: none) of one head.
+  Value apply(KernelBuilder &k, Value dt, Value bias) const;
+};
+
 /// The sizes of the named dimensions of an op (B, T, H, ...), read from their
 /// first occurrence after run-time checks that every other occurrence
 /// agrees, that divisibility and positivity rules hold.

@@ -31,7 +31,7 @@ struct SsdBuffers {
 /// then y = (y + D x) silu(z), and `last` is the final state.
 void emitSsdRecurrent(ImplicitLocOpBuilder &b, const GpuTarget &target,
                       KernelBuilder &kb, const SsdBuffers &buf, Value state,
-                      Value items, bool softplus) {
+                      Value items, const SsdStepSize &stepSize) {
   SmallVector<Value> args{buf.x, buf.dt, buf.a,    buf.b,
                           buf.c, buf.y,  buf.last, state};
   // Optional operands follow the fixed ones, in this order.
@@ -50,6 +50,9 @@ void emitSsdRecurrent(ImplicitLocOpBuilder &b, const GpuTarget &target,
         };
         Value bias = take(buf.bias), skip = take(buf.skip),
               gate = take(buf.gate), init = take(buf.init);
+        // D per head, or per head and channel (H x P).
+        bool perChannelSkip =
+            skip && cast<ShapedType>(skip.getType()).getRank() == 2;
         Value nT = k.mdim(x, 1), nH = k.mdim(x, 2), nP = k.mdim(x, 3);
         Value nG = k.mdim(bm, 2), nN = k.mdim(bm, 3);
         Value p = k.rems(item, nP), rest = k.divs(item, nP);
@@ -61,11 +64,8 @@ void emitSsdRecurrent(ImplicitLocOpBuilder &b, const GpuTarget &target,
         });
         Value ah = k.mload(a, {h});
         k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
-          Value d = k.mload(dt, {bi, t, h});
-          if (bias)
-            d = k.fadd(d, k.mload(bias, {h}));
-          if (softplus)
-            d = k.softplus(d);
+          Value d = stepSize.apply(k, k.mload(dt, {bi, t, h}),
+                                   bias ? k.mload(bias, {h}) : Value());
           Value decay = k.exp(k.fmul(d, ah));
           Value xv = k.mload(x, {bi, t, h, p});
           Value dx = k.fmul(d, xv);
@@ -78,7 +78,9 @@ void emitSsdRecurrent(ImplicitLocOpBuilder &b, const GpuTarget &target,
           });
           Value yv = acc[0];
           if (skip)
-            yv = k.fadd(yv, k.fmul(k.mload(skip, {h}), xv));
+            yv = k.fadd(yv, k.fmul(perChannelSkip ? k.mload(skip, {h, p})
+                                                  : k.mload(skip, {h}),
+                                   xv));
           if (gate)
             yv = k.fmul(yv, k.silu(k.mload(gate, {bi, t, h, p})));
           k.mstore(yv, y, {bi, t, h, p});
@@ -133,7 +135,7 @@ struct GpuSsd : OpRewritePattern<seq::SsdOp> {
         b, RankedTensorType::get({dyn, dyn, dyn, dyn}, b.getF32Type()),
         {Bsz, H, P, N});
     emitSsdRecurrent(b, target, kb, buffers, state, kb.mul(kb.mul(Bsz, H), P),
-                     op.getDtSoftplus());
+                     SsdStepSize::of(op));
     rewriter.replaceOp(op, {asTensor(b, buffers.y, yType),
                             asTensor(b, buffers.last, lastType)});
     return success();

@@ -125,8 +125,8 @@ struct LowerSsd : OpRewritePattern<seq::SsdOp> {
               op.getInit() ? kb.load(op.getInit(), {bi, h, p, n}) : kb.f32(0.0);
           SmallVector<Value> scan =
               kb.loop(T, {s0, it[0]}, [&](Value t, ValueRange c) {
-                Value dt = discretizedStep(kb, kb.load(op.getDt(), {bi, t, h}),
-                                           bias, op.getDtSoftplus());
+                Value dt = SsdStepSize::of(op).apply(
+                    kb, kb.load(op.getDt(), {bi, t, h}), bias);
                 Value decay = kb.exp(kb.fmul(dt, a));
                 Value xb = kb.fmul(kb.load(op.getX(), {bi, t, h, p}),
                                    kb.load(op.getB(), {bi, t, g, n}));
@@ -144,9 +144,11 @@ struct LowerSsd : OpRewritePattern<seq::SsdOp> {
     y = kb.nest({Bsz, T, H, P}, {y}, [&](ValueRange ivs, ValueRange it) {
       Value h = ivs[2];
       Value v = kb.load(acc[0], ivs);
-      if (op.getSkip())
-        v = kb.fadd(
-            v, kb.fmul(kb.load(op.getSkip(), {h}), kb.load(op.getX(), ivs)));
+      if (Value skip = op.getSkip()) {
+        bool perChannel = cast<RankedTensorType>(skip.getType()).getRank() == 2;
+        Value d = perChannel ? kb.load(skip, {h, ivs[3]}) : kb.load(skip, {h});
+        v = kb.fadd(v, kb.fmul(d, kb.load(op.getX(), ivs)));
+      }
       if (op.getGate())
         v = kb.fmul(v, kb.silu(kb.load(op.getGate(), ivs)));
       return SmallVector<Value>{kb.store(v, it[0], ivs)};

@@ -169,24 +169,27 @@ ChunkedForm ChunkedForm::ssd(Operation *op, ImplicitLocOpBuilder &b,
   if (Value gate = ssd.getGate())
     form.addFamilyOperand(SsdGate, readBuffer(b, gate));
 
-  bool softplus = ssd.getDtSoftplus();
-  // dt = softplus(dt + bias) as asked; the step decays by exp(dt A) and
-  // weighs its input by dt.
-  form.stepFn = [softplus](KernelBuilder &k, const ChunkedArgs &a, Value bi,
+  // The step decays by exp(dt A) and weighs its input by dt.
+  SsdStepSize stepSize = SsdStepSize::of(ssd);
+  form.stepFn = [stepSize](KernelBuilder &k, const ChunkedArgs &a, Value bi,
                            Value t, Value h) {
-    Value dt = k.mload(a.family[SsdDt], {bi, t, h});
-    if (Value bias = a.family[SsdBias])
-      dt = k.fadd(dt, k.mload(bias, {h}));
-    if (softplus)
-      dt = k.softplus(dt);
+    Value bias = a.family[SsdBias];
+    Value dt = stepSize.apply(k, k.mload(a.family[SsdDt], {bi, t, h}),
+                              bias ? k.mload(bias, {h}) : Value());
     return StepCoefficients{k.fmul(dt, k.mload(a.family[SsdA], {h})), dt};
   };
+  // D per head, or per head and channel (H x P).
+  bool skipPerChannel =
+      ssd.getSkip() &&
+      cast<RankedTensorType>(ssd.getSkip().getType()).getRank() == 2;
   if (ssd.getSkip() || ssd.getGate())
-    form.finishFn = [](KernelBuilder &k, const ChannelRun &run,
-                       const ChunkedArgs &a, Value bi, Value t, Value h,
-                       Value p, Value y, Value x) {
+    form.finishFn = [skipPerChannel](KernelBuilder &k, const ChannelRun &run,
+                                     const ChunkedArgs &a, Value bi, Value t,
+                                     Value h, Value p, Value y, Value x) {
       if (Value skip = a.family[SsdSkip])
-        y = k.fadd(y, k.fmul(run.broadcast(k.mload(skip, {h})), x));
+        y = k.fadd(y, k.fmul(skipPerChannel ? run.load(skip, {h, p})
+                                            : run.broadcast(k.mload(skip, {h})),
+                             x));
       if (Value gate = a.family[SsdGate])
         y = k.fmul(y, k.silu(run.load(gate, {bi, t, h, p})));
       return y;

@@ -50,19 +50,27 @@ def graph(v, use, attrs, prefix="", init_from=None, dynamic_t=False):
     return args, seq_op(prefix + "r", "ssd", ["%" + prefix + n for n in REQUIRED], opt, attrs, tys, out), out
 
 
-def case(Bs, T, H, P, N, G, use=(), softplus_dt=False, chunk=0, dynamic_t=False, seed=0):
+def case(Bs, T, H, P, N, G, use=(), softplus_dt=False, chunk=0, dynamic_t=False, seed=0,
+         skip_hp=False, dt_range=None, plan=None):
     v = make(Bs, T, H, P, N, G, seed)
-    if not softplus_dt:  # without softplus the given dt must already be positive
+    if not softplus_dt and dt_range is None:  # the given dt must already be positive
         v["dt"] = f32(softplus(v["dt"]))
+    if skip_hp:  # mamba_ssm's D_has_hdim
+        v["D"] = f32(rng(seed + 100).standard_normal((H, P)))
+    lo, hi = dt_range if dt_range else (0.0, float("inf"))
     attrs = ", ".join((["dt_softplus = true"] if softplus_dt else []) +
-                      ([f"chunk_size = {chunk} : i64"] if chunk else []))
+                      ([f"chunk_size = {chunk} : i64"] if chunk else []) +
+                      ([f"dt_min = {lo:e} : f32"] if dt_range and lo != 0.0 else []) +
+                      ([f"dt_max = {hi:e} : f32"] if dt_range and hi != float("inf") else []) +
+                      ([f"seq.plan = #seq.plan<{plan}>"] if plan else []))
     args, line, out = graph(v, use, attrs, dynamic_t=dynamic_t)
     y, last = run_seqc(func(args, [line], [("%r#0", out[0]), ("%r#1", out[1])]),
                        [v[n] for n, _ in args])
     get = lambda n: v[n] if n in use else None
     ry, rl = ssd(v["x"], v["dt"], v["A"], v["B"], v["C"], get("D"), get("z"), get("db"),
-                 get("h0"), softplus_dt)
-    tag = f"B={Bs} T={T} H={H} P={P} N={N} G={G} opt={','.join(use)} chunk={chunk} dynT={dynamic_t}"
+                 get("h0"), softplus_dt, lo, hi)
+    tag = (f"B={Bs} T={T} H={H} P={P} N={N} G={G} opt={','.join(use)} chunk={chunk} "
+           f"dynT={dynamic_t} skipHP={skip_hp} dt_range={dt_range} plan={plan}")
     c.close("y " + tag, y, ry)
     c.close("last " + tag, last, rl)
 
@@ -109,6 +117,19 @@ c.run("chunk_size far beyond any stack (taken as 256)",
 c.run("G = H", lambda: case(1, 13, 4, 2, 3, 4, use=("z",), seed=5))
 c.run("dynamic T", lambda: case(2, 17, 2, 4, 4, 1, use=("D", "h0"), dynamic_t=True, seed=6))
 c.run("quadratic form", quadratic_form_agrees)
+# mamba_ssm parity: D per head and channel (D_has_hdim) and dt_limit, on the
+# chunked and the recurrent kernels; dt_min alone also lifts a negative dt.
+for plan in ("chunked, 16", "recurrent"):
+    c.run(f"skip H x P {plan}", lambda plan=plan: case(
+        2, 40, 3, 5, 6, 1, use=("D", "z", "h0"), softplus_dt=True, skip_hp=True, plan=plan, seed=30))
+    c.run(f"dt_limit {plan}", lambda plan=plan: case(
+        1, 45, 2, 4, 8, 2, use=("D", "db"), softplus_dt=True, dt_range=(0.05, 0.4), plan=plan,
+        seed=31))
+    c.run(f"dt_min only {plan}", lambda plan=plan: case(
+        1, 33, 2, 3, 4, 1, use=("D",), dt_range=(0.01, float("inf")), plan=plan, seed=32))
+    c.run(f"dt_max only, skip H x P {plan}", lambda plan=plan: case(
+        2, 20, 4, 8, 4, 2, use=("D", "db"), softplus_dt=True, skip_hp=True,
+        dt_range=(0.0, 0.2), plan=plan, seed=33))
 c.run("pieces", lambda: pieces(2, 29, 4, 4, 6, 2, 12))
 c.run("pieces decode", lambda: pieces(1, 10, 2, 4, 4, 1, 9))
 # Several chunks and P / N tiles in the GPU kernels (64-step chunks, 32-wide

@@ -94,7 +94,11 @@ def selective_scan(u, delta, A, B, C, D=None, z=None, db=None, h0=None,
     return y, h
 
 
-def ssd(x, dt, A, B, C, D=None, z=None, db=None, h0=None, softplus_dt=False):
+def ssd(x, dt, A, B, C, D=None, z=None, db=None, h0=None, softplus_dt=False,
+        dt_min=0.0, dt_max=float("inf")):
+    """SPEC 2.4. D is H or H x P (mamba_ssm's D_has_hdim); dt is clamped to
+    [dt_min, dt_max] only when that is not the default (0, inf), as
+    mamba_ssm applies dt_limit."""
     x, dt, A, B, C = d(x), d(dt), d(A), d(B), d(C)
     Bs, T, H, P = x.shape
     G, N = B.shape[2], B.shape[3]
@@ -102,6 +106,8 @@ def ssd(x, dt, A, B, C, D=None, z=None, db=None, h0=None, softplus_dt=False):
     dt = dt + (0.0 if db is None else d(db))
     if softplus_dt:
         dt = softplus(dt)
+    if (dt_min, dt_max) != (0.0, float("inf")):
+        dt = np.clip(dt, dt_min, dt_max)
     a = np.exp(dt * A)  # B T H
     h = np.zeros((Bs, H, P, N)) if h0 is None else d(h0).copy()
     y = np.zeros_like(x)
@@ -111,7 +117,8 @@ def ssd(x, dt, A, B, C, D=None, z=None, db=None, h0=None, softplus_dt=False):
         h = a[:, t, :, None, None] * h + dt[:, t, :, None, None] * x[:, t, :, :, None] * Bt[:, :, None, :]
         y[:, t] = np.einsum("bhpn,bhn->bhp", h, Ct)
     if D is not None:
-        y += d(D)[None, None, :, None] * x
+        Dd = d(D)
+        y += (Dd[None, None] if Dd.ndim == 2 else Dd[None, None, :, None]) * x
     if z is not None:
         y *= silu(d(z))
     return y, h
