@@ -10,6 +10,7 @@
 // ceiling, speedup over the reference, 1-thread vs all-threads scaling.
 //
 //   seqc-bench [--quick] [--runs N] [--only NAME] [--results FILE]
+//   (--only packed: the packed-batch comparison alone)
 //
 // --results writes each case's name, median ms, GFLOP/s (or GB/s) and shape
 // to FILE, tab-separated, for bench/peers.py to set beside its peers.
@@ -293,6 +294,115 @@ const char *lowPrecisionPath() {
            "not use yet)";
 #endif
   return "widened to f32 FMA (the host has neither AMX nor AVX-512 BF16)";
+}
+
+/// The graph of one packed-batch family: steps `T`, and with `sequences`
+/// > 0 a packed batch of that many sequences (`segments`, one state each).
+std::string packedGraph(const std::string &family, int64_t T,
+                        int64_t sequences) {
+  const int64_t H = 16;
+  int64_t states = sequences > 0 ? sequences : 1;
+  std::string cu = tensorType({sequences + 1}, "i32");
+  if (family == "ssd") {
+    const int64_t P = 64, N = 128;
+    std::vector<std::string> args{
+        tensorType({1, T, H, P}), tensorType({1, T, H}), tensorType({H}),
+        tensorType({1, T, 1, N}), tensorType({1, T, 1, N})};
+    if (sequences > 0)
+      args.push_back(cu);
+    return graph("ssd", args,
+                 {tensorType({1, T, H, P}), tensorType({states, H, P, N})},
+                 sequences > 0 ? "segments(%a5)" : "", "dt_softplus = true");
+  }
+  const int64_t K = 64, V = 64;
+  std::vector<std::string> args{
+      tensorType({1, T, H, K}), tensorType({1, T, H, K}),
+      tensorType({1, T, H, V}), tensorType({1, T, H}), tensorType({1, T, H})};
+  if (sequences > 0)
+    args.push_back(cu);
+  return graph("delta_rule", args,
+               {tensorType({1, T, H, V}), tensorType({states, H, K, V})},
+               sequences > 0 ? "decay(%a4) segments(%a5)" : "decay(%a4)",
+               "qk_l2norm = true, scale = 0.125 : f32");
+}
+
+/// Inputs in the ranges the families expect: ssd's A < 0, the delta rule's
+/// beta in (0, 1) and log decays <= 0, so that states stay bounded over
+/// thousands of steps.
+float packedInputRange(const std::string &family, size_t index, float x) {
+  if (family == "ssd")
+    return index == 2 ? -0.5f * (x + 1.5f) : x;
+  if (index == 3)
+    return 0.5f + 0.45f * x;
+  if (index == 4)
+    return -0.5f * (x + 1.0f);
+  return x;
+}
+
+/// A packed batch of sequences of lengths 1 to 4096 (the serving case): one
+/// packed call against one call per sequence (each compiled for its
+/// length) and against one call on a single sequence of the same total
+/// length, timed in interleaved rounds.
+void packedBatch(Engine &engine, bool quick, int runs) {
+  std::vector<int64_t> lengths{1, 4, 16, 64, 256, 1024, 2048, 4096};
+  if (quick)
+    lengths = {1, 4, 16, 64, 256, 1024};
+  int64_t total = 0;
+  for (int64_t n : lengths)
+    total += n;
+  int rounds = std::max(9, runs);
+  std::printf("\npacked batch of %zu sequences, lengths 1..%lld, %lld steps "
+              "(median ms of %d interleaved rounds):\n",
+              lengths.size(), static_cast<long long>(lengths.back()),
+              static_cast<long long>(total), rounds);
+  for (std::string family : {"ssd", "delta_rule"}) {
+    auto range = [family](size_t i, float x) {
+      return packedInputRange(family, i, x);
+    };
+    auto sequences = static_cast<int64_t>(lengths.size());
+    Function packed = compile(engine, packedGraph(family, total, sequences),
+                              false, family + "_packed");
+    Inputs packedIn = makeInputs(packed.signature(), 4, range);
+    int32_t *cu = packedIn.tensors.back().dataAs<int32_t>();
+    cu[0] = 0;
+    for (size_t s = 0; s < lengths.size(); ++s)
+      cu[s + 1] = cu[s] + static_cast<int32_t>(lengths[s]);
+    std::vector<Function> alone;
+    std::vector<Inputs> aloneIn;
+    for (int64_t n : lengths) {
+      alone.push_back(compile(engine, packedGraph(family, n, 0), false,
+                              family + "_" + std::to_string(n)));
+      aloneIn.push_back(makeInputs(alone.back().signature(), 4, range));
+    }
+    Function single = compile(engine, packedGraph(family, total, 0), false,
+                              family + "_single");
+    Inputs singleIn = makeInputs(single.signature(), 4, range);
+
+    auto timed = [](Function &fn, const Inputs &in) {
+      double t0 = now();
+      auto out = fn.call(in.views);
+      if (!out)
+        die(out.message());
+      return (now() - t0) * 1e3;
+    };
+    std::vector<double> packedMs, separateMs, singleMs;
+    for (int r = 0; r <= rounds; ++r) { // round 0 warms up
+      double p = timed(packed, packedIn), sep = 0;
+      for (size_t i = 0; i < alone.size(); ++i)
+        sep += timed(alone[i], aloneIn[i]);
+      double one = timed(single, singleIn);
+      if (r == 0)
+        continue;
+      packedMs.push_back(p);
+      separateMs.push_back(sep);
+      singleMs.push_back(one);
+    }
+    double p = median(packedMs), sep = median(separateMs),
+           one = median(singleMs);
+    std::printf("  %-12s packed=%.2f separate=%.2f single=%.2f  "
+                "packed/separate=%.2f packed/single=%.2f\n",
+                family.c_str(), p, sep, one, p / sep, p / one);
+  }
 }
 
 } // namespace
@@ -633,5 +743,8 @@ int main(int argc, char **argv) {
                   static_cast<long long>(chosen));
     }
   }
+
+  if (only.empty() || only == "packed")
+    packedBatch(engine, quick, runs);
   return 0;
 }

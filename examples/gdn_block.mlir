@@ -9,7 +9,10 @@
 // out-projection. States: the conv window and the delta-rule state.
 //
 // Functions: @main(u, weights) runs a whole sequence from zero states;
-// @step(u, states, weights) continues from given states (decode).
+// @step(u, states, weights) continues from given states (decode);
+// @packed(u, cu, weights) runs S sequences packed along T (cu: the S+1
+// offsets, i32) from zero states, every seq op with a state and attention
+// taking segments(%cu); its states have S rows.
 // Weights bind by name (seq.name), matrices laid out [in, out].
 //
 // Run it (weights and an input from examples/blocks/weights.py):
@@ -183,6 +186,170 @@ func.func private @gdn_layer(
   return %x57, %r19, %r38 : tensor<1x?x128xf32>, tensor<1x256x3xf32>, tensor<1x4x32x32xf32>
 }
 
+func.func private @gdn_layer_packed(
+    %h: tensor<1x?x128xf32>,
+    %cu: tensor<?xi32>,
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_linear_attn_in_proj_qkvz_weight: tensor<128x384xf32> {seq.name = "linear_attn.in_proj_qkvz.weight"},
+    %w_linear_attn_in_proj_ba_weight: tensor<128x8xf32> {seq.name = "linear_attn.in_proj_ba.weight"},
+    %w_linear_attn_conv1d_weight: tensor<256x4xf32> {seq.name = "linear_attn.conv1d.weight"},
+    %w_linear_attn_dt_bias: tensor<4xf32> {seq.name = "linear_attn.dt_bias"},
+    %w_linear_attn_A_log: tensor<4xf32> {seq.name = "linear_attn.A_log"},
+    %w_linear_attn_norm_weight: tensor<32xf32> {seq.name = "linear_attn.norm.weight"},
+    %w_linear_attn_out_proj_weight: tensor<128x128xf32> {seq.name = "linear_attn.out_proj.weight"})
+    -> (tensor<1x?x128xf32>, tensor<?x256x3xf32>, tensor<?x4x32x32xf32>) {
+  %c1_idx = arith.constant 1 : index
+  %T = tensor.dim %h, %c1_idx : tensor<1x?x128xf32>
+
+  // pre-norm, in-projections: (q, k, v, z) and (b, a)
+  %x1 = tensor.collapse_shape %h [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %e2 = tensor.empty(%T) : tensor<?xf32>
+  %cst3 = arith.constant 0.0 : f32
+  %fill4 = linalg.fill ins(%cst3 : f32) outs(%e2 : tensor<?xf32>) -> tensor<?xf32>
+  %g5 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x1 : tensor<?x128xf32>) outs(%fill4 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e6 = tensor.empty(%T) : tensor<?x128xf32>
+  %g7 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %g5, %w_norm_weight : tensor<?x128xf32>, tensor<?xf32>, tensor<128xf32>) outs(%e6 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.0078125 : f32
+    %eps = arith.constant 1.0e-05 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e8 = tensor.empty(%T) : tensor<?x384xf32>
+  %cst9 = arith.constant 0.0 : f32
+  %fill10 = linalg.fill ins(%cst9 : f32) outs(%e8 : tensor<?x384xf32>) -> tensor<?x384xf32>
+  %mm11 = linalg.matmul ins(%g7, %w_linear_attn_in_proj_qkvz_weight : tensor<?x128xf32>, tensor<128x384xf32>) outs(%fill10 : tensor<?x384xf32>) -> tensor<?x384xf32>
+  %e12 = tensor.empty(%T) : tensor<?x8xf32>
+  %cst13 = arith.constant 0.0 : f32
+  %fill14 = linalg.fill ins(%cst13 : f32) outs(%e12 : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %mm15 = linalg.matmul ins(%g7, %w_linear_attn_in_proj_ba_weight : tensor<?x128xf32>, tensor<128x8xf32>) outs(%fill14 : tensor<?x8xf32>) -> tensor<?x8xf32>
+
+  // causal conv over q, k and v, then SiLU
+  %s16 = tensor.extract_slice %mm11[0, 0] [%T, 256] [1, 1] : tensor<?x384xf32> to tensor<?x256xf32>
+  %x17 = tensor.expand_shape %s16 [[0, 1], [2]] output_shape [1, %T, 256] : tensor<?x256xf32> into tensor<1x?x256xf32>
+  %r18, %r19 = seq.causal_conv1d %x17, %w_linear_attn_conv1d_weight segments(%cu)
+      : (tensor<1x?x256xf32>, tensor<256x4xf32>, tensor<?xi32>) -> (tensor<1x?x256xf32>, tensor<?x256x3xf32>)
+  %e20 = tensor.empty(%T) : tensor<1x?x256xf32>
+  %g21 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%r18 : tensor<1x?x256xf32>) outs(%e20 : tensor<1x?x256xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %a0, %d : f32
+    linalg.yield %s : f32
+  } -> tensor<1x?x256xf32>
+  %x22 = tensor.collapse_shape %g21 [[0, 1], [2]] : tensor<1x?x256xf32> into tensor<?x256xf32>
+  %s23 = tensor.extract_slice %x22[0, 0] [%T, 64] [1, 1] : tensor<?x256xf32> to tensor<?x64xf32>
+  %x24 = tensor.expand_shape %s23 [[0, 1], [2, 3]] output_shape [1, %T, 2, 32] : tensor<?x64xf32> into tensor<1x?x2x32xf32>
+  %s25 = tensor.extract_slice %x22[0, 64] [%T, 64] [1, 1] : tensor<?x256xf32> to tensor<?x64xf32>
+  %x26 = tensor.expand_shape %s25 [[0, 1], [2, 3]] output_shape [1, %T, 2, 32] : tensor<?x64xf32> into tensor<1x?x2x32xf32>
+  %s27 = tensor.extract_slice %x22[0, 128] [%T, 128] [1, 1] : tensor<?x256xf32> to tensor<?x128xf32>
+  %x28 = tensor.expand_shape %s27 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+
+  // beta = sigmoid(b), log-decay -exp(A_log) * softplus(a + dt_bias)
+  %s29 = tensor.extract_slice %mm15[0, 0] [%T, 4] [1, 1] : tensor<?x8xf32> to tensor<?x4xf32>
+  %e30 = tensor.empty(%T) : tensor<?x4xf32>
+  %g31 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%s29 : tensor<?x4xf32>) outs(%e30 : tensor<?x4xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %one, %d : f32
+    linalg.yield %s : f32
+  } -> tensor<?x4xf32>
+  %x32 = tensor.expand_shape %g31 [[0, 1], [2]] output_shape [1, %T, 4] : tensor<?x4xf32> into tensor<1x?x4xf32>
+  %s33 = tensor.extract_slice %mm15[0, 4] [%T, 4] [1, 1] : tensor<?x8xf32> to tensor<?x4xf32>
+  %e34 = tensor.empty(%T) : tensor<?x4xf32>
+  %g35 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%s33, %w_linear_attn_dt_bias, %w_linear_attn_A_log : tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>) outs(%e34 : tensor<?x4xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %x = arith.addf %a0, %a1 : f32
+    %c = arith.constant 20.0 : f32
+    %big = arith.cmpf ogt, %x, %c : f32
+    %e = math.exp %x : f32
+    %l = math.log1p %e : f32
+    %sp = arith.select %big, %x, %l : f32
+    %ea = math.exp %a2 : f32
+    %m = arith.mulf %ea, %sp : f32
+    %y = arith.negf %m : f32
+    linalg.yield %y : f32
+  } -> tensor<?x4xf32>
+  %x36 = tensor.expand_shape %g35 [[0, 1], [2]] output_shape [1, %T, 4] : tensor<?x4xf32> into tensor<1x?x4xf32>
+  %r37, %r38 = seq.delta_rule %x24, %x26, %x28, %x32 decay(%x36) segments(%cu) {qk_l2norm = true, scale = 0.1767766952966369 : f32}
+      : (tensor<1x?x2x32xf32>, tensor<1x?x2x32xf32>, tensor<1x?x4x32xf32>, tensor<1x?x4xf32>, tensor<1x?x4xf32>, tensor<?xi32>) -> (tensor<1x?x4x32xf32>, tensor<?x4x32x32xf32>)
+
+  // per-head RMSNorm gated by silu(z), out-projection, residual
+  %x39 = tensor.collapse_shape %r37 [[0, 1, 2], [3]] : tensor<1x?x4x32xf32> into tensor<?x32xf32>
+  %c0_idx = arith.constant 0 : index
+  %TH = tensor.dim %x39, %c0_idx : tensor<?x32xf32>
+  %e40 = tensor.empty(%TH) : tensor<?xf32>
+  %cst41 = arith.constant 0.0 : f32
+  %fill42 = linalg.fill ins(%cst41 : f32) outs(%e40 : tensor<?xf32>) -> tensor<?xf32>
+  %g43 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x39 : tensor<?x32xf32>) outs(%fill42 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e44 = tensor.empty(%TH) : tensor<?x32xf32>
+  %g45 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x39, %g43, %w_linear_attn_norm_weight : tensor<?x32xf32>, tensor<?xf32>, tensor<32xf32>) outs(%e44 : tensor<?x32xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.03125 : f32
+    %eps = arith.constant 1.0e-06 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x32xf32>
+  %x46 = tensor.expand_shape %g45 [[0, 1], [2]] output_shape [%T, 4, 32] : tensor<?x32xf32> into tensor<?x4x32xf32>
+  %x47 = tensor.collapse_shape %x46 [[0], [1, 2]] : tensor<?x4x32xf32> into tensor<?x128xf32>
+  %s48 = tensor.extract_slice %mm11[0, 256] [%T, 128] [1, 1] : tensor<?x384xf32> to tensor<?x128xf32>
+  %e49 = tensor.empty(%T) : tensor<?x128xf32>
+  %g50 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%s48, %x47 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e49 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %a0, %d : f32
+    %y = arith.mulf %s, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e51 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst52 = arith.constant 0.0 : f32
+  %fill53 = linalg.fill ins(%cst52 : f32) outs(%e51 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm54 = linalg.matmul ins(%g50, %w_linear_attn_out_proj_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill53 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e55 = tensor.empty(%T) : tensor<?x128xf32>
+  %g56 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %mm54 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e55 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x57 = tensor.expand_shape %g56 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  return %x57, %r19, %r38 : tensor<1x?x128xf32>, tensor<?x256x3xf32>, tensor<?x4x32x32xf32>
+}
+
 func.func @main(
     %u: tensor<1x?x128xf32> {seq.name = "u"},
     %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
@@ -225,4 +392,21 @@ func.func @step(
   %l1, %l2, %l3 = func.call @gdn_layer(%u, %conv_state, %state, %w_norm_weight, %w_linear_attn_in_proj_qkvz_weight, %w_linear_attn_in_proj_ba_weight, %w_linear_attn_conv1d_weight, %w_linear_attn_dt_bias, %w_linear_attn_A_log, %w_linear_attn_norm_weight, %w_linear_attn_out_proj_weight)
       : (tensor<1x?x128xf32>, tensor<1x256x3xf32>, tensor<1x4x32x32xf32>, tensor<128xf32>, tensor<128x384xf32>, tensor<128x8xf32>, tensor<256x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<32xf32>, tensor<128x128xf32>) -> (tensor<1x?x128xf32>, tensor<1x256x3xf32>, tensor<1x4x32x32xf32>)
   return %l1, %l2, %l3 : tensor<1x?x128xf32>, tensor<1x256x3xf32>, tensor<1x4x32x32xf32>
+}
+
+func.func @packed(
+    %u: tensor<1x?x128xf32> {seq.name = "u"},
+    %cu: tensor<?xi32> {seq.name = "cu"},
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_linear_attn_in_proj_qkvz_weight: tensor<128x384xf32> {seq.name = "linear_attn.in_proj_qkvz.weight"},
+    %w_linear_attn_in_proj_ba_weight: tensor<128x8xf32> {seq.name = "linear_attn.in_proj_ba.weight"},
+    %w_linear_attn_conv1d_weight: tensor<256x4xf32> {seq.name = "linear_attn.conv1d.weight"},
+    %w_linear_attn_dt_bias: tensor<4xf32> {seq.name = "linear_attn.dt_bias"},
+    %w_linear_attn_A_log: tensor<4xf32> {seq.name = "linear_attn.A_log"},
+    %w_linear_attn_norm_weight: tensor<32xf32> {seq.name = "linear_attn.norm.weight"},
+    %w_linear_attn_out_proj_weight: tensor<128x128xf32> {seq.name = "linear_attn.out_proj.weight"})
+    -> (tensor<1x?x128xf32>, tensor<?x256x3xf32>, tensor<?x4x32x32xf32>) {
+  %l1, %l2, %l3 = func.call @gdn_layer_packed(%u, %cu, %w_norm_weight, %w_linear_attn_in_proj_qkvz_weight, %w_linear_attn_in_proj_ba_weight, %w_linear_attn_conv1d_weight, %w_linear_attn_dt_bias, %w_linear_attn_A_log, %w_linear_attn_norm_weight, %w_linear_attn_out_proj_weight)
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128x384xf32>, tensor<128x8xf32>, tensor<256x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<32xf32>, tensor<128x128xf32>) -> (tensor<1x?x128xf32>, tensor<?x256x3xf32>, tensor<?x4x32x32xf32>)
+  return %l1, %l2, %l3 : tensor<1x?x128xf32>, tensor<?x256x3xf32>, tensor<?x4x32x32xf32>
 }

@@ -5,7 +5,10 @@
 // decay, per-head RMSNorm gated by silu(x W_g), out-projection.
 //
 // Functions: @main(u, weights) runs a whole sequence from zero states;
-// @step(u, states, weights) continues from given states (decode).
+// @step(u, states, weights) continues from given states (decode);
+// @packed(u, cu, weights) runs S sequences packed along T (cu: the S+1
+// offsets, i32) from zero states, every seq op with a state and attention
+// taking segments(%cu); its states have S rows.
 // Weights bind by name (seq.name), matrices laid out [in, out].
 //
 // Run it (weights and an input from examples/blocks/weights.py):
@@ -157,6 +160,149 @@ func.func private @gla_layer(
   return %x53, %r31 : tensor<1x?x128xf32>, tensor<1x4x16x32xf32>
 }
 
+func.func private @gla_layer_packed(
+    %h: tensor<1x?x128xf32>,
+    %cu: tensor<?xi32>,
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_attn_q_proj_weight: tensor<128x64xf32> {seq.name = "attn.q_proj.weight"},
+    %w_attn_k_proj_weight: tensor<128x64xf32> {seq.name = "attn.k_proj.weight"},
+    %w_attn_v_proj_weight: tensor<128x128xf32> {seq.name = "attn.v_proj.weight"},
+    %w_attn_gk_proj_weight: tensor<128x64xf32> {seq.name = "attn.gk_proj.weight"},
+    %w_attn_gk_proj_bias: tensor<64xf32> {seq.name = "attn.gk_proj.bias"},
+    %w_attn_g_proj_weight: tensor<128x128xf32> {seq.name = "attn.g_proj.weight"},
+    %w_attn_g_norm_weight: tensor<32xf32> {seq.name = "attn.g_norm.weight"},
+    %w_attn_o_proj_weight: tensor<128x128xf32> {seq.name = "attn.o_proj.weight"})
+    -> (tensor<1x?x128xf32>, tensor<?x4x16x32xf32>) {
+  %c1_idx = arith.constant 1 : index
+  %T = tensor.dim %h, %c1_idx : tensor<1x?x128xf32>
+
+  // pre-norm and projections
+  %x1 = tensor.collapse_shape %h [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %e2 = tensor.empty(%T) : tensor<?xf32>
+  %cst3 = arith.constant 0.0 : f32
+  %fill4 = linalg.fill ins(%cst3 : f32) outs(%e2 : tensor<?xf32>) -> tensor<?xf32>
+  %g5 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x1 : tensor<?x128xf32>) outs(%fill4 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e6 = tensor.empty(%T) : tensor<?x128xf32>
+  %g7 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %g5, %w_norm_weight : tensor<?x128xf32>, tensor<?xf32>, tensor<128xf32>) outs(%e6 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.0078125 : f32
+    %eps = arith.constant 1.0e-05 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e8 = tensor.empty(%T) : tensor<?x64xf32>
+  %cst9 = arith.constant 0.0 : f32
+  %fill10 = linalg.fill ins(%cst9 : f32) outs(%e8 : tensor<?x64xf32>) -> tensor<?x64xf32>
+  %mm11 = linalg.matmul ins(%g7, %w_attn_q_proj_weight : tensor<?x128xf32>, tensor<128x64xf32>) outs(%fill10 : tensor<?x64xf32>) -> tensor<?x64xf32>
+  %e12 = tensor.empty(%T) : tensor<?x64xf32>
+  %cst13 = arith.constant 0.0 : f32
+  %fill14 = linalg.fill ins(%cst13 : f32) outs(%e12 : tensor<?x64xf32>) -> tensor<?x64xf32>
+  %mm15 = linalg.matmul ins(%g7, %w_attn_k_proj_weight : tensor<?x128xf32>, tensor<128x64xf32>) outs(%fill14 : tensor<?x64xf32>) -> tensor<?x64xf32>
+  %e16 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst17 = arith.constant 0.0 : f32
+  %fill18 = linalg.fill ins(%cst17 : f32) outs(%e16 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm19 = linalg.matmul ins(%g7, %w_attn_v_proj_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill18 : tensor<?x128xf32>) -> tensor<?x128xf32>
+
+  // log-decay: logsigmoid(x W_gk + b) / 16 = -softplus(-(.)) / 16
+  %e20 = tensor.empty(%T) : tensor<?x64xf32>
+  %cst21 = arith.constant 0.0 : f32
+  %fill22 = linalg.fill ins(%cst21 : f32) outs(%e20 : tensor<?x64xf32>) -> tensor<?x64xf32>
+  %mm23 = linalg.matmul ins(%g7, %w_attn_gk_proj_weight : tensor<?x128xf32>, tensor<128x64xf32>) outs(%fill22 : tensor<?x64xf32>) -> tensor<?x64xf32>
+  %e24 = tensor.empty(%T) : tensor<?x64xf32>
+  %g25 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm23, %w_attn_gk_proj_bias : tensor<?x64xf32>, tensor<64xf32>) outs(%e24 : tensor<?x64xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %x = arith.addf %a0, %a1 : f32
+    %zero = arith.constant 0.0 : f32
+    %one = arith.constant 1.0 : f32
+    %c = arith.constant 0.0625 : f32
+    %lo = arith.minimumf %x, %zero : f32
+    %ab = math.absf %x : f32
+    %na = arith.negf %ab : f32
+    %e = math.exp %na : f32
+    %l = math.log1p %e : f32
+    %ls = arith.subf %lo, %l : f32
+    %y = arith.mulf %ls, %c : f32
+    linalg.yield %y : f32
+  } -> tensor<?x64xf32>
+  %x26 = tensor.expand_shape %mm11 [[0, 1], [2, 3]] output_shape [1, %T, 4, 16] : tensor<?x64xf32> into tensor<1x?x4x16xf32>
+  %x27 = tensor.expand_shape %mm15 [[0, 1], [2, 3]] output_shape [1, %T, 4, 16] : tensor<?x64xf32> into tensor<1x?x4x16xf32>
+  %x28 = tensor.expand_shape %mm19 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+  %x29 = tensor.expand_shape %g25 [[0, 1], [2, 3]] output_shape [1, %T, 4, 16] : tensor<?x64xf32> into tensor<1x?x4x16xf32>
+  %r30, %r31 = seq.linear_attention %x26, %x27, %x28 decay(%x29) segments(%cu) {scale = 0.25 : f32}
+      : (tensor<1x?x4x16xf32>, tensor<1x?x4x16xf32>, tensor<1x?x4x32xf32>, tensor<1x?x4x16xf32>, tensor<?xi32>) -> (tensor<1x?x4x32xf32>, tensor<?x4x16x32xf32>)
+
+  // per-head RMSNorm, gated by silu(x W_g)
+  %x32 = tensor.collapse_shape %r30 [[0, 1, 2], [3]] : tensor<1x?x4x32xf32> into tensor<?x32xf32>
+  %c0_idx = arith.constant 0 : index
+  %TH = tensor.dim %x32, %c0_idx : tensor<?x32xf32>
+  %e33 = tensor.empty(%TH) : tensor<?xf32>
+  %cst34 = arith.constant 0.0 : f32
+  %fill35 = linalg.fill ins(%cst34 : f32) outs(%e33 : tensor<?xf32>) -> tensor<?xf32>
+  %g36 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x32 : tensor<?x32xf32>) outs(%fill35 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e37 = tensor.empty(%TH) : tensor<?x32xf32>
+  %g38 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x32, %g36, %w_attn_g_norm_weight : tensor<?x32xf32>, tensor<?xf32>, tensor<32xf32>) outs(%e37 : tensor<?x32xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.03125 : f32
+    %eps = arith.constant 1.0e-05 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x32xf32>
+  %x39 = tensor.expand_shape %g38 [[0, 1], [2]] output_shape [%T, 4, 32] : tensor<?x32xf32> into tensor<?x4x32xf32>
+  %x40 = tensor.collapse_shape %x39 [[0], [1, 2]] : tensor<?x4x32xf32> into tensor<?x128xf32>
+  %e41 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst42 = arith.constant 0.0 : f32
+  %fill43 = linalg.fill ins(%cst42 : f32) outs(%e41 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm44 = linalg.matmul ins(%g7, %w_attn_g_proj_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill43 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e45 = tensor.empty(%T) : tensor<?x128xf32>
+  %g46 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm44, %x40 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e45 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %a0, %d : f32
+    %y = arith.mulf %s, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e47 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst48 = arith.constant 0.0 : f32
+  %fill49 = linalg.fill ins(%cst48 : f32) outs(%e47 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm50 = linalg.matmul ins(%g46, %w_attn_o_proj_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill49 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e51 = tensor.empty(%T) : tensor<?x128xf32>
+  %g52 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %mm50 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e51 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x53 = tensor.expand_shape %g52 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  return %x53, %r31 : tensor<1x?x128xf32>, tensor<?x4x16x32xf32>
+}
+
 func.func @main(
     %u: tensor<1x?x128xf32> {seq.name = "u"},
     %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
@@ -197,4 +343,22 @@ func.func @step(
   %l1, %l2 = func.call @gla_layer(%u, %state, %w_norm_weight, %w_attn_q_proj_weight, %w_attn_k_proj_weight, %w_attn_v_proj_weight, %w_attn_gk_proj_weight, %w_attn_gk_proj_bias, %w_attn_g_proj_weight, %w_attn_g_norm_weight, %w_attn_o_proj_weight)
       : (tensor<1x?x128xf32>, tensor<1x4x16x32xf32>, tensor<128xf32>, tensor<128x64xf32>, tensor<128x64xf32>, tensor<128x128xf32>, tensor<128x64xf32>, tensor<64xf32>, tensor<128x128xf32>, tensor<32xf32>, tensor<128x128xf32>) -> (tensor<1x?x128xf32>, tensor<1x4x16x32xf32>)
   return %l1, %l2 : tensor<1x?x128xf32>, tensor<1x4x16x32xf32>
+}
+
+func.func @packed(
+    %u: tensor<1x?x128xf32> {seq.name = "u"},
+    %cu: tensor<?xi32> {seq.name = "cu"},
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_attn_q_proj_weight: tensor<128x64xf32> {seq.name = "attn.q_proj.weight"},
+    %w_attn_k_proj_weight: tensor<128x64xf32> {seq.name = "attn.k_proj.weight"},
+    %w_attn_v_proj_weight: tensor<128x128xf32> {seq.name = "attn.v_proj.weight"},
+    %w_attn_gk_proj_weight: tensor<128x64xf32> {seq.name = "attn.gk_proj.weight"},
+    %w_attn_gk_proj_bias: tensor<64xf32> {seq.name = "attn.gk_proj.bias"},
+    %w_attn_g_proj_weight: tensor<128x128xf32> {seq.name = "attn.g_proj.weight"},
+    %w_attn_g_norm_weight: tensor<32xf32> {seq.name = "attn.g_norm.weight"},
+    %w_attn_o_proj_weight: tensor<128x128xf32> {seq.name = "attn.o_proj.weight"})
+    -> (tensor<1x?x128xf32>, tensor<?x4x16x32xf32>) {
+  %l1, %l2 = func.call @gla_layer_packed(%u, %cu, %w_norm_weight, %w_attn_q_proj_weight, %w_attn_k_proj_weight, %w_attn_v_proj_weight, %w_attn_gk_proj_weight, %w_attn_gk_proj_bias, %w_attn_g_proj_weight, %w_attn_g_norm_weight, %w_attn_o_proj_weight)
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128x64xf32>, tensor<128x64xf32>, tensor<128x128xf32>, tensor<128x64xf32>, tensor<64xf32>, tensor<128x128xf32>, tensor<32xf32>, tensor<128x128xf32>) -> (tensor<1x?x128xf32>, tensor<?x4x16x32xf32>)
+  return %l1, %l2 : tensor<1x?x128xf32>, tensor<?x4x16x32xf32>
 }

@@ -7,7 +7,10 @@
 // Results: (h, summed aux loss, the states of every layer).
 // Each layer is a func.call; seqc-run --profile times them.
 // Functions: @main(u, weights) runs a whole sequence from zero states;
-// @step(u, states, weights) continues from given states (decode).
+// @step(u, states, weights) continues from given states (decode);
+// @packed(u, cu, weights) runs S sequences packed along T (cu: the S+1
+// offsets, i32) from zero states, every seq op with a state and attention
+// taking segments(%cu); its states have S rows, its KV caches are packed like u.
 // Weights bind by name (seq.name), matrices laid out [in, out].
 //
 // Run it (weights and an input from examples/blocks/weights.py):
@@ -397,6 +400,226 @@ func.func private @moe_layer(
   } -> tensor<?x128xf32>
   %x35 = tensor.expand_shape %g34 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
   return %x35, %r14, %r16 : tensor<1x?x128xf32>, tensor<f32>, tensor<4xi64>
+}
+
+func.func private @mamba2_layer_packed(
+    %h: tensor<1x?x128xf32>,
+    %cu: tensor<?xi32>,
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_mixer_in_proj_weight: tensor<128x648xf32> {seq.name = "mixer.in_proj.weight"},
+    %w_mixer_conv1d_weight: tensor<384x4xf32> {seq.name = "mixer.conv1d.weight"},
+    %w_mixer_conv1d_bias: tensor<384xf32> {seq.name = "mixer.conv1d.bias"},
+    %w_mixer_dt_bias: tensor<8xf32> {seq.name = "mixer.dt_bias"},
+    %w_mixer_A_log: tensor<8xf32> {seq.name = "mixer.A_log"},
+    %w_mixer_D: tensor<8xf32> {seq.name = "mixer.D"},
+    %w_mixer_norm_weight: tensor<256xf32> {seq.name = "mixer.norm.weight"},
+    %w_mixer_out_proj_weight: tensor<256x128xf32> {seq.name = "mixer.out_proj.weight"})
+    -> (tensor<1x?x128xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>) {
+  %c1_idx = arith.constant 1 : index
+  %T = tensor.dim %h, %c1_idx : tensor<1x?x128xf32>
+
+  // pre-norm, in-projection, split into z, xBC and dt
+  %x1 = tensor.collapse_shape %h [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %e2 = tensor.empty(%T) : tensor<?xf32>
+  %cst3 = arith.constant 0.0 : f32
+  %fill4 = linalg.fill ins(%cst3 : f32) outs(%e2 : tensor<?xf32>) -> tensor<?xf32>
+  %g5 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x1 : tensor<?x128xf32>) outs(%fill4 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e6 = tensor.empty(%T) : tensor<?x128xf32>
+  %g7 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %g5, %w_norm_weight : tensor<?x128xf32>, tensor<?xf32>, tensor<128xf32>) outs(%e6 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.0078125 : f32
+    %eps = arith.constant 1.0e-05 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e8 = tensor.empty(%T) : tensor<?x648xf32>
+  %cst9 = arith.constant 0.0 : f32
+  %fill10 = linalg.fill ins(%cst9 : f32) outs(%e8 : tensor<?x648xf32>) -> tensor<?x648xf32>
+  %mm11 = linalg.matmul ins(%g7, %w_mixer_in_proj_weight : tensor<?x128xf32>, tensor<128x648xf32>) outs(%fill10 : tensor<?x648xf32>) -> tensor<?x648xf32>
+  %s12 = tensor.extract_slice %mm11[0, 0] [%T, 256] [1, 1] : tensor<?x648xf32> to tensor<?x256xf32>
+  %s13 = tensor.extract_slice %mm11[0, 256] [%T, 384] [1, 1] : tensor<?x648xf32> to tensor<?x384xf32>
+  %s14 = tensor.extract_slice %mm11[0, 640] [%T, 8] [1, 1] : tensor<?x648xf32> to tensor<?x8xf32>
+
+  // causal conv over x, B and C, then SiLU
+  %x15 = tensor.expand_shape %s13 [[0, 1], [2]] output_shape [1, %T, 384] : tensor<?x384xf32> into tensor<1x?x384xf32>
+  %r16, %r17 = seq.causal_conv1d %x15, %w_mixer_conv1d_weight bias(%w_mixer_conv1d_bias) segments(%cu)
+      : (tensor<1x?x384xf32>, tensor<384x4xf32>, tensor<384xf32>, tensor<?xi32>) -> (tensor<1x?x384xf32>, tensor<?x384x3xf32>)
+  %e18 = tensor.empty(%T) : tensor<1x?x384xf32>
+  %g19 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%r16 : tensor<1x?x384xf32>) outs(%e18 : tensor<1x?x384xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %a0, %d : f32
+    linalg.yield %s : f32
+  } -> tensor<1x?x384xf32>
+  %x20 = tensor.collapse_shape %g19 [[0, 1], [2]] : tensor<1x?x384xf32> into tensor<?x384xf32>
+  %s21 = tensor.extract_slice %x20[0, 0] [%T, 256] [1, 1] : tensor<?x384xf32> to tensor<?x256xf32>
+  %x22 = tensor.expand_shape %s21 [[0, 1], [2, 3]] output_shape [1, %T, 8, 32] : tensor<?x256xf32> into tensor<1x?x8x32xf32>
+  %s23 = tensor.extract_slice %x20[0, 256] [%T, 64] [1, 1] : tensor<?x384xf32> to tensor<?x64xf32>
+  %x24 = tensor.expand_shape %s23 [[0, 1], [2, 3]] output_shape [1, %T, 1, 64] : tensor<?x64xf32> into tensor<1x?x1x64xf32>
+  %s25 = tensor.extract_slice %x20[0, 320] [%T, 64] [1, 1] : tensor<?x384xf32> to tensor<?x64xf32>
+  %x26 = tensor.expand_shape %s25 [[0, 1], [2, 3]] output_shape [1, %T, 1, 64] : tensor<?x64xf32> into tensor<1x?x1x64xf32>
+  %e27 = tensor.empty() : tensor<8xf32>
+  %g28 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%w_mixer_A_log : tensor<8xf32>) outs(%e27 : tensor<8xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %e = math.exp %a0 : f32
+    %y = arith.negf %e : f32
+    linalg.yield %y : f32
+  } -> tensor<8xf32>
+
+  // SSD of softplus(dt + dt_bias) with skip D, gated by silu(z)
+  %x29 = tensor.expand_shape %s14 [[0, 1], [2]] output_shape [1, %T, 8] : tensor<?x8xf32> into tensor<1x?x8xf32>
+  %e30 = tensor.empty(%T) : tensor<1x?x8xf32>
+  %g31 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x29, %w_mixer_dt_bias : tensor<1x?x8xf32>, tensor<8xf32>) outs(%e30 : tensor<1x?x8xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %x = arith.addf %a0, %a1 : f32
+    %c = arith.constant 20.0 : f32
+    %big = arith.cmpf ogt, %x, %c : f32
+    %e = math.exp %x : f32
+    %l = math.log1p %e : f32
+    %y = arith.select %big, %x, %l : f32
+    linalg.yield %y : f32
+  } -> tensor<1x?x8xf32>
+  %r32, %r33 = seq.ssd %x22, %g31, %g28, %x24, %x26 skip(%w_mixer_D) segments(%cu)
+      : (tensor<1x?x8x32xf32>, tensor<1x?x8xf32>, tensor<8xf32>, tensor<1x?x1x64xf32>, tensor<1x?x1x64xf32>, tensor<8xf32>, tensor<?xi32>) -> (tensor<1x?x8x32xf32>, tensor<?x8x32x64xf32>)
+  %x34 = tensor.expand_shape %s12 [[0, 1], [2, 3]] output_shape [1, %T, 8, 32] : tensor<?x256xf32> into tensor<1x?x8x32xf32>
+  %e35 = tensor.empty(%T) : tensor<1x?x8x32xf32>
+  %g36 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x34, %r32 : tensor<1x?x8x32xf32>, tensor<1x?x8x32xf32>) outs(%e35 : tensor<1x?x8x32xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %a0, %d : f32
+    %y = arith.mulf %s, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<1x?x8x32xf32>
+
+  // gated RMSNorm (the gate is applied above), out-projection, residual
+  %x37 = tensor.collapse_shape %g36 [[0, 1], [2, 3]] : tensor<1x?x8x32xf32> into tensor<?x256xf32>
+  %e38 = tensor.empty(%T) : tensor<?xf32>
+  %cst39 = arith.constant 0.0 : f32
+  %fill40 = linalg.fill ins(%cst39 : f32) outs(%e38 : tensor<?xf32>) -> tensor<?xf32>
+  %g41 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x37 : tensor<?x256xf32>) outs(%fill40 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e42 = tensor.empty(%T) : tensor<?x256xf32>
+  %g43 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x37, %g41, %w_mixer_norm_weight : tensor<?x256xf32>, tensor<?xf32>, tensor<256xf32>) outs(%e42 : tensor<?x256xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.00390625 : f32
+    %eps = arith.constant 1.0e-05 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x256xf32>
+  %e44 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst45 = arith.constant 0.0 : f32
+  %fill46 = linalg.fill ins(%cst45 : f32) outs(%e44 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm47 = linalg.matmul ins(%g43, %w_mixer_out_proj_weight : tensor<?x256xf32>, tensor<256x128xf32>) outs(%fill46 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e48 = tensor.empty(%T) : tensor<?x128xf32>
+  %g49 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %mm47 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e48 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x50 = tensor.expand_shape %g49 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  return %x50, %r17, %r33 : tensor<1x?x128xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>
+}
+
+func.func private @attention_layer_packed(
+    %h: tensor<1x?x128xf32>,
+    %cu: tensor<?xi32>,
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_attn_q_proj_weight: tensor<128x128xf32> {seq.name = "attn.q_proj.weight"},
+    %w_attn_k_proj_weight: tensor<128x64xf32> {seq.name = "attn.k_proj.weight"},
+    %w_attn_v_proj_weight: tensor<128x64xf32> {seq.name = "attn.v_proj.weight"},
+    %w_attn_o_proj_weight: tensor<128x128xf32> {seq.name = "attn.o_proj.weight"})
+    -> (tensor<1x?x128xf32>, tensor<1x?x2x32xf32>, tensor<1x?x2x32xf32>) {
+  %c1_idx = arith.constant 1 : index
+  %T = tensor.dim %h, %c1_idx : tensor<1x?x128xf32>
+
+  // pre-norm, projections
+  %x1 = tensor.collapse_shape %h [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %e2 = tensor.empty(%T) : tensor<?xf32>
+  %cst3 = arith.constant 0.0 : f32
+  %fill4 = linalg.fill ins(%cst3 : f32) outs(%e2 : tensor<?xf32>) -> tensor<?xf32>
+  %g5 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x1 : tensor<?x128xf32>) outs(%fill4 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e6 = tensor.empty(%T) : tensor<?x128xf32>
+  %g7 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %g5, %w_norm_weight : tensor<?x128xf32>, tensor<?xf32>, tensor<128xf32>) outs(%e6 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.0078125 : f32
+    %eps = arith.constant 1.0e-05 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e8 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst9 = arith.constant 0.0 : f32
+  %fill10 = linalg.fill ins(%cst9 : f32) outs(%e8 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm11 = linalg.matmul ins(%g7, %w_attn_q_proj_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill10 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %x12 = tensor.expand_shape %mm11 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+  %e13 = tensor.empty(%T) : tensor<?x64xf32>
+  %cst14 = arith.constant 0.0 : f32
+  %fill15 = linalg.fill ins(%cst14 : f32) outs(%e13 : tensor<?x64xf32>) -> tensor<?x64xf32>
+  %mm16 = linalg.matmul ins(%g7, %w_attn_k_proj_weight : tensor<?x128xf32>, tensor<128x64xf32>) outs(%fill15 : tensor<?x64xf32>) -> tensor<?x64xf32>
+  %x17 = tensor.expand_shape %mm16 [[0, 1], [2, 3]] output_shape [1, %T, 2, 32] : tensor<?x64xf32> into tensor<1x?x2x32xf32>
+  %e18 = tensor.empty(%T) : tensor<?x64xf32>
+  %cst19 = arith.constant 0.0 : f32
+  %fill20 = linalg.fill ins(%cst19 : f32) outs(%e18 : tensor<?x64xf32>) -> tensor<?x64xf32>
+  %mm21 = linalg.matmul ins(%g7, %w_attn_v_proj_weight : tensor<?x128xf32>, tensor<128x64xf32>) outs(%fill20 : tensor<?x64xf32>) -> tensor<?x64xf32>
+  %x22 = tensor.expand_shape %mm21 [[0, 1], [2, 3]] output_shape [1, %T, 2, 32] : tensor<?x64xf32> into tensor<1x?x2x32xf32>
+  %r23 = seq.attention %x12, %x17, %x22 segments(%cu) {causal = true}
+      : (tensor<1x?x4x32xf32>, tensor<1x?x2x32xf32>, tensor<1x?x2x32xf32>, tensor<?xi32>) -> (tensor<1x?x4x32xf32>)
+  %x24 = tensor.collapse_shape %r23 [[0, 1], [2, 3]] : tensor<1x?x4x32xf32> into tensor<?x128xf32>
+  %e25 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst26 = arith.constant 0.0 : f32
+  %fill27 = linalg.fill ins(%cst26 : f32) outs(%e25 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm28 = linalg.matmul ins(%x24, %w_attn_o_proj_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill27 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e29 = tensor.empty(%T) : tensor<?x128xf32>
+  %g30 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %mm28 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e29 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x31 = tensor.expand_shape %g30 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  return %x31, %x17, %x22 : tensor<1x?x128xf32>, tensor<1x?x2x32xf32>, tensor<1x?x2x32xf32>
 }
 
 func.func @main(
@@ -865,4 +1088,208 @@ func.func @step(
   } -> tensor<?x128xf32>
   %x54 = tensor.expand_shape %g53 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
   return %x54, %g46, %l2, %l3, %l6, %l7, %l12, %l13, %l16, %l17, %l24, %l25, %l28, %l29, %l36, %l37, %l40, %l41 : tensor<1x?x128xf32>, tensor<f32>, tensor<1x384x3xf32>, tensor<1x8x32x64xf32>, tensor<1x384x3xf32>, tensor<1x8x32x64xf32>, tensor<1x384x3xf32>, tensor<1x8x32x64xf32>, tensor<1x384x3xf32>, tensor<1x8x32x64xf32>, tensor<1x?x2x32xf32>, tensor<1x?x2x32xf32>, tensor<1x384x3xf32>, tensor<1x8x32x64xf32>, tensor<1x384x3xf32>, tensor<1x8x32x64xf32>, tensor<1x384x3xf32>, tensor<1x8x32x64xf32>
+}
+
+func.func @packed(
+    %u: tensor<1x?x128xf32> {seq.name = "u"},
+    %cu: tensor<?xi32> {seq.name = "cu"},
+    %l0_m_norm_weight: tensor<128xf32> {seq.name = "layers.0.norm.weight"},
+    %l0_m_mixer_in_proj_weight: tensor<128x648xf32> {seq.name = "layers.0.mixer.in_proj.weight"},
+    %l0_m_mixer_conv1d_weight: tensor<384x4xf32> {seq.name = "layers.0.mixer.conv1d.weight"},
+    %l0_m_mixer_conv1d_bias: tensor<384xf32> {seq.name = "layers.0.mixer.conv1d.bias"},
+    %l0_m_mixer_dt_bias: tensor<8xf32> {seq.name = "layers.0.mixer.dt_bias"},
+    %l0_m_mixer_A_log: tensor<8xf32> {seq.name = "layers.0.mixer.A_log"},
+    %l0_m_mixer_D: tensor<8xf32> {seq.name = "layers.0.mixer.D"},
+    %l0_m_mixer_norm_weight: tensor<256xf32> {seq.name = "layers.0.mixer.norm.weight"},
+    %l0_m_mixer_out_proj_weight: tensor<256x128xf32> {seq.name = "layers.0.mixer.out_proj.weight"},
+    %l0_f_norm_weight: tensor<128xf32> {seq.name = "layers.0.ffn.norm.weight"},
+    %l0_f_mlp_gate_proj_weight: tensor<128x256xf32> {seq.name = "layers.0.ffn.mlp.gate_proj.weight"},
+    %l0_f_mlp_up_proj_weight: tensor<128x256xf32> {seq.name = "layers.0.ffn.mlp.up_proj.weight"},
+    %l0_f_mlp_down_proj_weight: tensor<256x128xf32> {seq.name = "layers.0.ffn.mlp.down_proj.weight"},
+    %l1_m_norm_weight: tensor<128xf32> {seq.name = "layers.1.norm.weight"},
+    %l1_m_mixer_in_proj_weight: tensor<128x648xf32> {seq.name = "layers.1.mixer.in_proj.weight"},
+    %l1_m_mixer_conv1d_weight: tensor<384x4xf32> {seq.name = "layers.1.mixer.conv1d.weight"},
+    %l1_m_mixer_conv1d_bias: tensor<384xf32> {seq.name = "layers.1.mixer.conv1d.bias"},
+    %l1_m_mixer_dt_bias: tensor<8xf32> {seq.name = "layers.1.mixer.dt_bias"},
+    %l1_m_mixer_A_log: tensor<8xf32> {seq.name = "layers.1.mixer.A_log"},
+    %l1_m_mixer_D: tensor<8xf32> {seq.name = "layers.1.mixer.D"},
+    %l1_m_mixer_norm_weight: tensor<256xf32> {seq.name = "layers.1.mixer.norm.weight"},
+    %l1_m_mixer_out_proj_weight: tensor<256x128xf32> {seq.name = "layers.1.mixer.out_proj.weight"},
+    %l1_f_norm_weight: tensor<128xf32> {seq.name = "layers.1.ffn.norm.weight"},
+    %l1_f_moe_router_weight: tensor<128x4xf32> {seq.name = "layers.1.ffn.moe.router.weight"},
+    %l1_f_moe_experts_gate_proj: tensor<4x128x256xf32> {seq.name = "layers.1.ffn.moe.experts.gate_proj"},
+    %l1_f_moe_experts_up_proj: tensor<4x128x256xf32> {seq.name = "layers.1.ffn.moe.experts.up_proj"},
+    %l1_f_moe_experts_down_proj: tensor<4x256x128xf32> {seq.name = "layers.1.ffn.moe.experts.down_proj"},
+    %l1_f_moe_shared_gate_proj_weight: tensor<128x256xf32> {seq.name = "layers.1.ffn.moe.shared.gate_proj.weight"},
+    %l1_f_moe_shared_up_proj_weight: tensor<128x256xf32> {seq.name = "layers.1.ffn.moe.shared.up_proj.weight"},
+    %l1_f_moe_shared_down_proj_weight: tensor<256x128xf32> {seq.name = "layers.1.ffn.moe.shared.down_proj.weight"},
+    %l2_m_norm_weight: tensor<128xf32> {seq.name = "layers.2.norm.weight"},
+    %l2_m_mixer_in_proj_weight: tensor<128x648xf32> {seq.name = "layers.2.mixer.in_proj.weight"},
+    %l2_m_mixer_conv1d_weight: tensor<384x4xf32> {seq.name = "layers.2.mixer.conv1d.weight"},
+    %l2_m_mixer_conv1d_bias: tensor<384xf32> {seq.name = "layers.2.mixer.conv1d.bias"},
+    %l2_m_mixer_dt_bias: tensor<8xf32> {seq.name = "layers.2.mixer.dt_bias"},
+    %l2_m_mixer_A_log: tensor<8xf32> {seq.name = "layers.2.mixer.A_log"},
+    %l2_m_mixer_D: tensor<8xf32> {seq.name = "layers.2.mixer.D"},
+    %l2_m_mixer_norm_weight: tensor<256xf32> {seq.name = "layers.2.mixer.norm.weight"},
+    %l2_m_mixer_out_proj_weight: tensor<256x128xf32> {seq.name = "layers.2.mixer.out_proj.weight"},
+    %l2_f_norm_weight: tensor<128xf32> {seq.name = "layers.2.ffn.norm.weight"},
+    %l2_f_mlp_gate_proj_weight: tensor<128x256xf32> {seq.name = "layers.2.ffn.mlp.gate_proj.weight"},
+    %l2_f_mlp_up_proj_weight: tensor<128x256xf32> {seq.name = "layers.2.ffn.mlp.up_proj.weight"},
+    %l2_f_mlp_down_proj_weight: tensor<256x128xf32> {seq.name = "layers.2.ffn.mlp.down_proj.weight"},
+    %l3_m_norm_weight: tensor<128xf32> {seq.name = "layers.3.norm.weight"},
+    %l3_m_mixer_in_proj_weight: tensor<128x648xf32> {seq.name = "layers.3.mixer.in_proj.weight"},
+    %l3_m_mixer_conv1d_weight: tensor<384x4xf32> {seq.name = "layers.3.mixer.conv1d.weight"},
+    %l3_m_mixer_conv1d_bias: tensor<384xf32> {seq.name = "layers.3.mixer.conv1d.bias"},
+    %l3_m_mixer_dt_bias: tensor<8xf32> {seq.name = "layers.3.mixer.dt_bias"},
+    %l3_m_mixer_A_log: tensor<8xf32> {seq.name = "layers.3.mixer.A_log"},
+    %l3_m_mixer_D: tensor<8xf32> {seq.name = "layers.3.mixer.D"},
+    %l3_m_mixer_norm_weight: tensor<256xf32> {seq.name = "layers.3.mixer.norm.weight"},
+    %l3_m_mixer_out_proj_weight: tensor<256x128xf32> {seq.name = "layers.3.mixer.out_proj.weight"},
+    %l3_f_norm_weight: tensor<128xf32> {seq.name = "layers.3.ffn.norm.weight"},
+    %l3_f_moe_router_weight: tensor<128x4xf32> {seq.name = "layers.3.ffn.moe.router.weight"},
+    %l3_f_moe_experts_gate_proj: tensor<4x128x256xf32> {seq.name = "layers.3.ffn.moe.experts.gate_proj"},
+    %l3_f_moe_experts_up_proj: tensor<4x128x256xf32> {seq.name = "layers.3.ffn.moe.experts.up_proj"},
+    %l3_f_moe_experts_down_proj: tensor<4x256x128xf32> {seq.name = "layers.3.ffn.moe.experts.down_proj"},
+    %l3_f_moe_shared_gate_proj_weight: tensor<128x256xf32> {seq.name = "layers.3.ffn.moe.shared.gate_proj.weight"},
+    %l3_f_moe_shared_up_proj_weight: tensor<128x256xf32> {seq.name = "layers.3.ffn.moe.shared.up_proj.weight"},
+    %l3_f_moe_shared_down_proj_weight: tensor<256x128xf32> {seq.name = "layers.3.ffn.moe.shared.down_proj.weight"},
+    %l4_m_norm_weight: tensor<128xf32> {seq.name = "layers.4.norm.weight"},
+    %l4_m_attn_q_proj_weight: tensor<128x128xf32> {seq.name = "layers.4.attn.q_proj.weight"},
+    %l4_m_attn_k_proj_weight: tensor<128x64xf32> {seq.name = "layers.4.attn.k_proj.weight"},
+    %l4_m_attn_v_proj_weight: tensor<128x64xf32> {seq.name = "layers.4.attn.v_proj.weight"},
+    %l4_m_attn_o_proj_weight: tensor<128x128xf32> {seq.name = "layers.4.attn.o_proj.weight"},
+    %l4_f_norm_weight: tensor<128xf32> {seq.name = "layers.4.ffn.norm.weight"},
+    %l4_f_mlp_gate_proj_weight: tensor<128x256xf32> {seq.name = "layers.4.ffn.mlp.gate_proj.weight"},
+    %l4_f_mlp_up_proj_weight: tensor<128x256xf32> {seq.name = "layers.4.ffn.mlp.up_proj.weight"},
+    %l4_f_mlp_down_proj_weight: tensor<256x128xf32> {seq.name = "layers.4.ffn.mlp.down_proj.weight"},
+    %l5_m_norm_weight: tensor<128xf32> {seq.name = "layers.5.norm.weight"},
+    %l5_m_mixer_in_proj_weight: tensor<128x648xf32> {seq.name = "layers.5.mixer.in_proj.weight"},
+    %l5_m_mixer_conv1d_weight: tensor<384x4xf32> {seq.name = "layers.5.mixer.conv1d.weight"},
+    %l5_m_mixer_conv1d_bias: tensor<384xf32> {seq.name = "layers.5.mixer.conv1d.bias"},
+    %l5_m_mixer_dt_bias: tensor<8xf32> {seq.name = "layers.5.mixer.dt_bias"},
+    %l5_m_mixer_A_log: tensor<8xf32> {seq.name = "layers.5.mixer.A_log"},
+    %l5_m_mixer_D: tensor<8xf32> {seq.name = "layers.5.mixer.D"},
+    %l5_m_mixer_norm_weight: tensor<256xf32> {seq.name = "layers.5.mixer.norm.weight"},
+    %l5_m_mixer_out_proj_weight: tensor<256x128xf32> {seq.name = "layers.5.mixer.out_proj.weight"},
+    %l5_f_norm_weight: tensor<128xf32> {seq.name = "layers.5.ffn.norm.weight"},
+    %l5_f_moe_router_weight: tensor<128x4xf32> {seq.name = "layers.5.ffn.moe.router.weight"},
+    %l5_f_moe_experts_gate_proj: tensor<4x128x256xf32> {seq.name = "layers.5.ffn.moe.experts.gate_proj"},
+    %l5_f_moe_experts_up_proj: tensor<4x128x256xf32> {seq.name = "layers.5.ffn.moe.experts.up_proj"},
+    %l5_f_moe_experts_down_proj: tensor<4x256x128xf32> {seq.name = "layers.5.ffn.moe.experts.down_proj"},
+    %l5_f_moe_shared_gate_proj_weight: tensor<128x256xf32> {seq.name = "layers.5.ffn.moe.shared.gate_proj.weight"},
+    %l5_f_moe_shared_up_proj_weight: tensor<128x256xf32> {seq.name = "layers.5.ffn.moe.shared.up_proj.weight"},
+    %l5_f_moe_shared_down_proj_weight: tensor<256x128xf32> {seq.name = "layers.5.ffn.moe.shared.down_proj.weight"},
+    %l6_m_norm_weight: tensor<128xf32> {seq.name = "layers.6.norm.weight"},
+    %l6_m_mixer_in_proj_weight: tensor<128x648xf32> {seq.name = "layers.6.mixer.in_proj.weight"},
+    %l6_m_mixer_conv1d_weight: tensor<384x4xf32> {seq.name = "layers.6.mixer.conv1d.weight"},
+    %l6_m_mixer_conv1d_bias: tensor<384xf32> {seq.name = "layers.6.mixer.conv1d.bias"},
+    %l6_m_mixer_dt_bias: tensor<8xf32> {seq.name = "layers.6.mixer.dt_bias"},
+    %l6_m_mixer_A_log: tensor<8xf32> {seq.name = "layers.6.mixer.A_log"},
+    %l6_m_mixer_D: tensor<8xf32> {seq.name = "layers.6.mixer.D"},
+    %l6_m_mixer_norm_weight: tensor<256xf32> {seq.name = "layers.6.mixer.norm.weight"},
+    %l6_m_mixer_out_proj_weight: tensor<256x128xf32> {seq.name = "layers.6.mixer.out_proj.weight"},
+    %l6_f_norm_weight: tensor<128xf32> {seq.name = "layers.6.ffn.norm.weight"},
+    %l6_f_mlp_gate_proj_weight: tensor<128x256xf32> {seq.name = "layers.6.ffn.mlp.gate_proj.weight"},
+    %l6_f_mlp_up_proj_weight: tensor<128x256xf32> {seq.name = "layers.6.ffn.mlp.up_proj.weight"},
+    %l6_f_mlp_down_proj_weight: tensor<256x128xf32> {seq.name = "layers.6.ffn.mlp.down_proj.weight"},
+    %l7_m_norm_weight: tensor<128xf32> {seq.name = "layers.7.norm.weight"},
+    %l7_m_mixer_in_proj_weight: tensor<128x648xf32> {seq.name = "layers.7.mixer.in_proj.weight"},
+    %l7_m_mixer_conv1d_weight: tensor<384x4xf32> {seq.name = "layers.7.mixer.conv1d.weight"},
+    %l7_m_mixer_conv1d_bias: tensor<384xf32> {seq.name = "layers.7.mixer.conv1d.bias"},
+    %l7_m_mixer_dt_bias: tensor<8xf32> {seq.name = "layers.7.mixer.dt_bias"},
+    %l7_m_mixer_A_log: tensor<8xf32> {seq.name = "layers.7.mixer.A_log"},
+    %l7_m_mixer_D: tensor<8xf32> {seq.name = "layers.7.mixer.D"},
+    %l7_m_mixer_norm_weight: tensor<256xf32> {seq.name = "layers.7.mixer.norm.weight"},
+    %l7_m_mixer_out_proj_weight: tensor<256x128xf32> {seq.name = "layers.7.mixer.out_proj.weight"},
+    %l7_f_norm_weight: tensor<128xf32> {seq.name = "layers.7.ffn.norm.weight"},
+    %l7_f_moe_router_weight: tensor<128x4xf32> {seq.name = "layers.7.ffn.moe.router.weight"},
+    %l7_f_moe_experts_gate_proj: tensor<4x128x256xf32> {seq.name = "layers.7.ffn.moe.experts.gate_proj"},
+    %l7_f_moe_experts_up_proj: tensor<4x128x256xf32> {seq.name = "layers.7.ffn.moe.experts.up_proj"},
+    %l7_f_moe_experts_down_proj: tensor<4x256x128xf32> {seq.name = "layers.7.ffn.moe.experts.down_proj"},
+    %l7_f_moe_shared_gate_proj_weight: tensor<128x256xf32> {seq.name = "layers.7.ffn.moe.shared.gate_proj.weight"},
+    %l7_f_moe_shared_up_proj_weight: tensor<128x256xf32> {seq.name = "layers.7.ffn.moe.shared.up_proj.weight"},
+    %l7_f_moe_shared_down_proj_weight: tensor<256x128xf32> {seq.name = "layers.7.ffn.moe.shared.down_proj.weight"},
+    %w_final_norm: tensor<128xf32> {seq.name = "final_norm.weight"})
+    -> (tensor<1x?x128xf32>, tensor<f32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>, tensor<1x?x2x32xf32>, tensor<1x?x2x32xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>) {
+  %c1_idx = arith.constant 1 : index
+  %T = tensor.dim %u, %c1_idx : tensor<1x?x128xf32>
+  %l1, %l2, %l3 = func.call @mamba2_layer_packed(%u, %cu, %l0_m_norm_weight, %l0_m_mixer_in_proj_weight, %l0_m_mixer_conv1d_weight, %l0_m_mixer_conv1d_bias, %l0_m_mixer_dt_bias, %l0_m_mixer_A_log, %l0_m_mixer_D, %l0_m_mixer_norm_weight, %l0_m_mixer_out_proj_weight) {seq.name = "layers.0.mamba2"}
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128x648xf32>, tensor<384x4xf32>, tensor<384xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>)
+  %l4 = func.call @mlp_layer(%l1, %l0_f_norm_weight, %l0_f_mlp_gate_proj_weight, %l0_f_mlp_up_proj_weight, %l0_f_mlp_down_proj_weight) {seq.name = "layers.0.mlp"}
+      : (tensor<1x?x128xf32>, tensor<128xf32>, tensor<128x256xf32>, tensor<128x256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>)
+  %l5, %l6, %l7 = func.call @mamba2_layer_packed(%l4, %cu, %l1_m_norm_weight, %l1_m_mixer_in_proj_weight, %l1_m_mixer_conv1d_weight, %l1_m_mixer_conv1d_bias, %l1_m_mixer_dt_bias, %l1_m_mixer_A_log, %l1_m_mixer_D, %l1_m_mixer_norm_weight, %l1_m_mixer_out_proj_weight) {seq.name = "layers.1.mamba2"}
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128x648xf32>, tensor<384x4xf32>, tensor<384xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>)
+  %l8, %l9, %l10 = func.call @moe_layer(%l5, %l1_f_norm_weight, %l1_f_moe_router_weight, %l1_f_moe_experts_gate_proj, %l1_f_moe_experts_up_proj, %l1_f_moe_experts_down_proj, %l1_f_moe_shared_gate_proj_weight, %l1_f_moe_shared_up_proj_weight, %l1_f_moe_shared_down_proj_weight) {seq.name = "layers.1.moe"}
+      : (tensor<1x?x128xf32>, tensor<128xf32>, tensor<128x4xf32>, tensor<4x128x256xf32>, tensor<4x128x256xf32>, tensor<4x256x128xf32>, tensor<128x256xf32>, tensor<128x256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>, tensor<f32>, tensor<4xi64>)
+  %l11, %l12, %l13 = func.call @mamba2_layer_packed(%l8, %cu, %l2_m_norm_weight, %l2_m_mixer_in_proj_weight, %l2_m_mixer_conv1d_weight, %l2_m_mixer_conv1d_bias, %l2_m_mixer_dt_bias, %l2_m_mixer_A_log, %l2_m_mixer_D, %l2_m_mixer_norm_weight, %l2_m_mixer_out_proj_weight) {seq.name = "layers.2.mamba2"}
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128x648xf32>, tensor<384x4xf32>, tensor<384xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>)
+  %l14 = func.call @mlp_layer(%l11, %l2_f_norm_weight, %l2_f_mlp_gate_proj_weight, %l2_f_mlp_up_proj_weight, %l2_f_mlp_down_proj_weight) {seq.name = "layers.2.mlp"}
+      : (tensor<1x?x128xf32>, tensor<128xf32>, tensor<128x256xf32>, tensor<128x256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>)
+  %l15, %l16, %l17 = func.call @mamba2_layer_packed(%l14, %cu, %l3_m_norm_weight, %l3_m_mixer_in_proj_weight, %l3_m_mixer_conv1d_weight, %l3_m_mixer_conv1d_bias, %l3_m_mixer_dt_bias, %l3_m_mixer_A_log, %l3_m_mixer_D, %l3_m_mixer_norm_weight, %l3_m_mixer_out_proj_weight) {seq.name = "layers.3.mamba2"}
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128x648xf32>, tensor<384x4xf32>, tensor<384xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>)
+  %l18, %l19, %l20 = func.call @moe_layer(%l15, %l3_f_norm_weight, %l3_f_moe_router_weight, %l3_f_moe_experts_gate_proj, %l3_f_moe_experts_up_proj, %l3_f_moe_experts_down_proj, %l3_f_moe_shared_gate_proj_weight, %l3_f_moe_shared_up_proj_weight, %l3_f_moe_shared_down_proj_weight) {seq.name = "layers.3.moe"}
+      : (tensor<1x?x128xf32>, tensor<128xf32>, tensor<128x4xf32>, tensor<4x128x256xf32>, tensor<4x128x256xf32>, tensor<4x256x128xf32>, tensor<128x256xf32>, tensor<128x256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>, tensor<f32>, tensor<4xi64>)
+  %e21 = tensor.empty() : tensor<f32>
+  %g22 = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
+      ins(%l9, %l19 : tensor<f32>, tensor<f32>) outs(%e21 : tensor<f32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  %l23, %l24, %l25 = func.call @attention_layer_packed(%l18, %cu, %l4_m_norm_weight, %l4_m_attn_q_proj_weight, %l4_m_attn_k_proj_weight, %l4_m_attn_v_proj_weight, %l4_m_attn_o_proj_weight) {seq.name = "layers.4.attention"}
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128x128xf32>, tensor<128x64xf32>, tensor<128x64xf32>, tensor<128x128xf32>) -> (tensor<1x?x128xf32>, tensor<1x?x2x32xf32>, tensor<1x?x2x32xf32>)
+  %l26 = func.call @mlp_layer(%l23, %l4_f_norm_weight, %l4_f_mlp_gate_proj_weight, %l4_f_mlp_up_proj_weight, %l4_f_mlp_down_proj_weight) {seq.name = "layers.4.mlp"}
+      : (tensor<1x?x128xf32>, tensor<128xf32>, tensor<128x256xf32>, tensor<128x256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>)
+  %l27, %l28, %l29 = func.call @mamba2_layer_packed(%l26, %cu, %l5_m_norm_weight, %l5_m_mixer_in_proj_weight, %l5_m_mixer_conv1d_weight, %l5_m_mixer_conv1d_bias, %l5_m_mixer_dt_bias, %l5_m_mixer_A_log, %l5_m_mixer_D, %l5_m_mixer_norm_weight, %l5_m_mixer_out_proj_weight) {seq.name = "layers.5.mamba2"}
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128x648xf32>, tensor<384x4xf32>, tensor<384xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>)
+  %l30, %l31, %l32 = func.call @moe_layer(%l27, %l5_f_norm_weight, %l5_f_moe_router_weight, %l5_f_moe_experts_gate_proj, %l5_f_moe_experts_up_proj, %l5_f_moe_experts_down_proj, %l5_f_moe_shared_gate_proj_weight, %l5_f_moe_shared_up_proj_weight, %l5_f_moe_shared_down_proj_weight) {seq.name = "layers.5.moe"}
+      : (tensor<1x?x128xf32>, tensor<128xf32>, tensor<128x4xf32>, tensor<4x128x256xf32>, tensor<4x128x256xf32>, tensor<4x256x128xf32>, tensor<128x256xf32>, tensor<128x256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>, tensor<f32>, tensor<4xi64>)
+  %e33 = tensor.empty() : tensor<f32>
+  %g34 = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
+      ins(%g22, %l31 : tensor<f32>, tensor<f32>) outs(%e33 : tensor<f32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  %l35, %l36, %l37 = func.call @mamba2_layer_packed(%l30, %cu, %l6_m_norm_weight, %l6_m_mixer_in_proj_weight, %l6_m_mixer_conv1d_weight, %l6_m_mixer_conv1d_bias, %l6_m_mixer_dt_bias, %l6_m_mixer_A_log, %l6_m_mixer_D, %l6_m_mixer_norm_weight, %l6_m_mixer_out_proj_weight) {seq.name = "layers.6.mamba2"}
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128x648xf32>, tensor<384x4xf32>, tensor<384xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>)
+  %l38 = func.call @mlp_layer(%l35, %l6_f_norm_weight, %l6_f_mlp_gate_proj_weight, %l6_f_mlp_up_proj_weight, %l6_f_mlp_down_proj_weight) {seq.name = "layers.6.mlp"}
+      : (tensor<1x?x128xf32>, tensor<128xf32>, tensor<128x256xf32>, tensor<128x256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>)
+  %l39, %l40, %l41 = func.call @mamba2_layer_packed(%l38, %cu, %l7_m_norm_weight, %l7_m_mixer_in_proj_weight, %l7_m_mixer_conv1d_weight, %l7_m_mixer_conv1d_bias, %l7_m_mixer_dt_bias, %l7_m_mixer_A_log, %l7_m_mixer_D, %l7_m_mixer_norm_weight, %l7_m_mixer_out_proj_weight) {seq.name = "layers.7.mamba2"}
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128x648xf32>, tensor<384x4xf32>, tensor<384xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>)
+  %l42, %l43, %l44 = func.call @moe_layer(%l39, %l7_f_norm_weight, %l7_f_moe_router_weight, %l7_f_moe_experts_gate_proj, %l7_f_moe_experts_up_proj, %l7_f_moe_experts_down_proj, %l7_f_moe_shared_gate_proj_weight, %l7_f_moe_shared_up_proj_weight, %l7_f_moe_shared_down_proj_weight) {seq.name = "layers.7.moe"}
+      : (tensor<1x?x128xf32>, tensor<128xf32>, tensor<128x4xf32>, tensor<4x128x256xf32>, tensor<4x128x256xf32>, tensor<4x256x128xf32>, tensor<128x256xf32>, tensor<128x256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>, tensor<f32>, tensor<4xi64>)
+  %e45 = tensor.empty() : tensor<f32>
+  %g46 = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
+      ins(%g34, %l43 : tensor<f32>, tensor<f32>) outs(%e45 : tensor<f32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  %x47 = tensor.collapse_shape %l42 [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %e48 = tensor.empty(%T) : tensor<?xf32>
+  %cst49 = arith.constant 0.0 : f32
+  %fill50 = linalg.fill ins(%cst49 : f32) outs(%e48 : tensor<?xf32>) -> tensor<?xf32>
+  %g51 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x47 : tensor<?x128xf32>) outs(%fill50 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e52 = tensor.empty(%T) : tensor<?x128xf32>
+  %g53 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x47, %g51, %w_final_norm : tensor<?x128xf32>, tensor<?xf32>, tensor<128xf32>) outs(%e52 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.0078125 : f32
+    %eps = arith.constant 1.0e-05 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x54 = tensor.expand_shape %g53 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  return %x54, %g46, %l2, %l3, %l6, %l7, %l12, %l13, %l16, %l17, %l24, %l25, %l28, %l29, %l36, %l37, %l40, %l41 : tensor<1x?x128xf32>, tensor<f32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>, tensor<1x?x2x32xf32>, tensor<1x?x2x32xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>
 }

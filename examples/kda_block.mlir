@@ -8,7 +8,10 @@
 // out-projection. States: three conv windows and the delta-rule state.
 //
 // Functions: @main(u, weights) runs a whole sequence from zero states;
-// @step(u, states, weights) continues from given states (decode).
+// @step(u, states, weights) continues from given states (decode);
+// @packed(u, cu, weights) runs S sequences packed along T (cu: the S+1
+// offsets, i32) from zero states, every seq op with a state and attention
+// taking segments(%cu); its states have S rows.
 // Weights bind by name (seq.name), matrices laid out [in, out].
 //
 // Run it (weights and an input from examples/blocks/weights.py):
@@ -252,6 +255,238 @@ func.func private @kda_layer(
   return %x91, %r14, %r25, %r36, %r63 : tensor<1x?x128xf32>, tensor<1x128x3xf32>, tensor<1x128x3xf32>, tensor<1x128x3xf32>, tensor<1x4x32x32xf32>
 }
 
+func.func private @kda_layer_packed(
+    %h: tensor<1x?x128xf32>,
+    %cu: tensor<?xi32>,
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_attn_q_proj_weight: tensor<128x128xf32> {seq.name = "attn.q_proj.weight"},
+    %w_attn_k_proj_weight: tensor<128x128xf32> {seq.name = "attn.k_proj.weight"},
+    %w_attn_v_proj_weight: tensor<128x128xf32> {seq.name = "attn.v_proj.weight"},
+    %w_attn_q_conv1d_weight: tensor<128x4xf32> {seq.name = "attn.q_conv1d.weight"},
+    %w_attn_k_conv1d_weight: tensor<128x4xf32> {seq.name = "attn.k_conv1d.weight"},
+    %w_attn_v_conv1d_weight: tensor<128x4xf32> {seq.name = "attn.v_conv1d.weight"},
+    %w_attn_f_proj_0_weight: tensor<128x32xf32> {seq.name = "attn.f_proj.0.weight"},
+    %w_attn_f_proj_1_weight: tensor<32x128xf32> {seq.name = "attn.f_proj.1.weight"},
+    %w_attn_b_proj_weight: tensor<128x4xf32> {seq.name = "attn.b_proj.weight"},
+    %w_attn_A_log: tensor<4xf32> {seq.name = "attn.A_log"},
+    %w_attn_dt_bias: tensor<128xf32> {seq.name = "attn.dt_bias"},
+    %w_attn_g_proj_0_weight: tensor<128x32xf32> {seq.name = "attn.g_proj.0.weight"},
+    %w_attn_g_proj_1_weight: tensor<32x128xf32> {seq.name = "attn.g_proj.1.weight"},
+    %w_attn_g_proj_1_bias: tensor<128xf32> {seq.name = "attn.g_proj.1.bias"},
+    %w_attn_o_norm_weight: tensor<32xf32> {seq.name = "attn.o_norm.weight"},
+    %w_attn_o_proj_weight: tensor<128x128xf32> {seq.name = "attn.o_proj.weight"})
+    -> (tensor<1x?x128xf32>, tensor<?x128x3xf32>, tensor<?x128x3xf32>, tensor<?x128x3xf32>, tensor<?x4x32x32xf32>) {
+  %c1_idx = arith.constant 1 : index
+  %T = tensor.dim %h, %c1_idx : tensor<1x?x128xf32>
+
+  // pre-norm; q, k, v projections, each through its causal conv + SiLU
+  %x1 = tensor.collapse_shape %h [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %e2 = tensor.empty(%T) : tensor<?xf32>
+  %cst3 = arith.constant 0.0 : f32
+  %fill4 = linalg.fill ins(%cst3 : f32) outs(%e2 : tensor<?xf32>) -> tensor<?xf32>
+  %g5 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x1 : tensor<?x128xf32>) outs(%fill4 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e6 = tensor.empty(%T) : tensor<?x128xf32>
+  %g7 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %g5, %w_norm_weight : tensor<?x128xf32>, tensor<?xf32>, tensor<128xf32>) outs(%e6 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.0078125 : f32
+    %eps = arith.constant 1.0e-05 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e8 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst9 = arith.constant 0.0 : f32
+  %fill10 = linalg.fill ins(%cst9 : f32) outs(%e8 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm11 = linalg.matmul ins(%g7, %w_attn_q_proj_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill10 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %x12 = tensor.expand_shape %mm11 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  %r13, %r14 = seq.causal_conv1d %x12, %w_attn_q_conv1d_weight segments(%cu)
+      : (tensor<1x?x128xf32>, tensor<128x4xf32>, tensor<?xi32>) -> (tensor<1x?x128xf32>, tensor<?x128x3xf32>)
+  %e15 = tensor.empty(%T) : tensor<1x?x128xf32>
+  %g16 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%r13 : tensor<1x?x128xf32>) outs(%e15 : tensor<1x?x128xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %a0, %d : f32
+    linalg.yield %s : f32
+  } -> tensor<1x?x128xf32>
+  %x17 = tensor.collapse_shape %g16 [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %x18 = tensor.expand_shape %x17 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+  %e19 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst20 = arith.constant 0.0 : f32
+  %fill21 = linalg.fill ins(%cst20 : f32) outs(%e19 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm22 = linalg.matmul ins(%g7, %w_attn_k_proj_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill21 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %x23 = tensor.expand_shape %mm22 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  %r24, %r25 = seq.causal_conv1d %x23, %w_attn_k_conv1d_weight segments(%cu)
+      : (tensor<1x?x128xf32>, tensor<128x4xf32>, tensor<?xi32>) -> (tensor<1x?x128xf32>, tensor<?x128x3xf32>)
+  %e26 = tensor.empty(%T) : tensor<1x?x128xf32>
+  %g27 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%r24 : tensor<1x?x128xf32>) outs(%e26 : tensor<1x?x128xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %a0, %d : f32
+    linalg.yield %s : f32
+  } -> tensor<1x?x128xf32>
+  %x28 = tensor.collapse_shape %g27 [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %x29 = tensor.expand_shape %x28 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+  %e30 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst31 = arith.constant 0.0 : f32
+  %fill32 = linalg.fill ins(%cst31 : f32) outs(%e30 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm33 = linalg.matmul ins(%g7, %w_attn_v_proj_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill32 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %x34 = tensor.expand_shape %mm33 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  %r35, %r36 = seq.causal_conv1d %x34, %w_attn_v_conv1d_weight segments(%cu)
+      : (tensor<1x?x128xf32>, tensor<128x4xf32>, tensor<?xi32>) -> (tensor<1x?x128xf32>, tensor<?x128x3xf32>)
+  %e37 = tensor.empty(%T) : tensor<1x?x128xf32>
+  %g38 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%r35 : tensor<1x?x128xf32>) outs(%e37 : tensor<1x?x128xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %a0, %d : f32
+    linalg.yield %s : f32
+  } -> tensor<1x?x128xf32>
+  %x39 = tensor.collapse_shape %g38 [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %x40 = tensor.expand_shape %x39 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+
+  // per-key log-decay -exp(A_log[head]) * softplus(x F_0 F_1 + dt_bias); beta
+  %e41 = tensor.empty(%T) : tensor<?x32xf32>
+  %cst42 = arith.constant 0.0 : f32
+  %fill43 = linalg.fill ins(%cst42 : f32) outs(%e41 : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %mm44 = linalg.matmul ins(%g7, %w_attn_f_proj_0_weight : tensor<?x128xf32>, tensor<128x32xf32>) outs(%fill43 : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %e45 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst46 = arith.constant 0.0 : f32
+  %fill47 = linalg.fill ins(%cst46 : f32) outs(%e45 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm48 = linalg.matmul ins(%mm44, %w_attn_f_proj_1_weight : tensor<?x32xf32>, tensor<32x128xf32>) outs(%fill47 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e49 = tensor.empty() : tensor<4x32xf32>
+  %g50 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w_attn_A_log : tensor<4xf32>) outs(%e49 : tensor<4x32xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    linalg.yield %a0 : f32
+  } -> tensor<4x32xf32>
+  %x51 = tensor.collapse_shape %g50 [[0, 1]] : tensor<4x32xf32> into tensor<128xf32>
+  %e52 = tensor.empty(%T) : tensor<?x128xf32>
+  %g53 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm48, %w_attn_dt_bias, %x51 : tensor<?x128xf32>, tensor<128xf32>, tensor<128xf32>) outs(%e52 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %x = arith.addf %a0, %a1 : f32
+    %c = arith.constant 20.0 : f32
+    %big = arith.cmpf ogt, %x, %c : f32
+    %e = math.exp %x : f32
+    %l = math.log1p %e : f32
+    %sp = arith.select %big, %x, %l : f32
+    %ea = math.exp %a2 : f32
+    %m = arith.mulf %ea, %sp : f32
+    %y = arith.negf %m : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x54 = tensor.expand_shape %g53 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+  %e55 = tensor.empty(%T) : tensor<?x4xf32>
+  %cst56 = arith.constant 0.0 : f32
+  %fill57 = linalg.fill ins(%cst56 : f32) outs(%e55 : tensor<?x4xf32>) -> tensor<?x4xf32>
+  %mm58 = linalg.matmul ins(%g7, %w_attn_b_proj_weight : tensor<?x128xf32>, tensor<128x4xf32>) outs(%fill57 : tensor<?x4xf32>) -> tensor<?x4xf32>
+  %e59 = tensor.empty(%T) : tensor<?x4xf32>
+  %g60 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm58 : tensor<?x4xf32>) outs(%e59 : tensor<?x4xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %one, %d : f32
+    linalg.yield %s : f32
+  } -> tensor<?x4xf32>
+  %x61 = tensor.expand_shape %g60 [[0, 1], [2]] output_shape [1, %T, 4] : tensor<?x4xf32> into tensor<1x?x4xf32>
+  %r62, %r63 = seq.delta_rule %x18, %x29, %x40, %x61 decay(%x54) segments(%cu) {qk_l2norm = true, scale = 0.1767766952966369 : f32}
+      : (tensor<1x?x4x32xf32>, tensor<1x?x4x32xf32>, tensor<1x?x4x32xf32>, tensor<1x?x4xf32>, tensor<1x?x4x32xf32>, tensor<?xi32>) -> (tensor<1x?x4x32xf32>, tensor<?x4x32x32xf32>)
+
+  // per-head RMSNorm gated by sigmoid(x G_0 G_1 + b), out-projection, residual
+  %x64 = tensor.collapse_shape %r62 [[0, 1, 2], [3]] : tensor<1x?x4x32xf32> into tensor<?x32xf32>
+  %c0_idx = arith.constant 0 : index
+  %TH = tensor.dim %x64, %c0_idx : tensor<?x32xf32>
+  %e65 = tensor.empty(%TH) : tensor<?xf32>
+  %cst66 = arith.constant 0.0 : f32
+  %fill67 = linalg.fill ins(%cst66 : f32) outs(%e65 : tensor<?xf32>) -> tensor<?xf32>
+  %g68 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x64 : tensor<?x32xf32>) outs(%fill67 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e69 = tensor.empty(%TH) : tensor<?x32xf32>
+  %g70 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x64, %g68, %w_attn_o_norm_weight : tensor<?x32xf32>, tensor<?xf32>, tensor<32xf32>) outs(%e69 : tensor<?x32xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.03125 : f32
+    %eps = arith.constant 1.0e-06 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x32xf32>
+  %x71 = tensor.expand_shape %g70 [[0, 1], [2]] output_shape [%T, 4, 32] : tensor<?x32xf32> into tensor<?x4x32xf32>
+  %x72 = tensor.collapse_shape %x71 [[0], [1, 2]] : tensor<?x4x32xf32> into tensor<?x128xf32>
+  %e73 = tensor.empty(%T) : tensor<?x32xf32>
+  %cst74 = arith.constant 0.0 : f32
+  %fill75 = linalg.fill ins(%cst74 : f32) outs(%e73 : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %mm76 = linalg.matmul ins(%g7, %w_attn_g_proj_0_weight : tensor<?x128xf32>, tensor<128x32xf32>) outs(%fill75 : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %e77 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst78 = arith.constant 0.0 : f32
+  %fill79 = linalg.fill ins(%cst78 : f32) outs(%e77 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm80 = linalg.matmul ins(%mm76, %w_attn_g_proj_1_weight : tensor<?x32xf32>, tensor<32x128xf32>) outs(%fill79 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e81 = tensor.empty(%T) : tensor<?x128xf32>
+  %g82 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm80, %w_attn_g_proj_1_bias : tensor<?x128xf32>, tensor<128xf32>) outs(%e81 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %x = arith.addf %a0, %a1 : f32
+    linalg.yield %x : f32
+  } -> tensor<?x128xf32>
+  %e83 = tensor.empty(%T) : tensor<?x128xf32>
+  %g84 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g82, %x72 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e83 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %one, %d : f32
+    %y = arith.mulf %s, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e85 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst86 = arith.constant 0.0 : f32
+  %fill87 = linalg.fill ins(%cst86 : f32) outs(%e85 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm88 = linalg.matmul ins(%g84, %w_attn_o_proj_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill87 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e89 = tensor.empty(%T) : tensor<?x128xf32>
+  %g90 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %mm88 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e89 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x91 = tensor.expand_shape %g90 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  return %x91, %r14, %r25, %r36, %r63 : tensor<1x?x128xf32>, tensor<?x128x3xf32>, tensor<?x128x3xf32>, tensor<?x128x3xf32>, tensor<?x4x32x32xf32>
+}
+
 func.func @main(
     %u: tensor<1x?x128xf32> {seq.name = "u"},
     %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
@@ -320,4 +555,30 @@ func.func @step(
   %l1, %l2, %l3, %l4, %l5 = func.call @kda_layer(%u, %q_conv_state, %k_conv_state, %v_conv_state, %state, %w_norm_weight, %w_attn_q_proj_weight, %w_attn_k_proj_weight, %w_attn_v_proj_weight, %w_attn_q_conv1d_weight, %w_attn_k_conv1d_weight, %w_attn_v_conv1d_weight, %w_attn_f_proj_0_weight, %w_attn_f_proj_1_weight, %w_attn_b_proj_weight, %w_attn_A_log, %w_attn_dt_bias, %w_attn_g_proj_0_weight, %w_attn_g_proj_1_weight, %w_attn_g_proj_1_bias, %w_attn_o_norm_weight, %w_attn_o_proj_weight)
       : (tensor<1x?x128xf32>, tensor<1x128x3xf32>, tensor<1x128x3xf32>, tensor<1x128x3xf32>, tensor<1x4x32x32xf32>, tensor<128xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x4xf32>, tensor<128x4xf32>, tensor<128x4xf32>, tensor<128x32xf32>, tensor<32x128xf32>, tensor<128x4xf32>, tensor<4xf32>, tensor<128xf32>, tensor<128x32xf32>, tensor<32x128xf32>, tensor<128xf32>, tensor<32xf32>, tensor<128x128xf32>) -> (tensor<1x?x128xf32>, tensor<1x128x3xf32>, tensor<1x128x3xf32>, tensor<1x128x3xf32>, tensor<1x4x32x32xf32>)
   return %l1, %l2, %l3, %l4, %l5 : tensor<1x?x128xf32>, tensor<1x128x3xf32>, tensor<1x128x3xf32>, tensor<1x128x3xf32>, tensor<1x4x32x32xf32>
+}
+
+func.func @packed(
+    %u: tensor<1x?x128xf32> {seq.name = "u"},
+    %cu: tensor<?xi32> {seq.name = "cu"},
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_attn_q_proj_weight: tensor<128x128xf32> {seq.name = "attn.q_proj.weight"},
+    %w_attn_k_proj_weight: tensor<128x128xf32> {seq.name = "attn.k_proj.weight"},
+    %w_attn_v_proj_weight: tensor<128x128xf32> {seq.name = "attn.v_proj.weight"},
+    %w_attn_q_conv1d_weight: tensor<128x4xf32> {seq.name = "attn.q_conv1d.weight"},
+    %w_attn_k_conv1d_weight: tensor<128x4xf32> {seq.name = "attn.k_conv1d.weight"},
+    %w_attn_v_conv1d_weight: tensor<128x4xf32> {seq.name = "attn.v_conv1d.weight"},
+    %w_attn_f_proj_0_weight: tensor<128x32xf32> {seq.name = "attn.f_proj.0.weight"},
+    %w_attn_f_proj_1_weight: tensor<32x128xf32> {seq.name = "attn.f_proj.1.weight"},
+    %w_attn_b_proj_weight: tensor<128x4xf32> {seq.name = "attn.b_proj.weight"},
+    %w_attn_A_log: tensor<4xf32> {seq.name = "attn.A_log"},
+    %w_attn_dt_bias: tensor<128xf32> {seq.name = "attn.dt_bias"},
+    %w_attn_g_proj_0_weight: tensor<128x32xf32> {seq.name = "attn.g_proj.0.weight"},
+    %w_attn_g_proj_1_weight: tensor<32x128xf32> {seq.name = "attn.g_proj.1.weight"},
+    %w_attn_g_proj_1_bias: tensor<128xf32> {seq.name = "attn.g_proj.1.bias"},
+    %w_attn_o_norm_weight: tensor<32xf32> {seq.name = "attn.o_norm.weight"},
+    %w_attn_o_proj_weight: tensor<128x128xf32> {seq.name = "attn.o_proj.weight"})
+    -> (tensor<1x?x128xf32>, tensor<?x128x3xf32>, tensor<?x128x3xf32>, tensor<?x128x3xf32>, tensor<?x4x32x32xf32>) {
+  %l1, %l2, %l3, %l4, %l5 = func.call @kda_layer_packed(%u, %cu, %w_norm_weight, %w_attn_q_proj_weight, %w_attn_k_proj_weight, %w_attn_v_proj_weight, %w_attn_q_conv1d_weight, %w_attn_k_conv1d_weight, %w_attn_v_conv1d_weight, %w_attn_f_proj_0_weight, %w_attn_f_proj_1_weight, %w_attn_b_proj_weight, %w_attn_A_log, %w_attn_dt_bias, %w_attn_g_proj_0_weight, %w_attn_g_proj_1_weight, %w_attn_g_proj_1_bias, %w_attn_o_norm_weight, %w_attn_o_proj_weight)
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x4xf32>, tensor<128x4xf32>, tensor<128x4xf32>, tensor<128x32xf32>, tensor<32x128xf32>, tensor<128x4xf32>, tensor<4xf32>, tensor<128xf32>, tensor<128x32xf32>, tensor<32x128xf32>, tensor<128xf32>, tensor<32xf32>, tensor<128x128xf32>) -> (tensor<1x?x128xf32>, tensor<?x128x3xf32>, tensor<?x128x3xf32>, tensor<?x128x3xf32>, tensor<?x4x32x32xf32>)
+  return %l1, %l2, %l3, %l4, %l5 : tensor<1x?x128xf32>, tensor<?x128x3xf32>, tensor<?x128x3xf32>, tensor<?x128x3xf32>, tensor<?x4x32x32xf32>
 }

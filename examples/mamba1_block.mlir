@@ -5,7 +5,10 @@
 // with softplus(dt + bias), skip D and gate silu(z), out-projection.
 //
 // Functions: @main(u, weights) runs a whole sequence from zero states;
-// @step(u, states, weights) continues from given states (decode).
+// @step(u, states, weights) continues from given states (decode);
+// @packed(u, cu, weights) runs S sequences packed along T (cu: the S+1
+// offsets, i32) from zero states, every seq op with a state and attention
+// taking segments(%cu); its states have S rows.
 // Weights bind by name (seq.name), matrices laid out [in, out].
 //
 // Run it (weights and an input from examples/blocks/weights.py):
@@ -151,6 +154,142 @@ func.func private @mamba1_layer(
   return %x50, %r16, %r39 : tensor<1x?x128xf32>, tensor<1x256x3xf32>, tensor<1x256x16xf32>
 }
 
+func.func private @mamba1_layer_packed(
+    %h: tensor<1x?x128xf32>,
+    %cu: tensor<?xi32>,
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_mixer_in_proj_weight: tensor<128x512xf32> {seq.name = "mixer.in_proj.weight"},
+    %w_mixer_conv1d_weight: tensor<256x4xf32> {seq.name = "mixer.conv1d.weight"},
+    %w_mixer_conv1d_bias: tensor<256xf32> {seq.name = "mixer.conv1d.bias"},
+    %w_mixer_x_proj_weight: tensor<256x40xf32> {seq.name = "mixer.x_proj.weight"},
+    %w_mixer_dt_proj_weight: tensor<8x256xf32> {seq.name = "mixer.dt_proj.weight"},
+    %w_mixer_dt_proj_bias: tensor<256xf32> {seq.name = "mixer.dt_proj.bias"},
+    %w_mixer_A_log: tensor<256x16xf32> {seq.name = "mixer.A_log"},
+    %w_mixer_D: tensor<256xf32> {seq.name = "mixer.D"},
+    %w_mixer_out_proj_weight: tensor<256x128xf32> {seq.name = "mixer.out_proj.weight"})
+    -> (tensor<1x?x128xf32>, tensor<?x256x3xf32>, tensor<?x256x16xf32>) {
+  %c1_idx = arith.constant 1 : index
+  %T = tensor.dim %h, %c1_idx : tensor<1x?x128xf32>
+
+  // pre-norm, in-projection, split into x and z
+  %x1 = tensor.collapse_shape %h [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %e2 = tensor.empty(%T) : tensor<?xf32>
+  %cst3 = arith.constant 0.0 : f32
+  %fill4 = linalg.fill ins(%cst3 : f32) outs(%e2 : tensor<?xf32>) -> tensor<?xf32>
+  %g5 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x1 : tensor<?x128xf32>) outs(%fill4 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e6 = tensor.empty(%T) : tensor<?x128xf32>
+  %g7 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %g5, %w_norm_weight : tensor<?x128xf32>, tensor<?xf32>, tensor<128xf32>) outs(%e6 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.0078125 : f32
+    %eps = arith.constant 1.0e-05 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e8 = tensor.empty(%T) : tensor<?x512xf32>
+  %cst9 = arith.constant 0.0 : f32
+  %fill10 = linalg.fill ins(%cst9 : f32) outs(%e8 : tensor<?x512xf32>) -> tensor<?x512xf32>
+  %mm11 = linalg.matmul ins(%g7, %w_mixer_in_proj_weight : tensor<?x128xf32>, tensor<128x512xf32>) outs(%fill10 : tensor<?x512xf32>) -> tensor<?x512xf32>
+  %s12 = tensor.extract_slice %mm11[0, 0] [%T, 256] [1, 1] : tensor<?x512xf32> to tensor<?x256xf32>
+  %s13 = tensor.extract_slice %mm11[0, 256] [%T, 256] [1, 1] : tensor<?x512xf32> to tensor<?x256xf32>
+
+  // depthwise causal conv, carrying the last W-1 inputs, then SiLU
+  %x14 = tensor.expand_shape %s12 [[0, 1], [2]] output_shape [1, %T, 256] : tensor<?x256xf32> into tensor<1x?x256xf32>
+  %r15, %r16 = seq.causal_conv1d %x14, %w_mixer_conv1d_weight bias(%w_mixer_conv1d_bias) segments(%cu)
+      : (tensor<1x?x256xf32>, tensor<256x4xf32>, tensor<256xf32>, tensor<?xi32>) -> (tensor<1x?x256xf32>, tensor<?x256x3xf32>)
+  %e17 = tensor.empty(%T) : tensor<1x?x256xf32>
+  %g18 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%r15 : tensor<1x?x256xf32>) outs(%e17 : tensor<1x?x256xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %a0, %d : f32
+    linalg.yield %s : f32
+  } -> tensor<1x?x256xf32>
+
+  // x-projection to (dt, B, C); dt-projection
+  %x19 = tensor.collapse_shape %g18 [[0, 1], [2]] : tensor<1x?x256xf32> into tensor<?x256xf32>
+  %e20 = tensor.empty(%T) : tensor<?x40xf32>
+  %cst21 = arith.constant 0.0 : f32
+  %fill22 = linalg.fill ins(%cst21 : f32) outs(%e20 : tensor<?x40xf32>) -> tensor<?x40xf32>
+  %mm23 = linalg.matmul ins(%x19, %w_mixer_x_proj_weight : tensor<?x256xf32>, tensor<256x40xf32>) outs(%fill22 : tensor<?x40xf32>) -> tensor<?x40xf32>
+  %s24 = tensor.extract_slice %mm23[0, 0] [%T, 8] [1, 1] : tensor<?x40xf32> to tensor<?x8xf32>
+  %e25 = tensor.empty(%T) : tensor<?x256xf32>
+  %cst26 = arith.constant 0.0 : f32
+  %fill27 = linalg.fill ins(%cst26 : f32) outs(%e25 : tensor<?x256xf32>) -> tensor<?x256xf32>
+  %mm28 = linalg.matmul ins(%s24, %w_mixer_dt_proj_weight : tensor<?x8xf32>, tensor<8x256xf32>) outs(%fill27 : tensor<?x256xf32>) -> tensor<?x256xf32>
+  %s29 = tensor.extract_slice %mm23[0, 8] [%T, 16] [1, 1] : tensor<?x40xf32> to tensor<?x16xf32>
+  %x30 = tensor.expand_shape %s29 [[0, 1], [2, 3]] output_shape [1, %T, 1, 16] : tensor<?x16xf32> into tensor<1x?x1x16xf32>
+  %s31 = tensor.extract_slice %mm23[0, 24] [%T, 16] [1, 1] : tensor<?x40xf32> to tensor<?x16xf32>
+  %x32 = tensor.expand_shape %s31 [[0, 1], [2, 3]] output_shape [1, %T, 1, 16] : tensor<?x16xf32> into tensor<1x?x1x16xf32>
+  %e33 = tensor.empty() : tensor<256x16xf32>
+  %g34 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w_mixer_A_log : tensor<256x16xf32>) outs(%e33 : tensor<256x16xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %e = math.exp %a0 : f32
+    %y = arith.negf %e : f32
+    linalg.yield %y : f32
+  } -> tensor<256x16xf32>
+
+  // selective scan of softplus(dt + bias) with skip D, gated by silu(z)
+  %x35 = tensor.expand_shape %mm28 [[0, 1], [2]] output_shape [1, %T, 256] : tensor<?x256xf32> into tensor<1x?x256xf32>
+  %e36 = tensor.empty(%T) : tensor<1x?x256xf32>
+  %g37 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x35, %w_mixer_dt_proj_bias : tensor<1x?x256xf32>, tensor<256xf32>) outs(%e36 : tensor<1x?x256xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %x = arith.addf %a0, %a1 : f32
+    %c = arith.constant 20.0 : f32
+    %big = arith.cmpf ogt, %x, %c : f32
+    %e = math.exp %x : f32
+    %l = math.log1p %e : f32
+    %y = arith.select %big, %x, %l : f32
+    linalg.yield %y : f32
+  } -> tensor<1x?x256xf32>
+  %r38, %r39 = seq.selective_scan %g18, %g37, %g34, %x30, %x32 skip(%w_mixer_D) segments(%cu)
+      : (tensor<1x?x256xf32>, tensor<1x?x256xf32>, tensor<256x16xf32>, tensor<1x?x1x16xf32>, tensor<1x?x1x16xf32>, tensor<256xf32>, tensor<?xi32>) -> (tensor<1x?x256xf32>, tensor<?x256x16xf32>)
+  %x40 = tensor.expand_shape %s13 [[0, 1], [2]] output_shape [1, %T, 256] : tensor<?x256xf32> into tensor<1x?x256xf32>
+  %e41 = tensor.empty(%T) : tensor<1x?x256xf32>
+  %g42 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x40, %r38 : tensor<1x?x256xf32>, tensor<1x?x256xf32>) outs(%e41 : tensor<1x?x256xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %a0, %d : f32
+    %y = arith.mulf %s, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<1x?x256xf32>
+
+  // out-projection and residual
+  %x43 = tensor.collapse_shape %g42 [[0, 1], [2]] : tensor<1x?x256xf32> into tensor<?x256xf32>
+  %e44 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst45 = arith.constant 0.0 : f32
+  %fill46 = linalg.fill ins(%cst45 : f32) outs(%e44 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm47 = linalg.matmul ins(%x43, %w_mixer_out_proj_weight : tensor<?x256xf32>, tensor<256x128xf32>) outs(%fill46 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e48 = tensor.empty(%T) : tensor<?x128xf32>
+  %g49 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %mm47 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e48 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x50 = tensor.expand_shape %g49 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  return %x50, %r16, %r39 : tensor<1x?x128xf32>, tensor<?x256x3xf32>, tensor<?x256x16xf32>
+}
+
 func.func @main(
     %u: tensor<1x?x128xf32> {seq.name = "u"},
     %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
@@ -197,4 +336,23 @@ func.func @step(
   %l1, %l2, %l3 = func.call @mamba1_layer(%u, %conv_state, %ssm_state, %w_norm_weight, %w_mixer_in_proj_weight, %w_mixer_conv1d_weight, %w_mixer_conv1d_bias, %w_mixer_x_proj_weight, %w_mixer_dt_proj_weight, %w_mixer_dt_proj_bias, %w_mixer_A_log, %w_mixer_D, %w_mixer_out_proj_weight)
       : (tensor<1x?x128xf32>, tensor<1x256x3xf32>, tensor<1x256x16xf32>, tensor<128xf32>, tensor<128x512xf32>, tensor<256x4xf32>, tensor<256xf32>, tensor<256x40xf32>, tensor<8x256xf32>, tensor<256xf32>, tensor<256x16xf32>, tensor<256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>, tensor<1x256x3xf32>, tensor<1x256x16xf32>)
   return %l1, %l2, %l3 : tensor<1x?x128xf32>, tensor<1x256x3xf32>, tensor<1x256x16xf32>
+}
+
+func.func @packed(
+    %u: tensor<1x?x128xf32> {seq.name = "u"},
+    %cu: tensor<?xi32> {seq.name = "cu"},
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_mixer_in_proj_weight: tensor<128x512xf32> {seq.name = "mixer.in_proj.weight"},
+    %w_mixer_conv1d_weight: tensor<256x4xf32> {seq.name = "mixer.conv1d.weight"},
+    %w_mixer_conv1d_bias: tensor<256xf32> {seq.name = "mixer.conv1d.bias"},
+    %w_mixer_x_proj_weight: tensor<256x40xf32> {seq.name = "mixer.x_proj.weight"},
+    %w_mixer_dt_proj_weight: tensor<8x256xf32> {seq.name = "mixer.dt_proj.weight"},
+    %w_mixer_dt_proj_bias: tensor<256xf32> {seq.name = "mixer.dt_proj.bias"},
+    %w_mixer_A_log: tensor<256x16xf32> {seq.name = "mixer.A_log"},
+    %w_mixer_D: tensor<256xf32> {seq.name = "mixer.D"},
+    %w_mixer_out_proj_weight: tensor<256x128xf32> {seq.name = "mixer.out_proj.weight"})
+    -> (tensor<1x?x128xf32>, tensor<?x256x3xf32>, tensor<?x256x16xf32>) {
+  %l1, %l2, %l3 = func.call @mamba1_layer_packed(%u, %cu, %w_norm_weight, %w_mixer_in_proj_weight, %w_mixer_conv1d_weight, %w_mixer_conv1d_bias, %w_mixer_x_proj_weight, %w_mixer_dt_proj_weight, %w_mixer_dt_proj_bias, %w_mixer_A_log, %w_mixer_D, %w_mixer_out_proj_weight)
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128x512xf32>, tensor<256x4xf32>, tensor<256xf32>, tensor<256x40xf32>, tensor<8x256xf32>, tensor<256xf32>, tensor<256x16xf32>, tensor<256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>, tensor<?x256x3xf32>, tensor<?x256x16xf32>)
+  return %l1, %l2, %l3 : tensor<1x?x128xf32>, tensor<?x256x3xf32>, tensor<?x256x16xf32>
 }

@@ -5,7 +5,10 @@
 // skip D and gate silu(z), RMSNorm, out-projection.
 //
 // Functions: @main(u, weights) runs a whole sequence from zero states;
-// @step(u, states, weights) continues from given states (decode).
+// @step(u, states, weights) continues from given states (decode);
+// @packed(u, cu, weights) runs S sequences packed along T (cu: the S+1
+// offsets, i32) from zero states, every seq op with a state and attention
+// taking segments(%cu); its states have S rows.
 // Weights bind by name (seq.name), matrices laid out [in, out].
 //
 // Run it (weights and an input from examples/blocks/weights.py):
@@ -165,6 +168,156 @@ func.func private @mamba2_layer(
   return %x50, %r17, %r33 : tensor<1x?x128xf32>, tensor<1x384x3xf32>, tensor<1x8x32x64xf32>
 }
 
+func.func private @mamba2_layer_packed(
+    %h: tensor<1x?x128xf32>,
+    %cu: tensor<?xi32>,
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_mixer_in_proj_weight: tensor<128x648xf32> {seq.name = "mixer.in_proj.weight"},
+    %w_mixer_conv1d_weight: tensor<384x4xf32> {seq.name = "mixer.conv1d.weight"},
+    %w_mixer_conv1d_bias: tensor<384xf32> {seq.name = "mixer.conv1d.bias"},
+    %w_mixer_dt_bias: tensor<8xf32> {seq.name = "mixer.dt_bias"},
+    %w_mixer_A_log: tensor<8xf32> {seq.name = "mixer.A_log"},
+    %w_mixer_D: tensor<8xf32> {seq.name = "mixer.D"},
+    %w_mixer_norm_weight: tensor<256xf32> {seq.name = "mixer.norm.weight"},
+    %w_mixer_out_proj_weight: tensor<256x128xf32> {seq.name = "mixer.out_proj.weight"})
+    -> (tensor<1x?x128xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>) {
+  %c1_idx = arith.constant 1 : index
+  %T = tensor.dim %h, %c1_idx : tensor<1x?x128xf32>
+
+  // pre-norm, in-projection, split into z, xBC and dt
+  %x1 = tensor.collapse_shape %h [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %e2 = tensor.empty(%T) : tensor<?xf32>
+  %cst3 = arith.constant 0.0 : f32
+  %fill4 = linalg.fill ins(%cst3 : f32) outs(%e2 : tensor<?xf32>) -> tensor<?xf32>
+  %g5 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x1 : tensor<?x128xf32>) outs(%fill4 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e6 = tensor.empty(%T) : tensor<?x128xf32>
+  %g7 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %g5, %w_norm_weight : tensor<?x128xf32>, tensor<?xf32>, tensor<128xf32>) outs(%e6 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.0078125 : f32
+    %eps = arith.constant 1.0e-05 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e8 = tensor.empty(%T) : tensor<?x648xf32>
+  %cst9 = arith.constant 0.0 : f32
+  %fill10 = linalg.fill ins(%cst9 : f32) outs(%e8 : tensor<?x648xf32>) -> tensor<?x648xf32>
+  %mm11 = linalg.matmul ins(%g7, %w_mixer_in_proj_weight : tensor<?x128xf32>, tensor<128x648xf32>) outs(%fill10 : tensor<?x648xf32>) -> tensor<?x648xf32>
+  %s12 = tensor.extract_slice %mm11[0, 0] [%T, 256] [1, 1] : tensor<?x648xf32> to tensor<?x256xf32>
+  %s13 = tensor.extract_slice %mm11[0, 256] [%T, 384] [1, 1] : tensor<?x648xf32> to tensor<?x384xf32>
+  %s14 = tensor.extract_slice %mm11[0, 640] [%T, 8] [1, 1] : tensor<?x648xf32> to tensor<?x8xf32>
+
+  // causal conv over x, B and C, then SiLU
+  %x15 = tensor.expand_shape %s13 [[0, 1], [2]] output_shape [1, %T, 384] : tensor<?x384xf32> into tensor<1x?x384xf32>
+  %r16, %r17 = seq.causal_conv1d %x15, %w_mixer_conv1d_weight bias(%w_mixer_conv1d_bias) segments(%cu)
+      : (tensor<1x?x384xf32>, tensor<384x4xf32>, tensor<384xf32>, tensor<?xi32>) -> (tensor<1x?x384xf32>, tensor<?x384x3xf32>)
+  %e18 = tensor.empty(%T) : tensor<1x?x384xf32>
+  %g19 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%r16 : tensor<1x?x384xf32>) outs(%e18 : tensor<1x?x384xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %a0, %d : f32
+    linalg.yield %s : f32
+  } -> tensor<1x?x384xf32>
+  %x20 = tensor.collapse_shape %g19 [[0, 1], [2]] : tensor<1x?x384xf32> into tensor<?x384xf32>
+  %s21 = tensor.extract_slice %x20[0, 0] [%T, 256] [1, 1] : tensor<?x384xf32> to tensor<?x256xf32>
+  %x22 = tensor.expand_shape %s21 [[0, 1], [2, 3]] output_shape [1, %T, 8, 32] : tensor<?x256xf32> into tensor<1x?x8x32xf32>
+  %s23 = tensor.extract_slice %x20[0, 256] [%T, 64] [1, 1] : tensor<?x384xf32> to tensor<?x64xf32>
+  %x24 = tensor.expand_shape %s23 [[0, 1], [2, 3]] output_shape [1, %T, 1, 64] : tensor<?x64xf32> into tensor<1x?x1x64xf32>
+  %s25 = tensor.extract_slice %x20[0, 320] [%T, 64] [1, 1] : tensor<?x384xf32> to tensor<?x64xf32>
+  %x26 = tensor.expand_shape %s25 [[0, 1], [2, 3]] output_shape [1, %T, 1, 64] : tensor<?x64xf32> into tensor<1x?x1x64xf32>
+  %e27 = tensor.empty() : tensor<8xf32>
+  %g28 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%w_mixer_A_log : tensor<8xf32>) outs(%e27 : tensor<8xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %e = math.exp %a0 : f32
+    %y = arith.negf %e : f32
+    linalg.yield %y : f32
+  } -> tensor<8xf32>
+
+  // SSD of softplus(dt + dt_bias) with skip D, gated by silu(z)
+  %x29 = tensor.expand_shape %s14 [[0, 1], [2]] output_shape [1, %T, 8] : tensor<?x8xf32> into tensor<1x?x8xf32>
+  %e30 = tensor.empty(%T) : tensor<1x?x8xf32>
+  %g31 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x29, %w_mixer_dt_bias : tensor<1x?x8xf32>, tensor<8xf32>) outs(%e30 : tensor<1x?x8xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %x = arith.addf %a0, %a1 : f32
+    %c = arith.constant 20.0 : f32
+    %big = arith.cmpf ogt, %x, %c : f32
+    %e = math.exp %x : f32
+    %l = math.log1p %e : f32
+    %y = arith.select %big, %x, %l : f32
+    linalg.yield %y : f32
+  } -> tensor<1x?x8xf32>
+  %r32, %r33 = seq.ssd %x22, %g31, %g28, %x24, %x26 skip(%w_mixer_D) segments(%cu)
+      : (tensor<1x?x8x32xf32>, tensor<1x?x8xf32>, tensor<8xf32>, tensor<1x?x1x64xf32>, tensor<1x?x1x64xf32>, tensor<8xf32>, tensor<?xi32>) -> (tensor<1x?x8x32xf32>, tensor<?x8x32x64xf32>)
+  %x34 = tensor.expand_shape %s12 [[0, 1], [2, 3]] output_shape [1, %T, 8, 32] : tensor<?x256xf32> into tensor<1x?x8x32xf32>
+  %e35 = tensor.empty(%T) : tensor<1x?x8x32xf32>
+  %g36 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x34, %r32 : tensor<1x?x8x32xf32>, tensor<1x?x8x32xf32>) outs(%e35 : tensor<1x?x8x32xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %a0, %d : f32
+    %y = arith.mulf %s, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<1x?x8x32xf32>
+
+  // gated RMSNorm (the gate is applied above), out-projection, residual
+  %x37 = tensor.collapse_shape %g36 [[0, 1], [2, 3]] : tensor<1x?x8x32xf32> into tensor<?x256xf32>
+  %e38 = tensor.empty(%T) : tensor<?xf32>
+  %cst39 = arith.constant 0.0 : f32
+  %fill40 = linalg.fill ins(%cst39 : f32) outs(%e38 : tensor<?xf32>) -> tensor<?xf32>
+  %g41 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x37 : tensor<?x256xf32>) outs(%fill40 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e42 = tensor.empty(%T) : tensor<?x256xf32>
+  %g43 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x37, %g41, %w_mixer_norm_weight : tensor<?x256xf32>, tensor<?xf32>, tensor<256xf32>) outs(%e42 : tensor<?x256xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.00390625 : f32
+    %eps = arith.constant 1.0e-05 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x256xf32>
+  %e44 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst45 = arith.constant 0.0 : f32
+  %fill46 = linalg.fill ins(%cst45 : f32) outs(%e44 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm47 = linalg.matmul ins(%g43, %w_mixer_out_proj_weight : tensor<?x256xf32>, tensor<256x128xf32>) outs(%fill46 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e48 = tensor.empty(%T) : tensor<?x128xf32>
+  %g49 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %mm47 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e48 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x50 = tensor.expand_shape %g49 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  return %x50, %r17, %r33 : tensor<1x?x128xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>
+}
+
 func.func @main(
     %u: tensor<1x?x128xf32> {seq.name = "u"},
     %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
@@ -209,4 +362,22 @@ func.func @step(
   %l1, %l2, %l3 = func.call @mamba2_layer(%u, %conv_state, %ssm_state, %w_norm_weight, %w_mixer_in_proj_weight, %w_mixer_conv1d_weight, %w_mixer_conv1d_bias, %w_mixer_dt_bias, %w_mixer_A_log, %w_mixer_D, %w_mixer_norm_weight, %w_mixer_out_proj_weight)
       : (tensor<1x?x128xf32>, tensor<1x384x3xf32>, tensor<1x8x32x64xf32>, tensor<128xf32>, tensor<128x648xf32>, tensor<384x4xf32>, tensor<384xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>, tensor<1x384x3xf32>, tensor<1x8x32x64xf32>)
   return %l1, %l2, %l3 : tensor<1x?x128xf32>, tensor<1x384x3xf32>, tensor<1x8x32x64xf32>
+}
+
+func.func @packed(
+    %u: tensor<1x?x128xf32> {seq.name = "u"},
+    %cu: tensor<?xi32> {seq.name = "cu"},
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_mixer_in_proj_weight: tensor<128x648xf32> {seq.name = "mixer.in_proj.weight"},
+    %w_mixer_conv1d_weight: tensor<384x4xf32> {seq.name = "mixer.conv1d.weight"},
+    %w_mixer_conv1d_bias: tensor<384xf32> {seq.name = "mixer.conv1d.bias"},
+    %w_mixer_dt_bias: tensor<8xf32> {seq.name = "mixer.dt_bias"},
+    %w_mixer_A_log: tensor<8xf32> {seq.name = "mixer.A_log"},
+    %w_mixer_D: tensor<8xf32> {seq.name = "mixer.D"},
+    %w_mixer_norm_weight: tensor<256xf32> {seq.name = "mixer.norm.weight"},
+    %w_mixer_out_proj_weight: tensor<256x128xf32> {seq.name = "mixer.out_proj.weight"})
+    -> (tensor<1x?x128xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>) {
+  %l1, %l2, %l3 = func.call @mamba2_layer_packed(%u, %cu, %w_norm_weight, %w_mixer_in_proj_weight, %w_mixer_conv1d_weight, %w_mixer_conv1d_bias, %w_mixer_dt_bias, %w_mixer_A_log, %w_mixer_D, %w_mixer_norm_weight, %w_mixer_out_proj_weight)
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128x648xf32>, tensor<384x4xf32>, tensor<384xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<256xf32>, tensor<256x128xf32>) -> (tensor<1x?x128xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>)
+  return %l1, %l2, %l3 : tensor<1x?x128xf32>, tensor<?x384x3xf32>, tensor<?x8x32x64xf32>
 }

@@ -6,7 +6,10 @@
 // normalize; @step carries the normalizer sum(phi(k)) as a second state.
 //
 // Functions: @main(u, weights) runs a whole sequence from zero states;
-// @step(u, states, weights) continues from given states (decode).
+// @step(u, states, weights) continues from given states (decode);
+// @packed(u, cu, weights) runs S sequences packed along T (cu: the S+1
+// offsets, i32) from zero states, every seq op with a state and attention
+// taking segments(%cu); its states have S rows.
 // Weights bind by name (seq.name), matrices laid out [in, out].
 //
 // Run it (weights and an input from examples/blocks/weights.py):
@@ -216,6 +219,114 @@ func.func private @performer_step(
   return %x46, %r30, %r35 : tensor<1x?x128xf32>, tensor<1x4x64x32xf32>, tensor<1x4x64x1xf32>
 }
 
+func.func private @performer_packed(
+    %h: tensor<1x?x128xf32>,
+    %cu: tensor<?xi32>,
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_attn_q_proj_weight: tensor<128x128xf32> {seq.name = "attn.q_proj.weight"},
+    %w_attn_k_proj_weight: tensor<128x128xf32> {seq.name = "attn.k_proj.weight"},
+    %w_attn_v_proj_weight: tensor<128x128xf32> {seq.name = "attn.v_proj.weight"},
+    %w_attn_omega: tensor<32x64xf32> {seq.name = "attn.omega"},
+    %w_attn_o_proj_weight: tensor<128x128xf32> {seq.name = "attn.o_proj.weight"})
+    -> (tensor<1x?x128xf32>, tensor<?x4x64x32xf32>, tensor<?x4x64x1xf32>) {
+  %c1_idx = arith.constant 1 : index
+  %T = tensor.dim %h, %c1_idx : tensor<1x?x128xf32>
+
+  // pre-norm, projections, positive random features
+  %x1 = tensor.collapse_shape %h [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %e2 = tensor.empty(%T) : tensor<?xf32>
+  %cst3 = arith.constant 0.0 : f32
+  %fill4 = linalg.fill ins(%cst3 : f32) outs(%e2 : tensor<?xf32>) -> tensor<?xf32>
+  %g5 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x1 : tensor<?x128xf32>) outs(%fill4 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e6 = tensor.empty(%T) : tensor<?x128xf32>
+  %g7 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %g5, %w_norm_weight : tensor<?x128xf32>, tensor<?xf32>, tensor<128xf32>) outs(%e6 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.0078125 : f32
+    %eps = arith.constant 1.0e-05 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e8 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst9 = arith.constant 0.0 : f32
+  %fill10 = linalg.fill ins(%cst9 : f32) outs(%e8 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm11 = linalg.matmul ins(%g7, %w_attn_q_proj_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill10 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e12 = tensor.empty(%T) : tensor<?x128xf32>
+  %g13 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm11 : tensor<?x128xf32>) outs(%e12 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %s = arith.constant 0.42044820762685725 : f32
+    %y = arith.mulf %a0, %s : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x14 = tensor.expand_shape %g13 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+  %r15 = seq.random_features %x14, %w_attn_omega {kind = #seq.random_features<positive>}
+      : (tensor<1x?x4x32xf32>, tensor<32x64xf32>) -> (tensor<1x?x4x64xf32>)
+  %e16 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst17 = arith.constant 0.0 : f32
+  %fill18 = linalg.fill ins(%cst17 : f32) outs(%e16 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm19 = linalg.matmul ins(%g7, %w_attn_k_proj_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill18 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e20 = tensor.empty(%T) : tensor<?x128xf32>
+  %g21 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm19 : tensor<?x128xf32>) outs(%e20 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %s = arith.constant 0.42044820762685725 : f32
+    %y = arith.mulf %a0, %s : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x22 = tensor.expand_shape %g21 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+  %r23 = seq.random_features %x22, %w_attn_omega {kind = #seq.random_features<positive>}
+      : (tensor<1x?x4x32xf32>, tensor<32x64xf32>) -> (tensor<1x?x4x64xf32>)
+  %e24 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst25 = arith.constant 0.0 : f32
+  %fill26 = linalg.fill ins(%cst25 : f32) outs(%e24 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm27 = linalg.matmul ins(%g7, %w_attn_v_proj_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill26 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %x28 = tensor.expand_shape %mm27 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+
+  // causal linear attention, normalized
+  %r29, %r30 = seq.linear_attention %r15, %r23, %x28 segments(%cu)
+      : (tensor<1x?x4x64xf32>, tensor<1x?x4x64xf32>, tensor<1x?x4x32xf32>, tensor<?xi32>) -> (tensor<1x?x4x32xf32>, tensor<?x4x64x32xf32>)
+  %e31 = tensor.empty(%T) : tensor<1x?x4x1xf32>
+  %cst32 = arith.constant 1.0 : f32
+  %fill33 = linalg.fill ins(%cst32 : f32) outs(%e31 : tensor<1x?x4x1xf32>) -> tensor<1x?x4x1xf32>
+  %r34, %r35 = seq.linear_attention %r15, %r23, %fill33 segments(%cu)
+      : (tensor<1x?x4x64xf32>, tensor<1x?x4x64xf32>, tensor<1x?x4x1xf32>, tensor<?xi32>) -> (tensor<1x?x4x1xf32>, tensor<?x4x64x1xf32>)
+  %x36 = tensor.collapse_shape %r34 [[0], [1], [2, 3]] : tensor<1x?x4x1xf32> into tensor<1x?x4xf32>
+  %e37 = tensor.empty(%T) : tensor<1x?x4x32xf32>
+  %g38 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%r29, %x36 : tensor<1x?x4x32xf32>, tensor<1x?x4xf32>) outs(%e37 : tensor<1x?x4x32xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %eps = arith.constant 1.0e-06 : f32
+    %d = arith.addf %a1, %eps : f32
+    %y = arith.divf %a0, %d : f32
+    linalg.yield %y : f32
+  } -> tensor<1x?x4x32xf32>
+  %x39 = tensor.collapse_shape %g38 [[0, 1], [2, 3]] : tensor<1x?x4x32xf32> into tensor<?x128xf32>
+  %e40 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst41 = arith.constant 0.0 : f32
+  %fill42 = linalg.fill ins(%cst41 : f32) outs(%e40 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm43 = linalg.matmul ins(%x39, %w_attn_o_proj_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill42 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e44 = tensor.empty(%T) : tensor<?x128xf32>
+  %g45 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %mm43 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e44 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x46 = tensor.expand_shape %g45 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  return %x46, %r30, %r35 : tensor<1x?x128xf32>, tensor<?x4x64x32xf32>, tensor<?x4x64x1xf32>
+}
+
 func.func @main(
     %u: tensor<1x?x128xf32> {seq.name = "u"},
     %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
@@ -248,4 +359,19 @@ func.func @step(
   %l1, %l2, %l3 = func.call @performer_step(%u, %state, %normalizer, %w_norm_weight, %w_attn_q_proj_weight, %w_attn_k_proj_weight, %w_attn_v_proj_weight, %w_attn_omega, %w_attn_o_proj_weight)
       : (tensor<1x?x128xf32>, tensor<1x4x64x32xf32>, tensor<1x4x64x1xf32>, tensor<128xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<32x64xf32>, tensor<128x128xf32>) -> (tensor<1x?x128xf32>, tensor<1x4x64x32xf32>, tensor<1x4x64x1xf32>)
   return %l1, %l2, %l3 : tensor<1x?x128xf32>, tensor<1x4x64x32xf32>, tensor<1x4x64x1xf32>
+}
+
+func.func @packed(
+    %u: tensor<1x?x128xf32> {seq.name = "u"},
+    %cu: tensor<?xi32> {seq.name = "cu"},
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_attn_q_proj_weight: tensor<128x128xf32> {seq.name = "attn.q_proj.weight"},
+    %w_attn_k_proj_weight: tensor<128x128xf32> {seq.name = "attn.k_proj.weight"},
+    %w_attn_v_proj_weight: tensor<128x128xf32> {seq.name = "attn.v_proj.weight"},
+    %w_attn_omega: tensor<32x64xf32> {seq.name = "attn.omega"},
+    %w_attn_o_proj_weight: tensor<128x128xf32> {seq.name = "attn.o_proj.weight"})
+    -> (tensor<1x?x128xf32>, tensor<?x4x64x32xf32>, tensor<?x4x64x1xf32>) {
+  %l1, %l2, %l3 = func.call @performer_packed(%u, %cu, %w_norm_weight, %w_attn_q_proj_weight, %w_attn_k_proj_weight, %w_attn_v_proj_weight, %w_attn_omega, %w_attn_o_proj_weight)
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<32x64xf32>, tensor<128x128xf32>) -> (tensor<1x?x128xf32>, tensor<?x4x64x32xf32>, tensor<?x4x64x1xf32>)
+  return %l1, %l2, %l3 : tensor<1x?x128xf32>, tensor<?x4x64x32xf32>, tensor<?x4x64x1xf32>
 }

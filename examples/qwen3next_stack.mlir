@@ -9,7 +9,10 @@
 // Results: (h, summed aux loss, the states of every layer).
 // Each layer is a func.call; seqc-run --profile times them.
 // Functions: @main(u, weights) runs a whole sequence from zero states;
-// @step(u, states, weights) continues from given states (decode).
+// @step(u, states, weights) continues from given states (decode);
+// @packed(u, cu, weights) runs S sequences packed along T (cu: the S+1
+// offsets, i32) from zero states, every seq op with a state and attention
+// taking segments(%cu); its states have S rows, its KV caches are packed like u.
 // Weights bind by name (seq.name), matrices laid out [in, out].
 //
 // Run it (weights and an input from examples/blocks/weights.py):
@@ -425,6 +428,318 @@ func.func private @moe_layer(
   return %x35, %r14, %r16 : tensor<1x?x128xf32>, tensor<f32>, tensor<8xi64>
 }
 
+func.func private @gdn_layer_packed(
+    %h: tensor<1x?x128xf32>,
+    %cu: tensor<?xi32>,
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_linear_attn_in_proj_qkvz_weight: tensor<128x384xf32> {seq.name = "linear_attn.in_proj_qkvz.weight"},
+    %w_linear_attn_in_proj_ba_weight: tensor<128x8xf32> {seq.name = "linear_attn.in_proj_ba.weight"},
+    %w_linear_attn_conv1d_weight: tensor<256x4xf32> {seq.name = "linear_attn.conv1d.weight"},
+    %w_linear_attn_dt_bias: tensor<4xf32> {seq.name = "linear_attn.dt_bias"},
+    %w_linear_attn_A_log: tensor<4xf32> {seq.name = "linear_attn.A_log"},
+    %w_linear_attn_norm_weight: tensor<32xf32> {seq.name = "linear_attn.norm.weight"},
+    %w_linear_attn_out_proj_weight: tensor<128x128xf32> {seq.name = "linear_attn.out_proj.weight"})
+    -> (tensor<1x?x128xf32>, tensor<?x256x3xf32>, tensor<?x4x32x32xf32>) {
+  %c1_idx = arith.constant 1 : index
+  %T = tensor.dim %h, %c1_idx : tensor<1x?x128xf32>
+
+  // pre-norm, in-projections: (q, k, v, z) and (b, a)
+  %x1 = tensor.collapse_shape %h [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %e2 = tensor.empty(%T) : tensor<?xf32>
+  %cst3 = arith.constant 0.0 : f32
+  %fill4 = linalg.fill ins(%cst3 : f32) outs(%e2 : tensor<?xf32>) -> tensor<?xf32>
+  %g5 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x1 : tensor<?x128xf32>) outs(%fill4 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e6 = tensor.empty(%T) : tensor<?x128xf32>
+  %g7 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %g5, %w_norm_weight : tensor<?x128xf32>, tensor<?xf32>, tensor<128xf32>) outs(%e6 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.0078125 : f32
+    %eps = arith.constant 1.0e-05 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e8 = tensor.empty(%T) : tensor<?x384xf32>
+  %cst9 = arith.constant 0.0 : f32
+  %fill10 = linalg.fill ins(%cst9 : f32) outs(%e8 : tensor<?x384xf32>) -> tensor<?x384xf32>
+  %mm11 = linalg.matmul ins(%g7, %w_linear_attn_in_proj_qkvz_weight : tensor<?x128xf32>, tensor<128x384xf32>) outs(%fill10 : tensor<?x384xf32>) -> tensor<?x384xf32>
+  %e12 = tensor.empty(%T) : tensor<?x8xf32>
+  %cst13 = arith.constant 0.0 : f32
+  %fill14 = linalg.fill ins(%cst13 : f32) outs(%e12 : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %mm15 = linalg.matmul ins(%g7, %w_linear_attn_in_proj_ba_weight : tensor<?x128xf32>, tensor<128x8xf32>) outs(%fill14 : tensor<?x8xf32>) -> tensor<?x8xf32>
+
+  // causal conv over q, k and v, then SiLU
+  %s16 = tensor.extract_slice %mm11[0, 0] [%T, 256] [1, 1] : tensor<?x384xf32> to tensor<?x256xf32>
+  %x17 = tensor.expand_shape %s16 [[0, 1], [2]] output_shape [1, %T, 256] : tensor<?x256xf32> into tensor<1x?x256xf32>
+  %r18, %r19 = seq.causal_conv1d %x17, %w_linear_attn_conv1d_weight segments(%cu)
+      : (tensor<1x?x256xf32>, tensor<256x4xf32>, tensor<?xi32>) -> (tensor<1x?x256xf32>, tensor<?x256x3xf32>)
+  %e20 = tensor.empty(%T) : tensor<1x?x256xf32>
+  %g21 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%r18 : tensor<1x?x256xf32>) outs(%e20 : tensor<1x?x256xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %a0, %d : f32
+    linalg.yield %s : f32
+  } -> tensor<1x?x256xf32>
+  %x22 = tensor.collapse_shape %g21 [[0, 1], [2]] : tensor<1x?x256xf32> into tensor<?x256xf32>
+  %s23 = tensor.extract_slice %x22[0, 0] [%T, 64] [1, 1] : tensor<?x256xf32> to tensor<?x64xf32>
+  %x24 = tensor.expand_shape %s23 [[0, 1], [2, 3]] output_shape [1, %T, 2, 32] : tensor<?x64xf32> into tensor<1x?x2x32xf32>
+  %s25 = tensor.extract_slice %x22[0, 64] [%T, 64] [1, 1] : tensor<?x256xf32> to tensor<?x64xf32>
+  %x26 = tensor.expand_shape %s25 [[0, 1], [2, 3]] output_shape [1, %T, 2, 32] : tensor<?x64xf32> into tensor<1x?x2x32xf32>
+  %s27 = tensor.extract_slice %x22[0, 128] [%T, 128] [1, 1] : tensor<?x256xf32> to tensor<?x128xf32>
+  %x28 = tensor.expand_shape %s27 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+
+  // beta = sigmoid(b), log-decay -exp(A_log) * softplus(a + dt_bias)
+  %s29 = tensor.extract_slice %mm15[0, 0] [%T, 4] [1, 1] : tensor<?x8xf32> to tensor<?x4xf32>
+  %e30 = tensor.empty(%T) : tensor<?x4xf32>
+  %g31 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%s29 : tensor<?x4xf32>) outs(%e30 : tensor<?x4xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %one, %d : f32
+    linalg.yield %s : f32
+  } -> tensor<?x4xf32>
+  %x32 = tensor.expand_shape %g31 [[0, 1], [2]] output_shape [1, %T, 4] : tensor<?x4xf32> into tensor<1x?x4xf32>
+  %s33 = tensor.extract_slice %mm15[0, 4] [%T, 4] [1, 1] : tensor<?x8xf32> to tensor<?x4xf32>
+  %e34 = tensor.empty(%T) : tensor<?x4xf32>
+  %g35 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%s33, %w_linear_attn_dt_bias, %w_linear_attn_A_log : tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>) outs(%e34 : tensor<?x4xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %x = arith.addf %a0, %a1 : f32
+    %c = arith.constant 20.0 : f32
+    %big = arith.cmpf ogt, %x, %c : f32
+    %e = math.exp %x : f32
+    %l = math.log1p %e : f32
+    %sp = arith.select %big, %x, %l : f32
+    %ea = math.exp %a2 : f32
+    %m = arith.mulf %ea, %sp : f32
+    %y = arith.negf %m : f32
+    linalg.yield %y : f32
+  } -> tensor<?x4xf32>
+  %x36 = tensor.expand_shape %g35 [[0, 1], [2]] output_shape [1, %T, 4] : tensor<?x4xf32> into tensor<1x?x4xf32>
+  %r37, %r38 = seq.delta_rule %x24, %x26, %x28, %x32 decay(%x36) segments(%cu) {qk_l2norm = true, scale = 0.1767766952966369 : f32}
+      : (tensor<1x?x2x32xf32>, tensor<1x?x2x32xf32>, tensor<1x?x4x32xf32>, tensor<1x?x4xf32>, tensor<1x?x4xf32>, tensor<?xi32>) -> (tensor<1x?x4x32xf32>, tensor<?x4x32x32xf32>)
+
+  // per-head RMSNorm gated by silu(z), out-projection, residual
+  %x39 = tensor.collapse_shape %r37 [[0, 1, 2], [3]] : tensor<1x?x4x32xf32> into tensor<?x32xf32>
+  %c0_idx = arith.constant 0 : index
+  %TH = tensor.dim %x39, %c0_idx : tensor<?x32xf32>
+  %e40 = tensor.empty(%TH) : tensor<?xf32>
+  %cst41 = arith.constant 0.0 : f32
+  %fill42 = linalg.fill ins(%cst41 : f32) outs(%e40 : tensor<?xf32>) -> tensor<?xf32>
+  %g43 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x39 : tensor<?x32xf32>) outs(%fill42 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e44 = tensor.empty(%TH) : tensor<?x32xf32>
+  %g45 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x39, %g43, %w_linear_attn_norm_weight : tensor<?x32xf32>, tensor<?xf32>, tensor<32xf32>) outs(%e44 : tensor<?x32xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.03125 : f32
+    %eps = arith.constant 1.0e-06 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x32xf32>
+  %x46 = tensor.expand_shape %g45 [[0, 1], [2]] output_shape [%T, 4, 32] : tensor<?x32xf32> into tensor<?x4x32xf32>
+  %x47 = tensor.collapse_shape %x46 [[0], [1, 2]] : tensor<?x4x32xf32> into tensor<?x128xf32>
+  %s48 = tensor.extract_slice %mm11[0, 256] [%T, 128] [1, 1] : tensor<?x384xf32> to tensor<?x128xf32>
+  %e49 = tensor.empty(%T) : tensor<?x128xf32>
+  %g50 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%s48, %x47 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e49 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %a0, %d : f32
+    %y = arith.mulf %s, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e51 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst52 = arith.constant 0.0 : f32
+  %fill53 = linalg.fill ins(%cst52 : f32) outs(%e51 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm54 = linalg.matmul ins(%g50, %w_linear_attn_out_proj_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill53 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e55 = tensor.empty(%T) : tensor<?x128xf32>
+  %g56 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %mm54 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e55 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x57 = tensor.expand_shape %g56 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  return %x57, %r19, %r38 : tensor<1x?x128xf32>, tensor<?x256x3xf32>, tensor<?x4x32x32xf32>
+}
+
+func.func private @gated_attention_layer_packed(
+    %h: tensor<1x?x128xf32>,
+    %cu: tensor<?xi32>,
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_attn_q_proj_weight: tensor<128x128xf32> {seq.name = "attn.q_proj.weight"},
+    %w_attn_gate_proj_weight: tensor<128x128xf32> {seq.name = "attn.gate_proj.weight"},
+    %w_attn_k_proj_weight: tensor<128x64xf32> {seq.name = "attn.k_proj.weight"},
+    %w_attn_v_proj_weight: tensor<128x64xf32> {seq.name = "attn.v_proj.weight"},
+    %w_attn_q_norm_weight: tensor<32xf32> {seq.name = "attn.q_norm.weight"},
+    %w_attn_k_norm_weight: tensor<32xf32> {seq.name = "attn.k_norm.weight"},
+    %w_attn_o_proj_weight: tensor<128x128xf32> {seq.name = "attn.o_proj.weight"})
+    -> (tensor<1x?x128xf32>, tensor<1x?x2x32xf32>, tensor<1x?x2x32xf32>) {
+  %c1_idx = arith.constant 1 : index
+  %T = tensor.dim %h, %c1_idx : tensor<1x?x128xf32>
+
+  // pre-norm, projections, q and k normed per head
+  %x1 = tensor.collapse_shape %h [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %e2 = tensor.empty(%T) : tensor<?xf32>
+  %cst3 = arith.constant 0.0 : f32
+  %fill4 = linalg.fill ins(%cst3 : f32) outs(%e2 : tensor<?xf32>) -> tensor<?xf32>
+  %g5 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x1 : tensor<?x128xf32>) outs(%fill4 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e6 = tensor.empty(%T) : tensor<?x128xf32>
+  %g7 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %g5, %w_norm_weight : tensor<?x128xf32>, tensor<?xf32>, tensor<128xf32>) outs(%e6 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.0078125 : f32
+    %eps = arith.constant 1.0e-05 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e8 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst9 = arith.constant 0.0 : f32
+  %fill10 = linalg.fill ins(%cst9 : f32) outs(%e8 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm11 = linalg.matmul ins(%g7, %w_attn_q_proj_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill10 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %x12 = tensor.expand_shape %mm11 [[0], [1, 2]] output_shape [%T, 4, 32] : tensor<?x128xf32> into tensor<?x4x32xf32>
+  %x13 = tensor.collapse_shape %x12 [[0, 1], [2]] : tensor<?x4x32xf32> into tensor<?x32xf32>
+  %c0_idx = arith.constant 0 : index
+  %TH = tensor.dim %x13, %c0_idx : tensor<?x32xf32>
+  %e14 = tensor.empty(%TH) : tensor<?xf32>
+  %cst15 = arith.constant 0.0 : f32
+  %fill16 = linalg.fill ins(%cst15 : f32) outs(%e14 : tensor<?xf32>) -> tensor<?xf32>
+  %g17 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x13 : tensor<?x32xf32>) outs(%fill16 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e18 = tensor.empty(%TH) : tensor<?x32xf32>
+  %g19 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x13, %g17, %w_attn_q_norm_weight : tensor<?x32xf32>, tensor<?xf32>, tensor<32xf32>) outs(%e18 : tensor<?x32xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.03125 : f32
+    %eps = arith.constant 1.0e-06 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x32xf32>
+  %x20 = tensor.expand_shape %g19 [[0, 1], [2]] output_shape [%T, 4, 32] : tensor<?x32xf32> into tensor<?x4x32xf32>
+  %x21 = tensor.collapse_shape %x20 [[0], [1, 2]] : tensor<?x4x32xf32> into tensor<?x128xf32>
+  %x22 = tensor.expand_shape %x21 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+  %e23 = tensor.empty(%T) : tensor<?x64xf32>
+  %cst24 = arith.constant 0.0 : f32
+  %fill25 = linalg.fill ins(%cst24 : f32) outs(%e23 : tensor<?x64xf32>) -> tensor<?x64xf32>
+  %mm26 = linalg.matmul ins(%g7, %w_attn_k_proj_weight : tensor<?x128xf32>, tensor<128x64xf32>) outs(%fill25 : tensor<?x64xf32>) -> tensor<?x64xf32>
+  %x27 = tensor.expand_shape %mm26 [[0], [1, 2]] output_shape [%T, 2, 32] : tensor<?x64xf32> into tensor<?x2x32xf32>
+  %x28 = tensor.collapse_shape %x27 [[0, 1], [2]] : tensor<?x2x32xf32> into tensor<?x32xf32>
+  %TKV = tensor.dim %x28, %c0_idx : tensor<?x32xf32>
+  %e29 = tensor.empty(%TKV) : tensor<?xf32>
+  %cst30 = arith.constant 0.0 : f32
+  %fill31 = linalg.fill ins(%cst30 : f32) outs(%e29 : tensor<?xf32>) -> tensor<?xf32>
+  %g32 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x28 : tensor<?x32xf32>) outs(%fill31 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e33 = tensor.empty(%TKV) : tensor<?x32xf32>
+  %g34 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x28, %g32, %w_attn_k_norm_weight : tensor<?x32xf32>, tensor<?xf32>, tensor<32xf32>) outs(%e33 : tensor<?x32xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.03125 : f32
+    %eps = arith.constant 1.0e-06 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x32xf32>
+  %x35 = tensor.expand_shape %g34 [[0, 1], [2]] output_shape [%T, 2, 32] : tensor<?x32xf32> into tensor<?x2x32xf32>
+  %x36 = tensor.collapse_shape %x35 [[0], [1, 2]] : tensor<?x2x32xf32> into tensor<?x64xf32>
+  %x37 = tensor.expand_shape %x36 [[0, 1], [2, 3]] output_shape [1, %T, 2, 32] : tensor<?x64xf32> into tensor<1x?x2x32xf32>
+  %e38 = tensor.empty(%T) : tensor<?x64xf32>
+  %cst39 = arith.constant 0.0 : f32
+  %fill40 = linalg.fill ins(%cst39 : f32) outs(%e38 : tensor<?x64xf32>) -> tensor<?x64xf32>
+  %mm41 = linalg.matmul ins(%g7, %w_attn_v_proj_weight : tensor<?x128xf32>, tensor<128x64xf32>) outs(%fill40 : tensor<?x64xf32>) -> tensor<?x64xf32>
+  %x42 = tensor.expand_shape %mm41 [[0, 1], [2, 3]] output_shape [1, %T, 2, 32] : tensor<?x64xf32> into tensor<1x?x2x32xf32>
+  %r43 = seq.attention %x22, %x37, %x42 segments(%cu) {causal = true}
+      : (tensor<1x?x4x32xf32>, tensor<1x?x2x32xf32>, tensor<1x?x2x32xf32>, tensor<?xi32>) -> (tensor<1x?x4x32xf32>)
+
+  // output gate sigmoid(x W_gate), out-projection, residual
+  %e44 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst45 = arith.constant 0.0 : f32
+  %fill46 = linalg.fill ins(%cst45 : f32) outs(%e44 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm47 = linalg.matmul ins(%g7, %w_attn_gate_proj_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill46 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %x48 = tensor.collapse_shape %r43 [[0, 1], [2, 3]] : tensor<1x?x4x32xf32> into tensor<?x128xf32>
+  %e49 = tensor.empty(%T) : tensor<?x128xf32>
+  %g50 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm47, %x48 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e49 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %one, %d : f32
+    %y = arith.mulf %s, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e51 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst52 = arith.constant 0.0 : f32
+  %fill53 = linalg.fill ins(%cst52 : f32) outs(%e51 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm54 = linalg.matmul ins(%g50, %w_attn_o_proj_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill53 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e55 = tensor.empty(%T) : tensor<?x128xf32>
+  %g56 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %mm54 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e55 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x57 = tensor.expand_shape %g56 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  return %x57, %x37, %x42 : tensor<1x?x128xf32>, tensor<1x?x2x32xf32>, tensor<1x?x2x32xf32>
+}
+
 func.func @main(
     %u: tensor<1x?x128xf32> {seq.name = "u"},
     %l0_m_norm_weight: tensor<128xf32> {seq.name = "layers.0.norm.weight"},
@@ -723,4 +1038,140 @@ func.func @step(
   } -> tensor<?x128xf32>
   %x38 = tensor.expand_shape %g37 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
   return %x38, %g30, %l2, %l3, %l8, %l9, %l16, %l17, %l24, %l25 : tensor<1x?x128xf32>, tensor<f32>, tensor<1x256x3xf32>, tensor<1x4x32x32xf32>, tensor<1x256x3xf32>, tensor<1x4x32x32xf32>, tensor<1x256x3xf32>, tensor<1x4x32x32xf32>, tensor<1x?x2x32xf32>, tensor<1x?x2x32xf32>
+}
+
+func.func @packed(
+    %u: tensor<1x?x128xf32> {seq.name = "u"},
+    %cu: tensor<?xi32> {seq.name = "cu"},
+    %l0_m_norm_weight: tensor<128xf32> {seq.name = "layers.0.norm.weight"},
+    %l0_m_linear_attn_in_proj_qkvz_weight: tensor<128x384xf32> {seq.name = "layers.0.linear_attn.in_proj_qkvz.weight"},
+    %l0_m_linear_attn_in_proj_ba_weight: tensor<128x8xf32> {seq.name = "layers.0.linear_attn.in_proj_ba.weight"},
+    %l0_m_linear_attn_conv1d_weight: tensor<256x4xf32> {seq.name = "layers.0.linear_attn.conv1d.weight"},
+    %l0_m_linear_attn_dt_bias: tensor<4xf32> {seq.name = "layers.0.linear_attn.dt_bias"},
+    %l0_m_linear_attn_A_log: tensor<4xf32> {seq.name = "layers.0.linear_attn.A_log"},
+    %l0_m_linear_attn_norm_weight: tensor<32xf32> {seq.name = "layers.0.linear_attn.norm.weight"},
+    %l0_m_linear_attn_out_proj_weight: tensor<128x128xf32> {seq.name = "layers.0.linear_attn.out_proj.weight"},
+    %l0_f_norm_weight: tensor<128xf32> {seq.name = "layers.0.ffn.norm.weight"},
+    %l0_f_moe_router_weight: tensor<128x8xf32> {seq.name = "layers.0.ffn.moe.router.weight"},
+    %l0_f_moe_experts_gate_proj: tensor<8x128x64xf32> {seq.name = "layers.0.ffn.moe.experts.gate_proj"},
+    %l0_f_moe_experts_up_proj: tensor<8x128x64xf32> {seq.name = "layers.0.ffn.moe.experts.up_proj"},
+    %l0_f_moe_experts_down_proj: tensor<8x64x128xf32> {seq.name = "layers.0.ffn.moe.experts.down_proj"},
+    %l0_f_moe_shared_gate_proj_weight: tensor<128x64xf32> {seq.name = "layers.0.ffn.moe.shared.gate_proj.weight"},
+    %l0_f_moe_shared_up_proj_weight: tensor<128x64xf32> {seq.name = "layers.0.ffn.moe.shared.up_proj.weight"},
+    %l0_f_moe_shared_down_proj_weight: tensor<64x128xf32> {seq.name = "layers.0.ffn.moe.shared.down_proj.weight"},
+    %l1_m_norm_weight: tensor<128xf32> {seq.name = "layers.1.norm.weight"},
+    %l1_m_linear_attn_in_proj_qkvz_weight: tensor<128x384xf32> {seq.name = "layers.1.linear_attn.in_proj_qkvz.weight"},
+    %l1_m_linear_attn_in_proj_ba_weight: tensor<128x8xf32> {seq.name = "layers.1.linear_attn.in_proj_ba.weight"},
+    %l1_m_linear_attn_conv1d_weight: tensor<256x4xf32> {seq.name = "layers.1.linear_attn.conv1d.weight"},
+    %l1_m_linear_attn_dt_bias: tensor<4xf32> {seq.name = "layers.1.linear_attn.dt_bias"},
+    %l1_m_linear_attn_A_log: tensor<4xf32> {seq.name = "layers.1.linear_attn.A_log"},
+    %l1_m_linear_attn_norm_weight: tensor<32xf32> {seq.name = "layers.1.linear_attn.norm.weight"},
+    %l1_m_linear_attn_out_proj_weight: tensor<128x128xf32> {seq.name = "layers.1.linear_attn.out_proj.weight"},
+    %l1_f_norm_weight: tensor<128xf32> {seq.name = "layers.1.ffn.norm.weight"},
+    %l1_f_moe_router_weight: tensor<128x8xf32> {seq.name = "layers.1.ffn.moe.router.weight"},
+    %l1_f_moe_experts_gate_proj: tensor<8x128x64xf32> {seq.name = "layers.1.ffn.moe.experts.gate_proj"},
+    %l1_f_moe_experts_up_proj: tensor<8x128x64xf32> {seq.name = "layers.1.ffn.moe.experts.up_proj"},
+    %l1_f_moe_experts_down_proj: tensor<8x64x128xf32> {seq.name = "layers.1.ffn.moe.experts.down_proj"},
+    %l1_f_moe_shared_gate_proj_weight: tensor<128x64xf32> {seq.name = "layers.1.ffn.moe.shared.gate_proj.weight"},
+    %l1_f_moe_shared_up_proj_weight: tensor<128x64xf32> {seq.name = "layers.1.ffn.moe.shared.up_proj.weight"},
+    %l1_f_moe_shared_down_proj_weight: tensor<64x128xf32> {seq.name = "layers.1.ffn.moe.shared.down_proj.weight"},
+    %l2_m_norm_weight: tensor<128xf32> {seq.name = "layers.2.norm.weight"},
+    %l2_m_linear_attn_in_proj_qkvz_weight: tensor<128x384xf32> {seq.name = "layers.2.linear_attn.in_proj_qkvz.weight"},
+    %l2_m_linear_attn_in_proj_ba_weight: tensor<128x8xf32> {seq.name = "layers.2.linear_attn.in_proj_ba.weight"},
+    %l2_m_linear_attn_conv1d_weight: tensor<256x4xf32> {seq.name = "layers.2.linear_attn.conv1d.weight"},
+    %l2_m_linear_attn_dt_bias: tensor<4xf32> {seq.name = "layers.2.linear_attn.dt_bias"},
+    %l2_m_linear_attn_A_log: tensor<4xf32> {seq.name = "layers.2.linear_attn.A_log"},
+    %l2_m_linear_attn_norm_weight: tensor<32xf32> {seq.name = "layers.2.linear_attn.norm.weight"},
+    %l2_m_linear_attn_out_proj_weight: tensor<128x128xf32> {seq.name = "layers.2.linear_attn.out_proj.weight"},
+    %l2_f_norm_weight: tensor<128xf32> {seq.name = "layers.2.ffn.norm.weight"},
+    %l2_f_moe_router_weight: tensor<128x8xf32> {seq.name = "layers.2.ffn.moe.router.weight"},
+    %l2_f_moe_experts_gate_proj: tensor<8x128x64xf32> {seq.name = "layers.2.ffn.moe.experts.gate_proj"},
+    %l2_f_moe_experts_up_proj: tensor<8x128x64xf32> {seq.name = "layers.2.ffn.moe.experts.up_proj"},
+    %l2_f_moe_experts_down_proj: tensor<8x64x128xf32> {seq.name = "layers.2.ffn.moe.experts.down_proj"},
+    %l2_f_moe_shared_gate_proj_weight: tensor<128x64xf32> {seq.name = "layers.2.ffn.moe.shared.gate_proj.weight"},
+    %l2_f_moe_shared_up_proj_weight: tensor<128x64xf32> {seq.name = "layers.2.ffn.moe.shared.up_proj.weight"},
+    %l2_f_moe_shared_down_proj_weight: tensor<64x128xf32> {seq.name = "layers.2.ffn.moe.shared.down_proj.weight"},
+    %l3_m_norm_weight: tensor<128xf32> {seq.name = "layers.3.norm.weight"},
+    %l3_m_attn_q_proj_weight: tensor<128x128xf32> {seq.name = "layers.3.attn.q_proj.weight"},
+    %l3_m_attn_gate_proj_weight: tensor<128x128xf32> {seq.name = "layers.3.attn.gate_proj.weight"},
+    %l3_m_attn_k_proj_weight: tensor<128x64xf32> {seq.name = "layers.3.attn.k_proj.weight"},
+    %l3_m_attn_v_proj_weight: tensor<128x64xf32> {seq.name = "layers.3.attn.v_proj.weight"},
+    %l3_m_attn_q_norm_weight: tensor<32xf32> {seq.name = "layers.3.attn.q_norm.weight"},
+    %l3_m_attn_k_norm_weight: tensor<32xf32> {seq.name = "layers.3.attn.k_norm.weight"},
+    %l3_m_attn_o_proj_weight: tensor<128x128xf32> {seq.name = "layers.3.attn.o_proj.weight"},
+    %l3_f_norm_weight: tensor<128xf32> {seq.name = "layers.3.ffn.norm.weight"},
+    %l3_f_moe_router_weight: tensor<128x8xf32> {seq.name = "layers.3.ffn.moe.router.weight"},
+    %l3_f_moe_experts_gate_proj: tensor<8x128x64xf32> {seq.name = "layers.3.ffn.moe.experts.gate_proj"},
+    %l3_f_moe_experts_up_proj: tensor<8x128x64xf32> {seq.name = "layers.3.ffn.moe.experts.up_proj"},
+    %l3_f_moe_experts_down_proj: tensor<8x64x128xf32> {seq.name = "layers.3.ffn.moe.experts.down_proj"},
+    %l3_f_moe_shared_gate_proj_weight: tensor<128x64xf32> {seq.name = "layers.3.ffn.moe.shared.gate_proj.weight"},
+    %l3_f_moe_shared_up_proj_weight: tensor<128x64xf32> {seq.name = "layers.3.ffn.moe.shared.up_proj.weight"},
+    %l3_f_moe_shared_down_proj_weight: tensor<64x128xf32> {seq.name = "layers.3.ffn.moe.shared.down_proj.weight"},
+    %w_final_norm: tensor<128xf32> {seq.name = "final_norm.weight"})
+    -> (tensor<1x?x128xf32>, tensor<f32>, tensor<?x256x3xf32>, tensor<?x4x32x32xf32>, tensor<?x256x3xf32>, tensor<?x4x32x32xf32>, tensor<?x256x3xf32>, tensor<?x4x32x32xf32>, tensor<1x?x2x32xf32>, tensor<1x?x2x32xf32>) {
+  %c1_idx = arith.constant 1 : index
+  %T = tensor.dim %u, %c1_idx : tensor<1x?x128xf32>
+  %l1, %l2, %l3 = func.call @gdn_layer_packed(%u, %cu, %l0_m_norm_weight, %l0_m_linear_attn_in_proj_qkvz_weight, %l0_m_linear_attn_in_proj_ba_weight, %l0_m_linear_attn_conv1d_weight, %l0_m_linear_attn_dt_bias, %l0_m_linear_attn_A_log, %l0_m_linear_attn_norm_weight, %l0_m_linear_attn_out_proj_weight) {seq.name = "layers.0.gdn"}
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128x384xf32>, tensor<128x8xf32>, tensor<256x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<32xf32>, tensor<128x128xf32>) -> (tensor<1x?x128xf32>, tensor<?x256x3xf32>, tensor<?x4x32x32xf32>)
+  %l4, %l5, %l6 = func.call @moe_layer(%l1, %l0_f_norm_weight, %l0_f_moe_router_weight, %l0_f_moe_experts_gate_proj, %l0_f_moe_experts_up_proj, %l0_f_moe_experts_down_proj, %l0_f_moe_shared_gate_proj_weight, %l0_f_moe_shared_up_proj_weight, %l0_f_moe_shared_down_proj_weight) {seq.name = "layers.0.moe"}
+      : (tensor<1x?x128xf32>, tensor<128xf32>, tensor<128x8xf32>, tensor<8x128x64xf32>, tensor<8x128x64xf32>, tensor<8x64x128xf32>, tensor<128x64xf32>, tensor<128x64xf32>, tensor<64x128xf32>) -> (tensor<1x?x128xf32>, tensor<f32>, tensor<8xi64>)
+  %l7, %l8, %l9 = func.call @gdn_layer_packed(%l4, %cu, %l1_m_norm_weight, %l1_m_linear_attn_in_proj_qkvz_weight, %l1_m_linear_attn_in_proj_ba_weight, %l1_m_linear_attn_conv1d_weight, %l1_m_linear_attn_dt_bias, %l1_m_linear_attn_A_log, %l1_m_linear_attn_norm_weight, %l1_m_linear_attn_out_proj_weight) {seq.name = "layers.1.gdn"}
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128x384xf32>, tensor<128x8xf32>, tensor<256x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<32xf32>, tensor<128x128xf32>) -> (tensor<1x?x128xf32>, tensor<?x256x3xf32>, tensor<?x4x32x32xf32>)
+  %l10, %l11, %l12 = func.call @moe_layer(%l7, %l1_f_norm_weight, %l1_f_moe_router_weight, %l1_f_moe_experts_gate_proj, %l1_f_moe_experts_up_proj, %l1_f_moe_experts_down_proj, %l1_f_moe_shared_gate_proj_weight, %l1_f_moe_shared_up_proj_weight, %l1_f_moe_shared_down_proj_weight) {seq.name = "layers.1.moe"}
+      : (tensor<1x?x128xf32>, tensor<128xf32>, tensor<128x8xf32>, tensor<8x128x64xf32>, tensor<8x128x64xf32>, tensor<8x64x128xf32>, tensor<128x64xf32>, tensor<128x64xf32>, tensor<64x128xf32>) -> (tensor<1x?x128xf32>, tensor<f32>, tensor<8xi64>)
+  %e13 = tensor.empty() : tensor<f32>
+  %g14 = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
+      ins(%l5, %l11 : tensor<f32>, tensor<f32>) outs(%e13 : tensor<f32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  %l15, %l16, %l17 = func.call @gdn_layer_packed(%l10, %cu, %l2_m_norm_weight, %l2_m_linear_attn_in_proj_qkvz_weight, %l2_m_linear_attn_in_proj_ba_weight, %l2_m_linear_attn_conv1d_weight, %l2_m_linear_attn_dt_bias, %l2_m_linear_attn_A_log, %l2_m_linear_attn_norm_weight, %l2_m_linear_attn_out_proj_weight) {seq.name = "layers.2.gdn"}
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128x384xf32>, tensor<128x8xf32>, tensor<256x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<32xf32>, tensor<128x128xf32>) -> (tensor<1x?x128xf32>, tensor<?x256x3xf32>, tensor<?x4x32x32xf32>)
+  %l18, %l19, %l20 = func.call @moe_layer(%l15, %l2_f_norm_weight, %l2_f_moe_router_weight, %l2_f_moe_experts_gate_proj, %l2_f_moe_experts_up_proj, %l2_f_moe_experts_down_proj, %l2_f_moe_shared_gate_proj_weight, %l2_f_moe_shared_up_proj_weight, %l2_f_moe_shared_down_proj_weight) {seq.name = "layers.2.moe"}
+      : (tensor<1x?x128xf32>, tensor<128xf32>, tensor<128x8xf32>, tensor<8x128x64xf32>, tensor<8x128x64xf32>, tensor<8x64x128xf32>, tensor<128x64xf32>, tensor<128x64xf32>, tensor<64x128xf32>) -> (tensor<1x?x128xf32>, tensor<f32>, tensor<8xi64>)
+  %e21 = tensor.empty() : tensor<f32>
+  %g22 = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
+      ins(%g14, %l19 : tensor<f32>, tensor<f32>) outs(%e21 : tensor<f32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  %l23, %l24, %l25 = func.call @gated_attention_layer_packed(%l18, %cu, %l3_m_norm_weight, %l3_m_attn_q_proj_weight, %l3_m_attn_gate_proj_weight, %l3_m_attn_k_proj_weight, %l3_m_attn_v_proj_weight, %l3_m_attn_q_norm_weight, %l3_m_attn_k_norm_weight, %l3_m_attn_o_proj_weight) {seq.name = "layers.3.attention"}
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x64xf32>, tensor<128x64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<128x128xf32>) -> (tensor<1x?x128xf32>, tensor<1x?x2x32xf32>, tensor<1x?x2x32xf32>)
+  %l26, %l27, %l28 = func.call @moe_layer(%l23, %l3_f_norm_weight, %l3_f_moe_router_weight, %l3_f_moe_experts_gate_proj, %l3_f_moe_experts_up_proj, %l3_f_moe_experts_down_proj, %l3_f_moe_shared_gate_proj_weight, %l3_f_moe_shared_up_proj_weight, %l3_f_moe_shared_down_proj_weight) {seq.name = "layers.3.moe"}
+      : (tensor<1x?x128xf32>, tensor<128xf32>, tensor<128x8xf32>, tensor<8x128x64xf32>, tensor<8x128x64xf32>, tensor<8x64x128xf32>, tensor<128x64xf32>, tensor<128x64xf32>, tensor<64x128xf32>) -> (tensor<1x?x128xf32>, tensor<f32>, tensor<8xi64>)
+  %e29 = tensor.empty() : tensor<f32>
+  %g30 = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
+      ins(%g22, %l27 : tensor<f32>, tensor<f32>) outs(%e29 : tensor<f32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  %x31 = tensor.collapse_shape %l26 [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %e32 = tensor.empty(%T) : tensor<?xf32>
+  %cst33 = arith.constant 0.0 : f32
+  %fill34 = linalg.fill ins(%cst33 : f32) outs(%e32 : tensor<?xf32>) -> tensor<?xf32>
+  %g35 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x31 : tensor<?x128xf32>) outs(%fill34 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e36 = tensor.empty(%T) : tensor<?x128xf32>
+  %g37 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x31, %g35, %w_final_norm : tensor<?x128xf32>, tensor<?xf32>, tensor<128xf32>) outs(%e36 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.0078125 : f32
+    %eps = arith.constant 1.0e-05 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x38 = tensor.expand_shape %g37 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  return %x38, %g30, %l2, %l3, %l8, %l9, %l16, %l17, %l24, %l25 : tensor<1x?x128xf32>, tensor<f32>, tensor<?x256x3xf32>, tensor<?x4x32x32xf32>, tensor<?x256x3xf32>, tensor<?x4x32x32xf32>, tensor<?x256x3xf32>, tensor<?x4x32x32xf32>, tensor<1x?x2x32xf32>, tensor<1x?x2x32xf32>
 }

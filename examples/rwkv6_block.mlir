@@ -7,7 +7,10 @@
 // previous token (shift) and the K x V state.
 //
 // Functions: @main(u, weights) runs a whole sequence from zero states;
-// @step(u, states, weights) continues from given states (decode).
+// @step(u, states, weights) continues from given states (decode);
+// @packed(u, cu, weights) runs S sequences packed along T (cu: the S+1
+// offsets, i32) from zero states, every seq op with a state and attention
+// taking segments(%cu); its states have S rows.
 // Weights bind by name (seq.name), matrices laid out [in, out].
 //
 // Run it (weights and an input from examples/blocks/weights.py):
@@ -323,6 +326,321 @@ func.func private @rwkv6_layer(
   return %x127, %s12, %r95 : tensor<1x?x128xf32>, tensor<1x128xf32>, tensor<1x4x32x32xf32>
 }
 
+func.func private @rwkv6_layer_packed(
+    %h: tensor<1x?x128xf32>,
+    %cu: tensor<?xi32>,
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_att_time_maa_x: tensor<128xf32> {seq.name = "att.time_maa_x"},
+    %w_att_time_maa_w: tensor<128xf32> {seq.name = "att.time_maa_w"},
+    %w_att_time_maa_k: tensor<128xf32> {seq.name = "att.time_maa_k"},
+    %w_att_time_maa_v: tensor<128xf32> {seq.name = "att.time_maa_v"},
+    %w_att_time_maa_r: tensor<128xf32> {seq.name = "att.time_maa_r"},
+    %w_att_time_maa_g: tensor<128xf32> {seq.name = "att.time_maa_g"},
+    %w_att_time_maa_w1: tensor<128x80xf32> {seq.name = "att.time_maa_w1"},
+    %w_att_time_maa_w2: tensor<5x16x128xf32> {seq.name = "att.time_maa_w2"},
+    %w_att_time_decay: tensor<128xf32> {seq.name = "att.time_decay"},
+    %w_att_time_decay_w1: tensor<128x32xf32> {seq.name = "att.time_decay_w1"},
+    %w_att_time_decay_w2: tensor<32x128xf32> {seq.name = "att.time_decay_w2"},
+    %w_att_time_faaaa: tensor<4x32xf32> {seq.name = "att.time_faaaa"},
+    %w_att_receptance_weight: tensor<128x128xf32> {seq.name = "att.receptance.weight"},
+    %w_att_key_weight: tensor<128x128xf32> {seq.name = "att.key.weight"},
+    %w_att_value_weight: tensor<128x128xf32> {seq.name = "att.value.weight"},
+    %w_att_gate_weight: tensor<128x128xf32> {seq.name = "att.gate.weight"},
+    %w_att_ln_x_weight: tensor<128xf32> {seq.name = "att.ln_x.weight"},
+    %w_att_ln_x_bias: tensor<128xf32> {seq.name = "att.ln_x.bias"},
+    %w_att_output_weight: tensor<128x128xf32> {seq.name = "att.output.weight"})
+    -> (tensor<1x?x128xf32>, tensor<?x128xf32>, tensor<?x4x32x32xf32>) {
+  %c1_idx = arith.constant 1 : index
+  %T = tensor.dim %h, %c1_idx : tensor<1x?x128xf32>
+
+  // pre-norm; token shift (the shift state is the previous token), ddlerp
+  %x1 = tensor.collapse_shape %h [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %e2 = tensor.empty(%T) : tensor<?xf32>
+  %cst3 = arith.constant 0.0 : f32
+  %fill4 = linalg.fill ins(%cst3 : f32) outs(%e2 : tensor<?xf32>) -> tensor<?xf32>
+  %g5 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x1 : tensor<?x128xf32>) outs(%fill4 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e6 = tensor.empty(%T) : tensor<?x128xf32>
+  %g7 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %g5, %w_norm_weight : tensor<?x128xf32>, tensor<?xf32>, tensor<128xf32>) outs(%e6 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.0078125 : f32
+    %eps = arith.constant 1.0e-05 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e8 = tensor.empty() : tensor<128x1xf32>
+  %cst9 = arith.constant 1.0 : f32
+  %fill10 = linalg.fill ins(%cst9 : f32) outs(%e8 : tensor<128x1xf32>) -> tensor<128x1xf32>
+  %e11 = tensor.empty() : tensor<128x1xf32>
+  %cst12 = arith.constant 0.0 : f32
+  %fill13 = linalg.fill ins(%cst12 : f32) outs(%e11 : tensor<128x1xf32>) -> tensor<128x1xf32>
+  %cat14 = tensor.concat dim(1) %fill10, %fill13 : (tensor<128x1xf32>, tensor<128x1xf32>) -> tensor<128x2xf32>
+  %x15 = tensor.expand_shape %g7 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  %r16, %r17 = seq.causal_conv1d %x15, %cat14 segments(%cu)
+      : (tensor<1x?x128xf32>, tensor<128x2xf32>, tensor<?xi32>) -> (tensor<1x?x128xf32>, tensor<?x128x1xf32>)
+  %x18 = tensor.collapse_shape %r16 [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %e19 = tensor.empty(%T) : tensor<?x128xf32>
+  %g20 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x18, %g7 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e19 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.subf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x21 = tensor.collapse_shape %r17 [[0], [1, 2]] : tensor<?x128x1xf32> into tensor<?x128xf32>
+  %e22 = tensor.empty(%T) : tensor<?x128xf32>
+  %g23 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g7, %g20, %w_att_time_maa_x : tensor<?x128xf32>, tensor<?x128xf32>, tensor<128xf32>) outs(%e22 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %d = arith.mulf %a1, %a2 : f32
+    %y = arith.addf %a0, %d : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e24 = tensor.empty(%T) : tensor<?x80xf32>
+  %cst25 = arith.constant 0.0 : f32
+  %fill26 = linalg.fill ins(%cst25 : f32) outs(%e24 : tensor<?x80xf32>) -> tensor<?x80xf32>
+  %mm27 = linalg.matmul ins(%g23, %w_att_time_maa_w1 : tensor<?x128xf32>, tensor<128x80xf32>) outs(%fill26 : tensor<?x80xf32>) -> tensor<?x80xf32>
+  %e28 = tensor.empty(%T) : tensor<?x80xf32>
+  %g29 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm27 : tensor<?x80xf32>) outs(%e28 : tensor<?x80xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %two = arith.constant 2.0 : f32
+    %xx = arith.mulf %a0, %two : f32
+    %e = math.exp %xx : f32
+    %d = arith.addf %e, %one : f32
+    %q = arith.divf %two, %d : f32
+    %t = arith.subf %one, %q : f32
+    linalg.yield %t : f32
+  } -> tensor<?x80xf32>
+  %s30 = tensor.extract_slice %g29[0, 0] [%T, 16] [1, 1] : tensor<?x80xf32> to tensor<?x16xf32>
+  %s31 = tensor.extract_slice %w_att_time_maa_w2[0, 0, 0] [1, 16, 128] [1, 1, 1] : tensor<5x16x128xf32> to tensor<1x16x128xf32>
+  %x32 = tensor.collapse_shape %s31 [[0, 1], [2]] : tensor<1x16x128xf32> into tensor<16x128xf32>
+  %e33 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst34 = arith.constant 0.0 : f32
+  %fill35 = linalg.fill ins(%cst34 : f32) outs(%e33 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm36 = linalg.matmul ins(%s30, %x32 : tensor<?x16xf32>, tensor<16x128xf32>) outs(%fill35 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e37 = tensor.empty(%T) : tensor<?x128xf32>
+  %g38 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g7, %g20, %w_att_time_maa_w, %mm36 : tensor<?x128xf32>, tensor<?x128xf32>, tensor<128xf32>, tensor<?x128xf32>) outs(%e37 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %a3: f32, %acc: f32):
+    %c = arith.addf %a2, %a3 : f32
+    %d = arith.mulf %a1, %c : f32
+    %y = arith.addf %a0, %d : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %s39 = tensor.extract_slice %g29[0, 16] [%T, 16] [1, 1] : tensor<?x80xf32> to tensor<?x16xf32>
+  %s40 = tensor.extract_slice %w_att_time_maa_w2[1, 0, 0] [1, 16, 128] [1, 1, 1] : tensor<5x16x128xf32> to tensor<1x16x128xf32>
+  %x41 = tensor.collapse_shape %s40 [[0, 1], [2]] : tensor<1x16x128xf32> into tensor<16x128xf32>
+  %e42 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst43 = arith.constant 0.0 : f32
+  %fill44 = linalg.fill ins(%cst43 : f32) outs(%e42 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm45 = linalg.matmul ins(%s39, %x41 : tensor<?x16xf32>, tensor<16x128xf32>) outs(%fill44 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e46 = tensor.empty(%T) : tensor<?x128xf32>
+  %g47 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g7, %g20, %w_att_time_maa_k, %mm45 : tensor<?x128xf32>, tensor<?x128xf32>, tensor<128xf32>, tensor<?x128xf32>) outs(%e46 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %a3: f32, %acc: f32):
+    %c = arith.addf %a2, %a3 : f32
+    %d = arith.mulf %a1, %c : f32
+    %y = arith.addf %a0, %d : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %s48 = tensor.extract_slice %g29[0, 32] [%T, 16] [1, 1] : tensor<?x80xf32> to tensor<?x16xf32>
+  %s49 = tensor.extract_slice %w_att_time_maa_w2[2, 0, 0] [1, 16, 128] [1, 1, 1] : tensor<5x16x128xf32> to tensor<1x16x128xf32>
+  %x50 = tensor.collapse_shape %s49 [[0, 1], [2]] : tensor<1x16x128xf32> into tensor<16x128xf32>
+  %e51 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst52 = arith.constant 0.0 : f32
+  %fill53 = linalg.fill ins(%cst52 : f32) outs(%e51 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm54 = linalg.matmul ins(%s48, %x50 : tensor<?x16xf32>, tensor<16x128xf32>) outs(%fill53 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e55 = tensor.empty(%T) : tensor<?x128xf32>
+  %g56 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g7, %g20, %w_att_time_maa_v, %mm54 : tensor<?x128xf32>, tensor<?x128xf32>, tensor<128xf32>, tensor<?x128xf32>) outs(%e55 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %a3: f32, %acc: f32):
+    %c = arith.addf %a2, %a3 : f32
+    %d = arith.mulf %a1, %c : f32
+    %y = arith.addf %a0, %d : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %s57 = tensor.extract_slice %g29[0, 48] [%T, 16] [1, 1] : tensor<?x80xf32> to tensor<?x16xf32>
+  %s58 = tensor.extract_slice %w_att_time_maa_w2[3, 0, 0] [1, 16, 128] [1, 1, 1] : tensor<5x16x128xf32> to tensor<1x16x128xf32>
+  %x59 = tensor.collapse_shape %s58 [[0, 1], [2]] : tensor<1x16x128xf32> into tensor<16x128xf32>
+  %e60 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst61 = arith.constant 0.0 : f32
+  %fill62 = linalg.fill ins(%cst61 : f32) outs(%e60 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm63 = linalg.matmul ins(%s57, %x59 : tensor<?x16xf32>, tensor<16x128xf32>) outs(%fill62 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e64 = tensor.empty(%T) : tensor<?x128xf32>
+  %g65 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g7, %g20, %w_att_time_maa_r, %mm63 : tensor<?x128xf32>, tensor<?x128xf32>, tensor<128xf32>, tensor<?x128xf32>) outs(%e64 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %a3: f32, %acc: f32):
+    %c = arith.addf %a2, %a3 : f32
+    %d = arith.mulf %a1, %c : f32
+    %y = arith.addf %a0, %d : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %s66 = tensor.extract_slice %g29[0, 64] [%T, 16] [1, 1] : tensor<?x80xf32> to tensor<?x16xf32>
+  %s67 = tensor.extract_slice %w_att_time_maa_w2[4, 0, 0] [1, 16, 128] [1, 1, 1] : tensor<5x16x128xf32> to tensor<1x16x128xf32>
+  %x68 = tensor.collapse_shape %s67 [[0, 1], [2]] : tensor<1x16x128xf32> into tensor<16x128xf32>
+  %e69 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst70 = arith.constant 0.0 : f32
+  %fill71 = linalg.fill ins(%cst70 : f32) outs(%e69 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm72 = linalg.matmul ins(%s66, %x68 : tensor<?x16xf32>, tensor<16x128xf32>) outs(%fill71 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e73 = tensor.empty(%T) : tensor<?x128xf32>
+  %g74 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g7, %g20, %w_att_time_maa_g, %mm72 : tensor<?x128xf32>, tensor<?x128xf32>, tensor<128xf32>, tensor<?x128xf32>) outs(%e73 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %a3: f32, %acc: f32):
+    %c = arith.addf %a2, %a3 : f32
+    %d = arith.mulf %a1, %c : f32
+    %y = arith.addf %a0, %d : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e75 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst76 = arith.constant 0.0 : f32
+  %fill77 = linalg.fill ins(%cst76 : f32) outs(%e75 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm78 = linalg.matmul ins(%g65, %w_att_receptance_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill77 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e79 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst80 = arith.constant 0.0 : f32
+  %fill81 = linalg.fill ins(%cst80 : f32) outs(%e79 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm82 = linalg.matmul ins(%g47, %w_att_key_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill81 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e83 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst84 = arith.constant 0.0 : f32
+  %fill85 = linalg.fill ins(%cst84 : f32) outs(%e83 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm86 = linalg.matmul ins(%g56, %w_att_value_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill85 : tensor<?x128xf32>) -> tensor<?x128xf32>
+
+  // per-key log-decay -exp(time_decay + tanh(x D_1) D_2)
+  %e87 = tensor.empty(%T) : tensor<?x32xf32>
+  %cst88 = arith.constant 0.0 : f32
+  %fill89 = linalg.fill ins(%cst88 : f32) outs(%e87 : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %mm90 = linalg.matmul ins(%g38, %w_att_time_decay_w1 : tensor<?x128xf32>, tensor<128x32xf32>) outs(%fill89 : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %e91 = tensor.empty(%T) : tensor<?x32xf32>
+  %g92 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm90 : tensor<?x32xf32>) outs(%e91 : tensor<?x32xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %two = arith.constant 2.0 : f32
+    %xx = arith.mulf %a0, %two : f32
+    %e = math.exp %xx : f32
+    %d = arith.addf %e, %one : f32
+    %q = arith.divf %two, %d : f32
+    %t = arith.subf %one, %q : f32
+    linalg.yield %t : f32
+  } -> tensor<?x32xf32>
+  %e93 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst94 = arith.constant 0.0 : f32
+  %fill95 = linalg.fill ins(%cst94 : f32) outs(%e93 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm96 = linalg.matmul ins(%g92, %w_att_time_decay_w2 : tensor<?x32xf32>, tensor<32x128xf32>) outs(%fill95 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e97 = tensor.empty(%T) : tensor<?x128xf32>
+  %g98 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm96, %w_att_time_decay : tensor<?x128xf32>, tensor<128xf32>) outs(%e97 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %s = arith.addf %a0, %a1 : f32
+    %e = math.exp %s : f32
+    %y = arith.negf %e : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x99 = tensor.expand_shape %mm78 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+  %x100 = tensor.expand_shape %mm82 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+  %x101 = tensor.expand_shape %mm86 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+  %x102 = tensor.expand_shape %g98 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+  %r103, %r104 = seq.linear_attention %x99, %x100, %x101 decay(%x102) bonus(%w_att_time_faaaa) segments(%cu)
+      : (tensor<1x?x4x32xf32>, tensor<1x?x4x32xf32>, tensor<1x?x4x32xf32>, tensor<1x?x4x32xf32>, tensor<4x32xf32>, tensor<?xi32>) -> (tensor<1x?x4x32xf32>, tensor<?x4x32x32xf32>)
+
+  // GroupNorm per head, gated by silu(x W_g), out-projection, residual
+  %x105 = tensor.collapse_shape %r103 [[0, 1], [2, 3]] : tensor<1x?x4x32xf32> into tensor<?x128xf32>
+  %x106 = tensor.expand_shape %x105 [[0], [1, 2]] output_shape [%T, 4, 32] : tensor<?x128xf32> into tensor<?x4x32xf32>
+  %x107 = tensor.collapse_shape %x106 [[0, 1], [2]] : tensor<?x4x32xf32> into tensor<?x32xf32>
+  %c0_idx = arith.constant 0 : index
+  %TH = tensor.dim %x107, %c0_idx : tensor<?x32xf32>
+  %e108 = tensor.empty(%TH) : tensor<?xf32>
+  %cst109 = arith.constant 0.0 : f32
+  %fill110 = linalg.fill ins(%cst109 : f32) outs(%e108 : tensor<?xf32>) -> tensor<?xf32>
+  %g111 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x107 : tensor<?x32xf32>) outs(%fill110 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %s = arith.addf %acc, %a0 : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e112 = tensor.empty(%TH) : tensor<?xf32>
+  %g113 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%g111 : tensor<?xf32>) outs(%e112 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %inv = arith.constant 0.03125 : f32
+    %y = arith.mulf %a0, %inv : f32
+    linalg.yield %y : f32
+  } -> tensor<?xf32>
+  %e114 = tensor.empty(%TH) : tensor<?xf32>
+  %cst115 = arith.constant 0.0 : f32
+  %fill116 = linalg.fill ins(%cst115 : f32) outs(%e114 : tensor<?xf32>) -> tensor<?xf32>
+  %g117 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x107, %g113 : tensor<?x32xf32>, tensor<?xf32>) outs(%fill116 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %c = arith.subf %a0, %a1 : f32
+    %sq = arith.mulf %c, %c : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e118 = tensor.empty(%TH) : tensor<?x32xf32>
+  %g119 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x107, %g113, %g117 : tensor<?x32xf32>, tensor<?xf32>, tensor<?xf32>) outs(%e118 : tensor<?x32xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.03125 : f32
+    %eps = arith.constant 0.00064 : f32
+    %c = arith.subf %a0, %a1 : f32
+    %m = arith.mulf %a2, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %y = arith.mulf %c, %r : f32
+    linalg.yield %y : f32
+  } -> tensor<?x32xf32>
+  %x120 = tensor.expand_shape %g119 [[0, 1], [2]] output_shape [%T, 4, 32] : tensor<?x32xf32> into tensor<?x4x32xf32>
+  %x121 = tensor.collapse_shape %x120 [[0], [1, 2]] : tensor<?x4x32xf32> into tensor<?x128xf32>
+  %e122 = tensor.empty(%T) : tensor<?x128xf32>
+  %g123 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x121, %w_att_ln_x_weight, %w_att_ln_x_bias : tensor<?x128xf32>, tensor<128xf32>, tensor<128xf32>) outs(%e122 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %m = arith.mulf %a0, %a1 : f32
+    %y = arith.addf %m, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e124 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst125 = arith.constant 0.0 : f32
+  %fill126 = linalg.fill ins(%cst125 : f32) outs(%e124 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm127 = linalg.matmul ins(%g74, %w_att_gate_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill126 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e128 = tensor.empty(%T) : tensor<?x128xf32>
+  %g129 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm127, %g123 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e128 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %a0, %d : f32
+    %y = arith.mulf %s, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e130 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst131 = arith.constant 0.0 : f32
+  %fill132 = linalg.fill ins(%cst131 : f32) outs(%e130 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm133 = linalg.matmul ins(%g129, %w_att_output_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill132 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e134 = tensor.empty(%T) : tensor<?x128xf32>
+  %g135 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %mm133 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e134 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x136 = tensor.expand_shape %g135 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  return %x136, %x21, %r104 : tensor<1x?x128xf32>, tensor<?x128xf32>, tensor<?x4x32x32xf32>
+}
+
 func.func @main(
     %u: tensor<1x?x128xf32> {seq.name = "u"},
     %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
@@ -389,4 +707,33 @@ func.func @step(
   %l1, %l2, %l3 = func.call @rwkv6_layer(%u, %shift_state, %state, %w_norm_weight, %w_att_time_maa_x, %w_att_time_maa_w, %w_att_time_maa_k, %w_att_time_maa_v, %w_att_time_maa_r, %w_att_time_maa_g, %w_att_time_maa_w1, %w_att_time_maa_w2, %w_att_time_decay, %w_att_time_decay_w1, %w_att_time_decay_w2, %w_att_time_faaaa, %w_att_receptance_weight, %w_att_key_weight, %w_att_value_weight, %w_att_gate_weight, %w_att_ln_x_weight, %w_att_ln_x_bias, %w_att_output_weight)
       : (tensor<1x?x128xf32>, tensor<1x128xf32>, tensor<1x4x32x32xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128x80xf32>, tensor<5x16x128xf32>, tensor<128xf32>, tensor<128x32xf32>, tensor<32x128xf32>, tensor<4x32xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128x128xf32>) -> (tensor<1x?x128xf32>, tensor<1x128xf32>, tensor<1x4x32x32xf32>)
   return %l1, %l2, %l3 : tensor<1x?x128xf32>, tensor<1x128xf32>, tensor<1x4x32x32xf32>
+}
+
+func.func @packed(
+    %u: tensor<1x?x128xf32> {seq.name = "u"},
+    %cu: tensor<?xi32> {seq.name = "cu"},
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_att_time_maa_x: tensor<128xf32> {seq.name = "att.time_maa_x"},
+    %w_att_time_maa_w: tensor<128xf32> {seq.name = "att.time_maa_w"},
+    %w_att_time_maa_k: tensor<128xf32> {seq.name = "att.time_maa_k"},
+    %w_att_time_maa_v: tensor<128xf32> {seq.name = "att.time_maa_v"},
+    %w_att_time_maa_r: tensor<128xf32> {seq.name = "att.time_maa_r"},
+    %w_att_time_maa_g: tensor<128xf32> {seq.name = "att.time_maa_g"},
+    %w_att_time_maa_w1: tensor<128x80xf32> {seq.name = "att.time_maa_w1"},
+    %w_att_time_maa_w2: tensor<5x16x128xf32> {seq.name = "att.time_maa_w2"},
+    %w_att_time_decay: tensor<128xf32> {seq.name = "att.time_decay"},
+    %w_att_time_decay_w1: tensor<128x32xf32> {seq.name = "att.time_decay_w1"},
+    %w_att_time_decay_w2: tensor<32x128xf32> {seq.name = "att.time_decay_w2"},
+    %w_att_time_faaaa: tensor<4x32xf32> {seq.name = "att.time_faaaa"},
+    %w_att_receptance_weight: tensor<128x128xf32> {seq.name = "att.receptance.weight"},
+    %w_att_key_weight: tensor<128x128xf32> {seq.name = "att.key.weight"},
+    %w_att_value_weight: tensor<128x128xf32> {seq.name = "att.value.weight"},
+    %w_att_gate_weight: tensor<128x128xf32> {seq.name = "att.gate.weight"},
+    %w_att_ln_x_weight: tensor<128xf32> {seq.name = "att.ln_x.weight"},
+    %w_att_ln_x_bias: tensor<128xf32> {seq.name = "att.ln_x.bias"},
+    %w_att_output_weight: tensor<128x128xf32> {seq.name = "att.output.weight"})
+    -> (tensor<1x?x128xf32>, tensor<?x128xf32>, tensor<?x4x32x32xf32>) {
+  %l1, %l2, %l3 = func.call @rwkv6_layer_packed(%u, %cu, %w_norm_weight, %w_att_time_maa_x, %w_att_time_maa_w, %w_att_time_maa_k, %w_att_time_maa_v, %w_att_time_maa_r, %w_att_time_maa_g, %w_att_time_maa_w1, %w_att_time_maa_w2, %w_att_time_decay, %w_att_time_decay_w1, %w_att_time_decay_w2, %w_att_time_faaaa, %w_att_receptance_weight, %w_att_key_weight, %w_att_value_weight, %w_att_gate_weight, %w_att_ln_x_weight, %w_att_ln_x_bias, %w_att_output_weight)
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128x80xf32>, tensor<5x16x128xf32>, tensor<128xf32>, tensor<128x32xf32>, tensor<32x128xf32>, tensor<4x32xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128x128xf32>) -> (tensor<1x?x128xf32>, tensor<?x128xf32>, tensor<?x4x32x32xf32>)
+  return %l1, %l2, %l3 : tensor<1x?x128xf32>, tensor<?x128xf32>, tensor<?x4x32x32xf32>
 }

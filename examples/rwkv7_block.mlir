@@ -9,7 +9,10 @@
 // and the DPLR state.
 //
 // Functions: @main(u, weights) runs a whole sequence from zero states;
-// @step(u, states, weights) continues from given states (decode).
+// @step(u, states, weights) continues from given states (decode);
+// @packed(u, cu, weights) runs S sequences packed along T (cu: the S+1
+// offsets, i32) from zero states, every seq op with a state and attention
+// taking segments(%cu); its states have S rows.
 // Weights bind by name (seq.name), matrices laid out [in, out].
 //
 // Run it (weights and an input from examples/blocks/weights.py):
@@ -413,6 +416,409 @@ func.func private @rwkv7_layer(
   return %x139, %s12, %r84 : tensor<1x?x128xf32>, tensor<1x128xf32>, tensor<1x4x32x32xf32>
 }
 
+func.func private @rwkv7_layer_packed(
+    %h: tensor<1x?x128xf32>,
+    %cu: tensor<?xi32>,
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_att_x_r: tensor<128xf32> {seq.name = "att.x_r"},
+    %w_att_x_w: tensor<128xf32> {seq.name = "att.x_w"},
+    %w_att_x_k: tensor<128xf32> {seq.name = "att.x_k"},
+    %w_att_x_v: tensor<128xf32> {seq.name = "att.x_v"},
+    %w_att_x_a: tensor<128xf32> {seq.name = "att.x_a"},
+    %w_att_x_g: tensor<128xf32> {seq.name = "att.x_g"},
+    %w_att_receptance_weight: tensor<128x128xf32> {seq.name = "att.receptance.weight"},
+    %w_att_key_weight: tensor<128x128xf32> {seq.name = "att.key.weight"},
+    %w_att_value_weight: tensor<128x128xf32> {seq.name = "att.value.weight"},
+    %w_att_w0: tensor<128xf32> {seq.name = "att.w0"},
+    %w_att_w1: tensor<128x16xf32> {seq.name = "att.w1"},
+    %w_att_w2: tensor<16x128xf32> {seq.name = "att.w2"},
+    %w_att_a0: tensor<128xf32> {seq.name = "att.a0"},
+    %w_att_a1: tensor<128x16xf32> {seq.name = "att.a1"},
+    %w_att_a2: tensor<16x128xf32> {seq.name = "att.a2"},
+    %w_att_g1: tensor<128x32xf32> {seq.name = "att.g1"},
+    %w_att_g2: tensor<32x128xf32> {seq.name = "att.g2"},
+    %w_att_k_k: tensor<128xf32> {seq.name = "att.k_k"},
+    %w_att_k_a: tensor<128xf32> {seq.name = "att.k_a"},
+    %w_att_r_k: tensor<4x32xf32> {seq.name = "att.r_k"},
+    %w_att_ln_x_weight: tensor<128xf32> {seq.name = "att.ln_x.weight"},
+    %w_att_ln_x_bias: tensor<128xf32> {seq.name = "att.ln_x.bias"},
+    %w_att_output_weight: tensor<128x128xf32> {seq.name = "att.output.weight"})
+    -> (tensor<1x?x128xf32>, tensor<?x128xf32>, tensor<?x4x32x32xf32>) {
+  %c1_idx = arith.constant 1 : index
+  %T = tensor.dim %h, %c1_idx : tensor<1x?x128xf32>
+
+  // pre-norm; token shift (the shift state is the previous token) and mixes
+  %x1 = tensor.collapse_shape %h [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %e2 = tensor.empty(%T) : tensor<?xf32>
+  %cst3 = arith.constant 0.0 : f32
+  %fill4 = linalg.fill ins(%cst3 : f32) outs(%e2 : tensor<?xf32>) -> tensor<?xf32>
+  %g5 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x1 : tensor<?x128xf32>) outs(%fill4 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e6 = tensor.empty(%T) : tensor<?x128xf32>
+  %g7 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %g5, %w_norm_weight : tensor<?x128xf32>, tensor<?xf32>, tensor<128xf32>) outs(%e6 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.0078125 : f32
+    %eps = arith.constant 1.0e-05 : f32
+    %m = arith.mulf %a1, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %a0, %r : f32
+    %y = arith.mulf %n, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e8 = tensor.empty() : tensor<128x1xf32>
+  %cst9 = arith.constant 1.0 : f32
+  %fill10 = linalg.fill ins(%cst9 : f32) outs(%e8 : tensor<128x1xf32>) -> tensor<128x1xf32>
+  %e11 = tensor.empty() : tensor<128x1xf32>
+  %cst12 = arith.constant 0.0 : f32
+  %fill13 = linalg.fill ins(%cst12 : f32) outs(%e11 : tensor<128x1xf32>) -> tensor<128x1xf32>
+  %cat14 = tensor.concat dim(1) %fill10, %fill13 : (tensor<128x1xf32>, tensor<128x1xf32>) -> tensor<128x2xf32>
+  %x15 = tensor.expand_shape %g7 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  %r16, %r17 = seq.causal_conv1d %x15, %cat14 segments(%cu)
+      : (tensor<1x?x128xf32>, tensor<128x2xf32>, tensor<?xi32>) -> (tensor<1x?x128xf32>, tensor<?x128x1xf32>)
+  %x18 = tensor.collapse_shape %r16 [[0, 1], [2]] : tensor<1x?x128xf32> into tensor<?x128xf32>
+  %e19 = tensor.empty(%T) : tensor<?x128xf32>
+  %g20 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x18, %g7 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e19 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.subf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x21 = tensor.collapse_shape %r17 [[0], [1, 2]] : tensor<?x128x1xf32> into tensor<?x128xf32>
+  %e22 = tensor.empty(%T) : tensor<?x128xf32>
+  %g23 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g7, %g20, %w_att_x_r : tensor<?x128xf32>, tensor<?x128xf32>, tensor<128xf32>) outs(%e22 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %d = arith.mulf %a1, %a2 : f32
+    %y = arith.addf %a0, %d : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e24 = tensor.empty(%T) : tensor<?x128xf32>
+  %g25 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g7, %g20, %w_att_x_w : tensor<?x128xf32>, tensor<?x128xf32>, tensor<128xf32>) outs(%e24 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %d = arith.mulf %a1, %a2 : f32
+    %y = arith.addf %a0, %d : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e26 = tensor.empty(%T) : tensor<?x128xf32>
+  %g27 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g7, %g20, %w_att_x_k : tensor<?x128xf32>, tensor<?x128xf32>, tensor<128xf32>) outs(%e26 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %d = arith.mulf %a1, %a2 : f32
+    %y = arith.addf %a0, %d : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e28 = tensor.empty(%T) : tensor<?x128xf32>
+  %g29 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g7, %g20, %w_att_x_v : tensor<?x128xf32>, tensor<?x128xf32>, tensor<128xf32>) outs(%e28 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %d = arith.mulf %a1, %a2 : f32
+    %y = arith.addf %a0, %d : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e30 = tensor.empty(%T) : tensor<?x128xf32>
+  %g31 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g7, %g20, %w_att_x_a : tensor<?x128xf32>, tensor<?x128xf32>, tensor<128xf32>) outs(%e30 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %d = arith.mulf %a1, %a2 : f32
+    %y = arith.addf %a0, %d : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e32 = tensor.empty(%T) : tensor<?x128xf32>
+  %g33 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g7, %g20, %w_att_x_g : tensor<?x128xf32>, tensor<?x128xf32>, tensor<128xf32>) outs(%e32 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %d = arith.mulf %a1, %a2 : f32
+    %y = arith.addf %a0, %d : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e34 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst35 = arith.constant 0.0 : f32
+  %fill36 = linalg.fill ins(%cst35 : f32) outs(%e34 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm37 = linalg.matmul ins(%g23, %w_att_receptance_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill36 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e38 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst39 = arith.constant 0.0 : f32
+  %fill40 = linalg.fill ins(%cst39 : f32) outs(%e38 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm41 = linalg.matmul ins(%g27, %w_att_key_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill40 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e42 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst43 = arith.constant 0.0 : f32
+  %fill44 = linalg.fill ins(%cst43 : f32) outs(%e42 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm45 = linalg.matmul ins(%g29, %w_att_value_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill44 : tensor<?x128xf32>) -> tensor<?x128xf32>
+
+  // log-decay -exp(w), w = -softplus(-(w0 + tanh(x W_1) W_2)) - 0.5
+  %e46 = tensor.empty(%T) : tensor<?x16xf32>
+  %cst47 = arith.constant 0.0 : f32
+  %fill48 = linalg.fill ins(%cst47 : f32) outs(%e46 : tensor<?x16xf32>) -> tensor<?x16xf32>
+  %mm49 = linalg.matmul ins(%g25, %w_att_w1 : tensor<?x128xf32>, tensor<128x16xf32>) outs(%fill48 : tensor<?x16xf32>) -> tensor<?x16xf32>
+  %e50 = tensor.empty(%T) : tensor<?x16xf32>
+  %g51 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm49 : tensor<?x16xf32>) outs(%e50 : tensor<?x16xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %two = arith.constant 2.0 : f32
+    %xx = arith.mulf %a0, %two : f32
+    %e = math.exp %xx : f32
+    %d = arith.addf %e, %one : f32
+    %q = arith.divf %two, %d : f32
+    %t = arith.subf %one, %q : f32
+    linalg.yield %t : f32
+  } -> tensor<?x16xf32>
+  %e52 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst53 = arith.constant 0.0 : f32
+  %fill54 = linalg.fill ins(%cst53 : f32) outs(%e52 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm55 = linalg.matmul ins(%g51, %w_att_w2 : tensor<?x16xf32>, tensor<16x128xf32>) outs(%fill54 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e56 = tensor.empty(%T) : tensor<?x128xf32>
+  %g57 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm55, %w_att_w0 : tensor<?x128xf32>, tensor<128xf32>) outs(%e56 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %s = arith.addf %a0, %a1 : f32
+    %ns = arith.negf %s : f32
+    %c = arith.constant 20.0 : f32
+    %big = arith.cmpf ogt, %ns, %c : f32
+    %e = math.exp %ns : f32
+    %l = math.log1p %e : f32
+    %sp = arith.select %big, %ns, %l : f32
+    %half = arith.constant 0.5 : f32
+    %nsp = arith.negf %sp : f32
+    %w = arith.subf %nsp, %half : f32
+    %ew = math.exp %w : f32
+    %y = arith.negf %ew : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+
+  // in-context rate a, kappa^ = l2norm(k * k_k) per head, k * (1 + (a - 1) k_a)
+  %e58 = tensor.empty(%T) : tensor<?x16xf32>
+  %cst59 = arith.constant 0.0 : f32
+  %fill60 = linalg.fill ins(%cst59 : f32) outs(%e58 : tensor<?x16xf32>) -> tensor<?x16xf32>
+  %mm61 = linalg.matmul ins(%g31, %w_att_a1 : tensor<?x128xf32>, tensor<128x16xf32>) outs(%fill60 : tensor<?x16xf32>) -> tensor<?x16xf32>
+  %e62 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst63 = arith.constant 0.0 : f32
+  %fill64 = linalg.fill ins(%cst63 : f32) outs(%e62 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm65 = linalg.matmul ins(%mm61, %w_att_a2 : tensor<?x16xf32>, tensor<16x128xf32>) outs(%fill64 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e66 = tensor.empty(%T) : tensor<?x128xf32>
+  %g67 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm65, %w_att_a0 : tensor<?x128xf32>, tensor<128xf32>) outs(%e66 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %x = arith.addf %a0, %a1 : f32
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %x : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %y = arith.divf %one, %d : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e68 = tensor.empty(%T) : tensor<?x128xf32>
+  %g69 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm41, %w_att_k_k : tensor<?x128xf32>, tensor<128xf32>) outs(%e68 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.mulf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x70 = tensor.expand_shape %g69 [[0], [1, 2]] output_shape [%T, 4, 32] : tensor<?x128xf32> into tensor<?x4x32xf32>
+  %x71 = tensor.collapse_shape %x70 [[0, 1], [2]] : tensor<?x4x32xf32> into tensor<?x32xf32>
+  %c0_idx = arith.constant 0 : index
+  %TH = tensor.dim %x71, %c0_idx : tensor<?x32xf32>
+  %e72 = tensor.empty(%TH) : tensor<?xf32>
+  %cst73 = arith.constant 0.0 : f32
+  %fill74 = linalg.fill ins(%cst73 : f32) outs(%e72 : tensor<?xf32>) -> tensor<?xf32>
+  %g75 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x71 : tensor<?x32xf32>) outs(%fill74 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %sq = arith.mulf %a0, %a0 : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e76 = tensor.empty(%TH) : tensor<?x32xf32>
+  %g77 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x71, %g75 : tensor<?x32xf32>, tensor<?xf32>) outs(%e76 : tensor<?x32xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %eps = arith.constant 1.0e-12 : f32
+    %n = math.sqrt %a1 : f32
+    %m = arith.maximumf %n, %eps : f32
+    %y = arith.divf %a0, %m : f32
+    linalg.yield %y : f32
+  } -> tensor<?x32xf32>
+  %x78 = tensor.expand_shape %g77 [[0, 1], [2]] output_shape [%T, 4, 32] : tensor<?x32xf32> into tensor<?x4x32xf32>
+  %x79 = tensor.collapse_shape %x78 [[0], [1, 2]] : tensor<?x4x32xf32> into tensor<?x128xf32>
+  %e80 = tensor.empty(%T) : tensor<?x128xf32>
+  %g81 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm41, %g67, %w_att_k_a : tensor<?x128xf32>, tensor<?x128xf32>, tensor<128xf32>) outs(%e80 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %am = arith.subf %a1, %one : f32
+    %t = arith.mulf %am, %a2 : f32
+    %s = arith.addf %one, %t : f32
+    %y = arith.mulf %a0, %s : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+
+  // S_t = diag(exp(g_t)) S + outer(kappa^ a, -kappa^^T S) + outer(k, v)
+  %x82 = tensor.expand_shape %mm37 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+  %x83 = tensor.expand_shape %g81 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+  %x84 = tensor.expand_shape %mm45 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+  %e85 = tensor.empty(%T) : tensor<?x128xf32>
+  %g86 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x79 : tensor<?x128xf32>) outs(%e85 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %y = arith.negf %a0 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x87 = tensor.expand_shape %g86 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+  %e88 = tensor.empty(%T) : tensor<?x128xf32>
+  %g89 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x79, %g67 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e88 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.mulf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x90 = tensor.expand_shape %g89 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+  %x91 = tensor.expand_shape %g57 [[0, 1], [2, 3]] output_shape [1, %T, 4, 32] : tensor<?x128xf32> into tensor<1x?x4x32xf32>
+  %r92, %r93 = seq.generalized_delta_rule %x82, %x83, %x84, %x87, %x90 decay(%x91) segments(%cu)
+      : (tensor<1x?x4x32xf32>, tensor<1x?x4x32xf32>, tensor<1x?x4x32xf32>, tensor<1x?x4x32xf32>, tensor<1x?x4x32xf32>, tensor<1x?x4x32xf32>, tensor<?xi32>) -> (tensor<1x?x4x32xf32>, tensor<?x4x32x32xf32>)
+
+  // GroupNorm per head, the bonus (r . (k * r_k)) v per head
+  %x94 = tensor.collapse_shape %r92 [[0, 1], [2, 3]] : tensor<1x?x4x32xf32> into tensor<?x128xf32>
+  %x95 = tensor.expand_shape %x94 [[0], [1, 2]] output_shape [%T, 4, 32] : tensor<?x128xf32> into tensor<?x4x32xf32>
+  %x96 = tensor.collapse_shape %x95 [[0, 1], [2]] : tensor<?x4x32xf32> into tensor<?x32xf32>
+  %e97 = tensor.empty(%TH) : tensor<?xf32>
+  %cst98 = arith.constant 0.0 : f32
+  %fill99 = linalg.fill ins(%cst98 : f32) outs(%e97 : tensor<?xf32>) -> tensor<?xf32>
+  %g100 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x96 : tensor<?x32xf32>) outs(%fill99 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %s = arith.addf %acc, %a0 : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e101 = tensor.empty(%TH) : tensor<?xf32>
+  %g102 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%g100 : tensor<?xf32>) outs(%e101 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %inv = arith.constant 0.03125 : f32
+    %y = arith.mulf %a0, %inv : f32
+    linalg.yield %y : f32
+  } -> tensor<?xf32>
+  %e103 = tensor.empty(%TH) : tensor<?xf32>
+  %cst104 = arith.constant 0.0 : f32
+  %fill105 = linalg.fill ins(%cst104 : f32) outs(%e103 : tensor<?xf32>) -> tensor<?xf32>
+  %g106 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x96, %g102 : tensor<?x32xf32>, tensor<?xf32>) outs(%fill105 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %c = arith.subf %a0, %a1 : f32
+    %sq = arith.mulf %c, %c : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e107 = tensor.empty(%TH) : tensor<?x32xf32>
+  %g108 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x96, %g102, %g106 : tensor<?x32xf32>, tensor<?xf32>, tensor<?xf32>) outs(%e107 : tensor<?x32xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %inv = arith.constant 0.03125 : f32
+    %eps = arith.constant 0.00064 : f32
+    %c = arith.subf %a0, %a1 : f32
+    %m = arith.mulf %a2, %inv : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %y = arith.mulf %c, %r : f32
+    linalg.yield %y : f32
+  } -> tensor<?x32xf32>
+  %x109 = tensor.expand_shape %g108 [[0, 1], [2]] output_shape [%T, 4, 32] : tensor<?x32xf32> into tensor<?x4x32xf32>
+  %x110 = tensor.collapse_shape %x109 [[0], [1, 2]] : tensor<?x4x32xf32> into tensor<?x128xf32>
+  %e111 = tensor.empty(%T) : tensor<?x128xf32>
+  %g112 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x110, %w_att_ln_x_weight, %w_att_ln_x_bias : tensor<?x128xf32>, tensor<128xf32>, tensor<128xf32>) outs(%e111 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %m = arith.mulf %a0, %a1 : f32
+    %y = arith.addf %m, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x113 = tensor.collapse_shape %w_att_r_k [[0, 1]] : tensor<4x32xf32> into tensor<128xf32>
+  %e114 = tensor.empty(%T) : tensor<?x128xf32>
+  %g115 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm37, %g81, %x113 : tensor<?x128xf32>, tensor<?x128xf32>, tensor<128xf32>) outs(%e114 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %a2: f32, %acc: f32):
+    %m = arith.mulf %a0, %a1 : f32
+    %y = arith.mulf %m, %a2 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x116 = tensor.expand_shape %g115 [[0], [1, 2]] output_shape [%T, 4, 32] : tensor<?x128xf32> into tensor<?x4x32xf32>
+  %x117 = tensor.collapse_shape %x116 [[0, 1], [2]] : tensor<?x4x32xf32> into tensor<?x32xf32>
+  %e118 = tensor.empty(%TH) : tensor<?xf32>
+  %cst119 = arith.constant 0.0 : f32
+  %fill120 = linalg.fill ins(%cst119 : f32) outs(%e118 : tensor<?xf32>) -> tensor<?xf32>
+  %g121 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x117 : tensor<?x32xf32>) outs(%fill120 : tensor<?xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %s = arith.addf %acc, %a0 : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %x122 = tensor.expand_shape %mm45 [[0], [1, 2]] output_shape [%T, 4, 32] : tensor<?x128xf32> into tensor<?x4x32xf32>
+  %x123 = tensor.collapse_shape %x122 [[0, 1], [2]] : tensor<?x4x32xf32> into tensor<?x32xf32>
+  %e124 = tensor.empty(%TH) : tensor<?x32xf32>
+  %g125 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x123, %g121 : tensor<?x32xf32>, tensor<?xf32>) outs(%e124 : tensor<?x32xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.mulf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x32xf32>
+  %x126 = tensor.expand_shape %g125 [[0, 1], [2]] output_shape [%T, 4, 32] : tensor<?x32xf32> into tensor<?x4x32xf32>
+  %x127 = tensor.collapse_shape %x126 [[0], [1, 2]] : tensor<?x4x32xf32> into tensor<?x128xf32>
+
+  // output gate sigmoid(x G_1) G_2, out-projection, residual
+  %e128 = tensor.empty(%T) : tensor<?x32xf32>
+  %cst129 = arith.constant 0.0 : f32
+  %fill130 = linalg.fill ins(%cst129 : f32) outs(%e128 : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %mm131 = linalg.matmul ins(%g33, %w_att_g1 : tensor<?x128xf32>, tensor<128x32xf32>) outs(%fill130 : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %e132 = tensor.empty(%T) : tensor<?x32xf32>
+  %g133 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm131 : tensor<?x32xf32>) outs(%e132 : tensor<?x32xf32>) {
+  ^bb0(%a0: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a0 : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %one, %d : f32
+    linalg.yield %s : f32
+  } -> tensor<?x32xf32>
+  %e134 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst135 = arith.constant 0.0 : f32
+  %fill136 = linalg.fill ins(%cst135 : f32) outs(%e134 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm137 = linalg.matmul ins(%g133, %w_att_g2 : tensor<?x32xf32>, tensor<32x128xf32>) outs(%fill136 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e138 = tensor.empty(%T) : tensor<?x128xf32>
+  %g139 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g112, %x127 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e138 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e140 = tensor.empty(%T) : tensor<?x128xf32>
+  %g141 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g139, %mm137 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e140 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.mulf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %e142 = tensor.empty(%T) : tensor<?x128xf32>
+  %cst143 = arith.constant 0.0 : f32
+  %fill144 = linalg.fill ins(%cst143 : f32) outs(%e142 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %mm145 = linalg.matmul ins(%g141, %w_att_output_weight : tensor<?x128xf32>, tensor<128x128xf32>) outs(%fill144 : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %e146 = tensor.empty(%T) : tensor<?x128xf32>
+  %g147 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x1, %mm145 : tensor<?x128xf32>, tensor<?x128xf32>) outs(%e146 : tensor<?x128xf32>) {
+  ^bb0(%a0: f32, %a1: f32, %acc: f32):
+    %y = arith.addf %a0, %a1 : f32
+    linalg.yield %y : f32
+  } -> tensor<?x128xf32>
+  %x148 = tensor.expand_shape %g147 [[0, 1], [2]] output_shape [1, %T, 128] : tensor<?x128xf32> into tensor<1x?x128xf32>
+  return %x148, %x21, %r93 : tensor<1x?x128xf32>, tensor<?x128xf32>, tensor<?x4x32x32xf32>
+}
+
 func.func @main(
     %u: tensor<1x?x128xf32> {seq.name = "u"},
     %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
@@ -487,4 +893,37 @@ func.func @step(
   %l1, %l2, %l3 = func.call @rwkv7_layer(%u, %shift_state, %state, %w_norm_weight, %w_att_x_r, %w_att_x_w, %w_att_x_k, %w_att_x_v, %w_att_x_a, %w_att_x_g, %w_att_receptance_weight, %w_att_key_weight, %w_att_value_weight, %w_att_w0, %w_att_w1, %w_att_w2, %w_att_a0, %w_att_a1, %w_att_a2, %w_att_g1, %w_att_g2, %w_att_k_k, %w_att_k_a, %w_att_r_k, %w_att_ln_x_weight, %w_att_ln_x_bias, %w_att_output_weight)
       : (tensor<1x?x128xf32>, tensor<1x128xf32>, tensor<1x4x32x32xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128xf32>, tensor<128x16xf32>, tensor<16x128xf32>, tensor<128xf32>, tensor<128x16xf32>, tensor<16x128xf32>, tensor<128x32xf32>, tensor<32x128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<4x32xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128x128xf32>) -> (tensor<1x?x128xf32>, tensor<1x128xf32>, tensor<1x4x32x32xf32>)
   return %l1, %l2, %l3 : tensor<1x?x128xf32>, tensor<1x128xf32>, tensor<1x4x32x32xf32>
+}
+
+func.func @packed(
+    %u: tensor<1x?x128xf32> {seq.name = "u"},
+    %cu: tensor<?xi32> {seq.name = "cu"},
+    %w_norm_weight: tensor<128xf32> {seq.name = "norm.weight"},
+    %w_att_x_r: tensor<128xf32> {seq.name = "att.x_r"},
+    %w_att_x_w: tensor<128xf32> {seq.name = "att.x_w"},
+    %w_att_x_k: tensor<128xf32> {seq.name = "att.x_k"},
+    %w_att_x_v: tensor<128xf32> {seq.name = "att.x_v"},
+    %w_att_x_a: tensor<128xf32> {seq.name = "att.x_a"},
+    %w_att_x_g: tensor<128xf32> {seq.name = "att.x_g"},
+    %w_att_receptance_weight: tensor<128x128xf32> {seq.name = "att.receptance.weight"},
+    %w_att_key_weight: tensor<128x128xf32> {seq.name = "att.key.weight"},
+    %w_att_value_weight: tensor<128x128xf32> {seq.name = "att.value.weight"},
+    %w_att_w0: tensor<128xf32> {seq.name = "att.w0"},
+    %w_att_w1: tensor<128x16xf32> {seq.name = "att.w1"},
+    %w_att_w2: tensor<16x128xf32> {seq.name = "att.w2"},
+    %w_att_a0: tensor<128xf32> {seq.name = "att.a0"},
+    %w_att_a1: tensor<128x16xf32> {seq.name = "att.a1"},
+    %w_att_a2: tensor<16x128xf32> {seq.name = "att.a2"},
+    %w_att_g1: tensor<128x32xf32> {seq.name = "att.g1"},
+    %w_att_g2: tensor<32x128xf32> {seq.name = "att.g2"},
+    %w_att_k_k: tensor<128xf32> {seq.name = "att.k_k"},
+    %w_att_k_a: tensor<128xf32> {seq.name = "att.k_a"},
+    %w_att_r_k: tensor<4x32xf32> {seq.name = "att.r_k"},
+    %w_att_ln_x_weight: tensor<128xf32> {seq.name = "att.ln_x.weight"},
+    %w_att_ln_x_bias: tensor<128xf32> {seq.name = "att.ln_x.bias"},
+    %w_att_output_weight: tensor<128x128xf32> {seq.name = "att.output.weight"})
+    -> (tensor<1x?x128xf32>, tensor<?x128xf32>, tensor<?x4x32x32xf32>) {
+  %l1, %l2, %l3 = func.call @rwkv7_layer_packed(%u, %cu, %w_norm_weight, %w_att_x_r, %w_att_x_w, %w_att_x_k, %w_att_x_v, %w_att_x_a, %w_att_x_g, %w_att_receptance_weight, %w_att_key_weight, %w_att_value_weight, %w_att_w0, %w_att_w1, %w_att_w2, %w_att_a0, %w_att_a1, %w_att_a2, %w_att_g1, %w_att_g2, %w_att_k_k, %w_att_k_a, %w_att_r_k, %w_att_ln_x_weight, %w_att_ln_x_bias, %w_att_output_weight)
+      : (tensor<1x?x128xf32>, tensor<?xi32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128xf32>, tensor<128x16xf32>, tensor<16x128xf32>, tensor<128xf32>, tensor<128x16xf32>, tensor<16x128xf32>, tensor<128x32xf32>, tensor<32x128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<4x32xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128x128xf32>) -> (tensor<1x?x128xf32>, tensor<?x128xf32>, tensor<?x4x32x32xf32>)
+  return %l1, %l2, %l3 : tensor<1x?x128xf32>, tensor<?x128xf32>, tensor<?x4x32x32xf32>
 }

@@ -8,9 +8,16 @@ new hidden states and states. A block file has two public functions:
   @main(u, weights...)             the whole sequence from zero states
   @step(u, states..., weights...)  continues from given states (one token
                                    or a chunk of a prompt)
+  @packed(u, cu, weights...)       S sequences packed along T (B = 1, cu the
+                                   S + 1 offsets, as flash-attention's
+                                   cu_seqlens), each from zero states
 
-so a host prefills with @main and decodes with @step, and
-step-by-step == whole is a test. Weights are bound by name (seq.name), with
+so a host prefills with @main (or many prompts at once with @packed) and
+decodes with @step; step-by-step == whole and packed == each sequence alone
+are tests. @packed runs the layer's packed variant (@<kind>_layer_packed):
+every seq op with a state, and attention, takes `segments(%cu)`, so nothing
+crosses a boundary; the states it returns have S rows (a KV cache is packed
+like u, sequence s at steps cu[s] .. cu[s+1]-1). Weights are bound by name (seq.name), with
 matrices laid out [in, out] (y = x W). See examples/README.md.
 """
 import math
@@ -38,19 +45,34 @@ class Weights:
 # -- layer functions ----------------------------------------------------------
 # Each returns (Function, [state shapes], [weight (name, shape)]). The
 # function's arguments are (h, *states, *weights); results (h, *states) and,
-# for MoE layers, the aux loss and expert load.
+# for MoE layers, the aux loss and expert load. With packed=True a layer with
+# state is its packed variant (named <name>_packed): arguments (h, cu,
+# *weights), cu the S + 1 offsets of the sequences packed along T; every
+# seq op with a state starts from zero with `segments(%cu)` and returns S
+# rows of state (state shapes then start with "S").
 
 
-def mamba1_layer(D, d_state=16, expand=2, name="mamba1_layer"):
+def _packed_args(f, packed):
+    """The offsets argument of a packed layer (None otherwise)."""
+    return f.arg("cu", ["S1"], dtype="i32") if packed else None
+
+
+def _layer_name(name, packed):
+    return name + "_packed" if packed else name
+
+
+def mamba1_layer(D, d_state=16, expand=2, name="mamba1_layer", packed=False):
     """Mamba (Gu & Dao 2023): in-projection to x and z, causal conv + SiLU,
     x-projection to (dt, B, C), dt-projection, selective scan with skip D and
     gate silu(z), out-projection; pre-norm and residual."""
     E, N = expand * D, d_state
     R = math.ceil(D / 16)
-    f = Function(name, private=True)
+    f = Function(_layer_name(name, packed), private=True)
     h = f.arg("h", [1, "T", D])
-    conv0 = f.arg("conv_state", [1, E, W_CONV - 1])
-    ssm0 = f.arg("ssm_state", [1, E, N])
+    cu = _packed_args(f, packed)
+    B0 = "S" if packed else 1
+    conv0 = None if packed else f.arg("conv_state", [1, E, W_CONV - 1])
+    ssm0 = None if packed else f.arg("ssm_state", [1, E, N])
     w = Weights(f, "")
     norm_w = w("norm.weight", [D])
     w_in = w("mixer.in_proj.weight", [D, 2 * E])
@@ -71,8 +93,8 @@ def mamba1_layer(D, d_state=16, expand=2, name="mamba1_layer"):
     x, z = f.cols(xz, 0, E), f.cols(xz, E, E)
     f.comment("depthwise causal conv, carrying the last W-1 inputs, then SiLU")
     xc, conv1 = f.op("causal_conv1d", [f.to_seq(x), conv_w],
-                     [([1, "T", E], "f32"), ([1, E, W_CONV - 1], "f32")],
-                     optional=[("bias", conv_b), ("init", conv0)])
+                     [([1, "T", E], "f32"), ([B0, E, W_CONV - 1], "f32")],
+                     optional=[("bias", conv_b), ("init", conv0), ("segments", cu)])
     xc = f.silu(xc)
     f.comment("x-projection to (dt, B, C); dt-projection")
     xc2 = f.from_seq(xc)
@@ -84,26 +106,28 @@ def mamba1_layer(D, d_state=16, expand=2, name="mamba1_layer"):
     f.comment("selective scan of softplus(dt + bias) with skip D, gated by silu(z)")
     delta = f.softplus_bias(f.to_seq(dt), dt_b)
     y, ssm1 = f.op("selective_scan", [xc, delta, A, B, C],
-                   [([1, "T", E], "f32"), ([1, E, N], "f32")],
-                   optional=[("skip", Dskip), ("init", ssm0)])
+                   [([1, "T", E], "f32"), ([B0, E, N], "f32")],
+                   optional=[("skip", Dskip), ("init", ssm0), ("segments", cu)])
     y = f.silu_mul(f.to_seq(z), y)
     f.comment("out-projection and residual")
     out = f.add(h2, f.matmul(f.from_seq(y), w_out))
     f.ret(f.to_seq(out), conv1, ssm1)
-    return f, [[1, E, W_CONV - 1], [1, E, N]], w.names
+    return f, [[B0, E, W_CONV - 1], [B0, E, N]], w.names
 
 
-def mamba2_layer(D, d_state=64, headdim=32, expand=2, name="mamba2_layer"):
+def mamba2_layer(D, d_state=64, headdim=32, expand=2, name="mamba2_layer", packed=False):
     """Mamba-2 (Dao & Gu 2024): in-projection to (z, x, B, C, dt), causal
     conv + SiLU over (x, B, C), SSD with dt bias, softplus and skip D, gated
     RMSNorm (norm(y * silu(z))), out-projection; pre-norm and residual."""
     E, N, P = expand * D, d_state, headdim
     H = E // P
     CD = E + 2 * N
-    f = Function(name, private=True)
+    f = Function(_layer_name(name, packed), private=True)
     h = f.arg("h", [1, "T", D])
-    conv0 = f.arg("conv_state", [1, CD, W_CONV - 1])
-    ssm0 = f.arg("ssm_state", [1, H, P, N])
+    cu = _packed_args(f, packed)
+    B0 = "S" if packed else 1
+    conv0 = None if packed else f.arg("conv_state", [1, CD, W_CONV - 1])
+    ssm0 = None if packed else f.arg("ssm_state", [1, H, P, N])
     w = Weights(f, "")
     norm_w = w("norm.weight", [D])
     w_in = w("mixer.in_proj.weight", [D, 2 * E + 2 * N + H])
@@ -125,8 +149,8 @@ def mamba2_layer(D, d_state=64, headdim=32, expand=2, name="mamba2_layer"):
     dt = f.cols(zxbcdt, E + CD, H)
     f.comment("causal conv over x, B and C, then SiLU")
     conv, conv1 = f.op("causal_conv1d", [f.to_seq(xbc), conv_w],
-                       [([1, "T", CD], "f32"), ([1, CD, W_CONV - 1], "f32")],
-                       optional=[("bias", conv_b), ("init", conv0)])
+                       [([1, "T", CD], "f32"), ([B0, CD, W_CONV - 1], "f32")],
+                       optional=[("bias", conv_b), ("init", conv0), ("segments", cu)])
     conv2 = f.from_seq(f.silu(conv))
     x = f.to_seq(f.cols(conv2, 0, E), P)
     B = f.to_seq(f.cols(conv2, E, N), N)
@@ -134,26 +158,28 @@ def mamba2_layer(D, d_state=64, headdim=32, expand=2, name="mamba2_layer"):
     A = f.neg_exp(A_log)
     f.comment("SSD of softplus(dt + dt_bias) with skip D, gated by silu(z)")
     y, ssm1 = f.op("ssd", [x, f.softplus_bias(f.to_seq(dt), dt_b), A, B, C],
-                   [([1, "T", H, P], "f32"), ([1, H, P, N], "f32")],
-                   optional=[("skip", Dskip), ("init", ssm0)])
+                   [([1, "T", H, P], "f32"), ([B0, H, P, N], "f32")],
+                   optional=[("skip", Dskip), ("init", ssm0), ("segments", cu)])
     y = f.silu_mul(f.to_seq(z, P), y)
     f.comment("gated RMSNorm (the gate is applied above), out-projection, residual")
     yn = f.rmsnorm(f.from_seq(y), gnorm_w)
     out = f.add(h2, f.matmul(yn, w_out))
     f.ret(f.to_seq(out), conv1, ssm1)
-    return f, [[1, CD, W_CONV - 1], [1, H, P, N]], w.names
+    return f, [[B0, CD, W_CONV - 1], [B0, H, P, N]], w.names
 
 
-def gla_layer(D, heads=4, name="gla_layer"):
+def gla_layer(D, heads=4, name="gla_layer", packed=False):
     """Gated linear attention (Yang et al. 2023): q, k (D/2) and v (D)
     projections, a per-key-channel log-decay logsigmoid(x W_gk + b) / 16,
     recurrent state per head, per-head RMSNorm of the output gated by
     silu(x W_g), out-projection; pre-norm and residual."""
     dk, dv = D // 2, D
     K, V = dk // heads, dv // heads
-    f = Function(name, private=True)
+    f = Function(_layer_name(name, packed), private=True)
     h = f.arg("h", [1, "T", D])
-    S0 = f.arg("state", [1, heads, K, V])
+    cu = _packed_args(f, packed)
+    B0 = "S" if packed else 1
+    S0 = None if packed else f.arg("state", [1, heads, K, V])
     w = Weights(f, "")
     norm_w = w("norm.weight", [D])
     wq = w("attn.q_proj.weight", [D, dk])
@@ -186,8 +212,8 @@ def gla_layer(D, heads=4, name="gla_layer"):
         f.matmul(xn, wgk), bgk, kinds=["full", "col"])
     o, S1 = f.op("linear_attention",
                  [f.to_seq(q, K), f.to_seq(k, K), f.to_seq(v, V)],
-                 [([1, "T", heads, V], "f32"), ([1, heads, K, V], "f32")],
-                 optional=[("decay", f.to_seq(gk, K)), ("init", S0)],
+                 [([1, "T", heads, V], "f32"), ([B0, heads, K, V], "f32")],
+                 optional=[("decay", f.to_seq(gk, K)), ("init", S0), ("segments", cu)],
                  attrs=f"scale = {_float(K ** -0.5)} : f32")
     f.comment("per-head RMSNorm, gated by silu(x W_g)")
     oh = f.collapse(o, [[0, 1, 2], [3]], ["TH", V])
@@ -197,10 +223,10 @@ def gla_layer(D, heads=4, name="gla_layer"):
     gated = f.silu_mul(f.matmul(xn, wg), on2)
     out = f.add(h2, f.matmul(gated, wo))
     f.ret(f.to_seq(out), S1)
-    return f, [[1, heads, K, V]], w.names
+    return f, [[B0, heads, K, V]], w.names
 
 
-def gdn_layer(D, heads=2, v_heads=4, name="gdn_layer"):
+def gdn_layer(D, heads=2, v_heads=4, name="gdn_layer", packed=False):
     """Gated DeltaNet as Qwen3-Next's linear-attention layer (Yang et al.
     2024): in-projections to (q, k, v, z) and (b, a), one causal conv
     (width 4, no bias) + SiLU over the (q, k, v) channels, beta = sigmoid(b),
@@ -212,10 +238,12 @@ def gdn_layer(D, heads=2, v_heads=4, name="gdn_layer"):
     K = V = D // 4
     dk, dv = H * K, HV * V
     CD = 2 * dk + dv
-    f = Function(name, private=True)
+    f = Function(_layer_name(name, packed), private=True)
     h = f.arg("h", [1, "T", D])
-    conv0 = f.arg("conv_state", [1, CD, W_CONV - 1])
-    S0 = f.arg("state", [1, HV, K, V])
+    cu = _packed_args(f, packed)
+    B0 = "S" if packed else 1
+    conv0 = None if packed else f.arg("conv_state", [1, CD, W_CONV - 1])
+    S0 = None if packed else f.arg("state", [1, HV, K, V])
     w = Weights(f, "")
     norm_w = w("norm.weight", [D])
     w_qkvz = w("linear_attn.in_proj_qkvz.weight", [D, CD + dv])
@@ -234,8 +262,8 @@ def gdn_layer(D, heads=2, v_heads=4, name="gdn_layer"):
     ba = f.matmul(xn, w_ba)
     f.comment("causal conv over q, k and v, then SiLU")
     conv, conv1 = f.op("causal_conv1d", [f.to_seq(f.cols(qkvz, 0, CD)), conv_w],
-                       [([1, "T", CD], "f32"), ([1, CD, W_CONV - 1], "f32")],
-                       optional=[("init", conv0)])
+                       [([1, "T", CD], "f32"), ([B0, CD, W_CONV - 1], "f32")],
+                       optional=[("init", conv0), ("segments", cu)])
     conv2 = f.from_seq(f.silu(conv))
     q = f.to_seq(f.cols(conv2, 0, dk), K)
     k = f.to_seq(f.cols(conv2, dk, dk), K)
@@ -244,18 +272,18 @@ def gdn_layer(D, heads=2, v_heads=4, name="gdn_layer"):
     beta = f.to_seq(f.sigmoid(f.cols(ba, 0, HV)))
     g = f.to_seq(f.decay_softplus(f.cols(ba, HV, HV), dt_b, A_log))
     o, S1 = f.op("delta_rule", [q, k, v, beta],
-                 [([1, "T", HV, V], "f32"), ([1, HV, K, V], "f32")],
-                 optional=[("decay", g), ("init", S0)],
+                 [([1, "T", HV, V], "f32"), ([B0, HV, K, V], "f32")],
+                 optional=[("decay", g), ("init", S0), ("segments", cu)],
                  attrs=f"qk_l2norm = true, scale = {_float(K ** -0.5)} : f32")
     f.comment("per-head RMSNorm gated by silu(z), out-projection, residual")
     on = f.unheads(f.rmsnorm(f.heads(o, V), onorm_w, eps=1e-6), "T", dv)
     gated = f.silu_mul(f.cols(qkvz, CD, dv), on)
     out = f.add(h2, f.matmul(gated, w_out))
     f.ret(f.to_seq(out), conv1, S1)
-    return f, [[1, CD, W_CONV - 1], [1, HV, K, V]], w.names
+    return f, [[B0, CD, W_CONV - 1], [B0, HV, K, V]], w.names
 
 
-def kda_layer(D, heads=4, name="kda_layer"):
+def kda_layer(D, heads=4, name="kda_layer", packed=False):
     """Kimi Delta Attention (Kimi Linear, 2025), as fla's KimiDeltaAttention:
     q, k, v projections, each with its causal conv (width 4, no bias) +
     SiLU, a per-key-channel log-decay g = -exp(A_log[head]) softplus(x F_0
@@ -266,11 +294,13 @@ def kda_layer(D, heads=4, name="kda_layer"):
     H = heads
     K = V = D // 4
     dk, dv = H * K, H * V
-    f = Function(name, private=True)
+    f = Function(_layer_name(name, packed), private=True)
     h = f.arg("h", [1, "T", D])
-    convs0 = [f.arg(f"{c}_conv_state", [1, n, W_CONV - 1])
+    cu = _packed_args(f, packed)
+    B0 = "S" if packed else 1
+    convs0 = [None if packed else f.arg(f"{c}_conv_state", [1, n, W_CONV - 1])
               for c, n in (("q", dk), ("k", dk), ("v", dv))]
-    S0 = f.arg("state", [1, H, K, V])
+    S0 = None if packed else f.arg("state", [1, H, K, V])
     w = Weights(f, "")
     norm_w = w("norm.weight", [D])
     wq = w("attn.q_proj.weight", [D, dk])
@@ -296,16 +326,16 @@ def kda_layer(D, heads=4, name="kda_layer"):
     qkv, convs1 = [], []
     for wm, cw, c0, n, P in zip((wq, wk, wv), conv_ws, convs0, (dk, dk, dv), (K, K, V)):
         y, c1 = f.op("causal_conv1d", [f.to_seq(f.matmul(xn, wm)), cw],
-                     [([1, "T", n], "f32"), ([1, n, W_CONV - 1], "f32")],
-                     optional=[("init", c0)])
+                     [([1, "T", n], "f32"), ([B0, n, W_CONV - 1], "f32")],
+                     optional=[("init", c0), ("segments", cu)])
         qkv.append(f.to_seq(f.from_seq(f.silu(y)), P))
         convs1.append(c1)
     f.comment("per-key log-decay -exp(A_log[head]) * softplus(x F_0 F_1 + dt_bias); beta")
     g = f.to_seq(f.decay_softplus(f.matmul(f.matmul(xn, wf0), wf1), dt_b, A_log, per_col=K), K)
     beta = f.to_seq(f.sigmoid(f.matmul(xn, wb)))
     o, S1 = f.op("delta_rule", qkv + [beta],
-                 [([1, "T", H, V], "f32"), ([1, H, K, V], "f32")],
-                 optional=[("decay", g), ("init", S0)],
+                 [([1, "T", H, V], "f32"), ([B0, H, K, V], "f32")],
+                 optional=[("decay", g), ("init", S0), ("segments", cu)],
                  attrs=f"qk_l2norm = true, scale = {_float(K ** -0.5)} : f32")
     f.comment("per-head RMSNorm gated by sigmoid(x G_0 G_1 + b), out-projection, residual")
     on = f.unheads(f.rmsnorm(f.heads(o, V), onorm_w, eps=1e-6), "T", dv)
@@ -314,8 +344,8 @@ def kda_layer(D, heads=4, name="kda_layer"):
     gated = f.sigmoid_mul(gate, on)
     out = f.add(h2, f.matmul(gated, wo))
     f.ret(f.to_seq(out), *convs1, S1)
-    return f, [[1, dk, W_CONV - 1], [1, dk, W_CONV - 1], [1, dv, W_CONV - 1],
-               [1, H, K, V]], w.names
+    return f, [[B0, dk, W_CONV - 1], [B0, dk, W_CONV - 1], [B0, dv, W_CONV - 1],
+               [B0, H, K, V]], w.names
 
 
 def _token_shift(f, xn, x0):
@@ -325,6 +355,20 @@ def _token_shift(f, xn, x0):
     cat = f.concat(x0, xn, 0, ["T1", D])
     prev = f.rows(cat, 0, T)
     return f.sub(prev, xn), f.rows(cat, T, 1)
+
+
+def _token_shift_packed(f, xn, cu):
+    """The token shift of _token_shift within each of the sequences packed
+    in xn [T, D] (offsets cu), each from a zero previous token: a width-2
+    seq.causal_conv1d with taps (1, 0) gives x_{t-1} and, as its state, each
+    sequence's last token [S, D] (0 for an empty one), and `segments` keeps
+    the shift from crossing a boundary."""
+    T, D = xn.shape
+    taps = f.concat(f.full([D, 1], 1.0), f.full([D, 1], 0.0), 1, [D, 2])
+    prev, last = f.op("causal_conv1d", [f.to_seq(xn), taps],
+                      [([1, T, D], "f32"), (["S", D, 1], "f32")],
+                      optional=[("segments", cu)])
+    return f.sub(f.from_seq(prev), xn), f.collapse(last, [[0], [1, 2]], ["S", D])
 
 
 def _lerp(f, x, xx, mu, m=None):
@@ -339,7 +383,7 @@ def _lerp(f, x, xx, mu, m=None):
                  x, xx, mu, m, kinds=["full", "full", "col", "full"])
 
 
-def rwkv7_layer(D, heads=4, name="rwkv7_layer"):
+def rwkv7_layer(D, heads=4, name="rwkv7_layer", packed=False):
     """RWKV-7 "Goose" time mixing (Peng et al. 2025), as the reference
     code's first layer (no value residual): token shift with a learned mix
     per projection (r, w, k, v, a, g), r / k / v projections, log-decay
@@ -353,10 +397,12 @@ def rwkv7_layer(D, heads=4, name="rwkv7_layer"):
     K = D // H
     Rw = Ra = D // 8
     Rg = D // 4
-    f = Function(name, private=True)
+    f = Function(_layer_name(name, packed), private=True)
     h = f.arg("h", [1, "T", D])
-    x0 = f.arg("shift_state", [1, D])
-    S0 = f.arg("state", [1, H, K, K])
+    cu = _packed_args(f, packed)
+    B0 = "S" if packed else 1
+    x0 = None if packed else f.arg("shift_state", [1, D])
+    S0 = None if packed else f.arg("state", [1, H, K, K])
     w = Weights(f, "")
     norm_w = w("norm.weight", [D])
     mu = {c: w(f"att.x_{c}", [D]) for c in "rwkvag"}
@@ -382,7 +428,7 @@ def rwkv7_layer(D, heads=4, name="rwkv7_layer"):
     f.comment("pre-norm; token shift (the shift state is the previous token) and mixes")
     h2 = f.from_seq(h)
     xn = f.rmsnorm(h2, norm_w)
-    xx, x1 = _token_shift(f, xn, x0)
+    xx, x1 = _token_shift_packed(f, xn, cu) if packed else _token_shift(f, xn, x0)
     xm = {c: _lerp(f, xn, xx, mu[c]) for c in "rwkvag"}
     r = f.matmul(xm["r"], wr)
     k = f.matmul(xm["k"], wk)
@@ -414,8 +460,8 @@ def rwkv7_layer(D, heads=4, name="rwkv7_layer"):
     o, S1 = f.op("generalized_delta_rule",
                  [f.to_seq(r, K), f.to_seq(k2, K), f.to_seq(v, K),
                   f.to_seq(f.neg(kk), K), f.to_seq(f.mul(kk, a), K)],
-                 [([1, "T", H, K], "f32"), ([1, H, K, K], "f32")],
-                 optional=[("decay", f.to_seq(wl, K)), ("init", S0)])
+                 [([1, "T", H, K], "f32"), ([B0, H, K, K], "f32")],
+                 optional=[("decay", f.to_seq(wl, K)), ("init", S0), ("segments", cu)])
     f.comment("GroupNorm per head, the bonus (r . (k * r_k)) v per head")
     on = f.groupnorm(f.from_seq(o), H, lnx_w, lnx_b, eps=64e-5)
     rk = f.map(lambda n: (["%m = arith.mulf %a0, %a1 : f32",
@@ -430,10 +476,10 @@ def rwkv7_layer(D, heads=4, name="rwkv7_layer"):
     y = f.mul(f.add(on, bonus), gate)
     out = f.add(h2, f.matmul(y, wo))
     f.ret(f.to_seq(out), x1, S1)
-    return f, [[1, D], [1, H, K, K]], w.names
+    return f, [[B0, D], [B0, H, K, K]], w.names
 
 
-def rwkv6_layer(D, heads=4, name="rwkv6_layer"):
+def rwkv6_layer(D, heads=4, name="rwkv6_layer", packed=False):
     """RWKV-6 "Finch" time mixing (Peng et al. 2024): data-dependent token
     shift (ddlerp: x + xx * (mu_c + tanh((x + xx mu_x) M_1)_c M_2[c]) for
     c in w, k, v, r, g), r / k / v projections, gate silu(x W_g), per-key
@@ -443,10 +489,12 @@ def rwkv6_layer(D, heads=4, name="rwkv6_layer"):
     H = heads
     K = D // H
     Rm, Rd = D // 8, D // 4
-    f = Function(name, private=True)
+    f = Function(_layer_name(name, packed), private=True)
     h = f.arg("h", [1, "T", D])
-    x0 = f.arg("shift_state", [1, D])
-    S0 = f.arg("state", [1, H, K, K])
+    cu = _packed_args(f, packed)
+    B0 = "S" if packed else 1
+    x0 = None if packed else f.arg("shift_state", [1, D])
+    S0 = None if packed else f.arg("state", [1, H, K, K])
     w = Weights(f, "")
     norm_w = w("norm.weight", [D])
     maa_x = w("att.time_maa_x", [D])
@@ -469,7 +517,7 @@ def rwkv6_layer(D, heads=4, name="rwkv6_layer"):
     f.comment("pre-norm; token shift (the shift state is the previous token), ddlerp")
     h2 = f.from_seq(h)
     xn = f.rmsnorm(h2, norm_w)
-    xx, x1 = _token_shift(f, xn, x0)
+    xx, x1 = _token_shift_packed(f, xn, cu) if packed else _token_shift(f, xn, x0)
     lora = f.tanh(f.matmul(_lerp(f, xn, xx, maa_x), maa_w1))
     xm = {}
     for i, c in enumerate("wkvrg"):
@@ -484,28 +532,34 @@ def rwkv6_layer(D, heads=4, name="rwkv6_layer"):
                            "%y = arith.negf %e : f32"], "%y"),
                f.matmul(f.tanh(f.matmul(xm["w"], dw1)), dw2), decay, kinds=["full", "col"])
     o, S1 = f.op("linear_attention", [f.to_seq(r, K), f.to_seq(k, K), f.to_seq(v, K)],
-                 [([1, "T", H, K], "f32"), ([1, H, K, K], "f32")],
-                 optional=[("decay", f.to_seq(wl, K)), ("bonus", u), ("init", S0)])
+                 [([1, "T", H, K], "f32"), ([B0, H, K, K], "f32")],
+                 optional=[("decay", f.to_seq(wl, K)), ("bonus", u), ("init", S0),
+                           ("segments", cu)])
     f.comment("GroupNorm per head, gated by silu(x W_g), out-projection, residual")
     on = f.groupnorm(f.from_seq(o), H, lnx_w, lnx_b, eps=64e-5)
     y = f.silu_mul(f.matmul(xm["g"], wg), on)
     out = f.add(h2, f.matmul(y, wo))
     f.ret(f.to_seq(out), x1, S1)
-    return f, [[1, D], [1, H, K, K]], w.names
+    return f, [[B0, D], [B0, H, K, K]], w.names
 
 
-def performer_layer(D, heads=4, features=64, name="performer_layer", carried=True):
+def performer_layer(D, heads=4, features=64, name="performer_layer", carried=True,
+                    packed=False):
     """Performer (Choromanski et al. 2021): FAVOR+ positive random features
     of q / K^(1/4) and k / K^(1/4), causal normalized linear attention,
     out-projection; pre-norm and residual. With `carried`, the normalizer is
     computed as a second linear attention over a column of ones so its state
     (sum of phi(k)) is carried like S (the op's `normalize` cannot take an
-    init); otherwise the op normalizes itself (whole sequences)."""
+    init); otherwise the op normalizes itself (whole sequences). packed
+    (with carried): both from zero per sequence, returning S rows of each."""
     K = D // heads
     M = features
-    f = Function(name, private=True)
+    f = Function(_layer_name(name, packed), private=True)
     h = f.arg("h", [1, "T", D])
-    if carried:
+    cu = _packed_args(f, packed)
+    B0 = "S" if packed else 1
+    S0 = Z0 = None
+    if carried and not packed:
         S0 = f.arg("state", [1, heads, M, K])
         Z0 = f.arg("normalizer", [1, heads, M, 1])
     w = Weights(f, "")
@@ -531,12 +585,12 @@ def performer_layer(D, heads=4, features=64, name="performer_layer", carried=Tru
     f.comment("causal linear attention, normalized")
     if carried:
         num, S1 = f.op("linear_attention", [phis[0], phis[1], v],
-                       [([1, "T", heads, K], "f32"), ([1, heads, M, K], "f32")],
-                       optional=[("init", S0)])
+                       [([1, "T", heads, K], "f32"), ([B0, heads, M, K], "f32")],
+                       optional=[("init", S0), ("segments", cu)])
         ones = f.full([1, "T", heads, 1], 1.0)
         den, Z1 = f.op("linear_attention", [phis[0], phis[1], ones],
-                       [([1, "T", heads, 1], "f32"), ([1, heads, M, 1], "f32")],
-                       optional=[("init", Z0)])
+                       [([1, "T", heads, 1], "f32"), ([B0, heads, M, 1], "f32")],
+                       optional=[("init", Z0), ("segments", cu)])
         den3 = f.collapse(den, [[0], [1], [2, 3]], [1, "T", heads])
         o4 = f.generic([(num, "full"), (den3, "row")], [1, "T", heads, K], lambda n: ([
             "%eps = arith.constant 1.0e-06 : f32",
@@ -551,20 +605,34 @@ def performer_layer(D, heads=4, features=64, name="performer_layer", carried=Tru
     out = f.add(h2, f.matmul(o, wo))
     if carried:
         f.ret(f.to_seq(out), S1, Z1)
-        return f, [[1, heads, M, K], [1, heads, M, 1]], w.names
+        return f, [[B0, heads, M, K], [B0, heads, M, 1]], w.names
     f.ret(f.to_seq(out))
     return f, [], w.names
 
 
-def attention_layer(D, heads=4, kv_heads=2, name="attention_layer"):
+def _kv_cache(f, kc, vc, k, v, cu):
+    """The keys and values attention reads, which the layer returns as its
+    cache: the cache extended by this chunk's; packed (cu), this chunk's
+    alone (each sequence's cache is its own steps, laid out like u)."""
+    if cu is not None:
+        return k, v
+    K = k.shape[3]
+    return (f.concat(kc, k, 1, [1, "S2", k.shape[2], K]),
+            f.concat(vc, v, 1, [1, "S2", v.shape[2], K]))
+
+
+def attention_layer(D, heads=4, kv_heads=2, name="attention_layer", packed=False):
     """Grouped-query causal softmax attention with a KV cache (no positional
     encoding, as in Jamba); pre-norm and residual. The cache [1, S, Hkv, K]
-    (S dynamic, 0 to start) is extended by the new keys and values."""
+    (S dynamic, 0 to start) is extended by the new keys and values. packed:
+    no cache in; each sequence attends to its own keys (`segments`) and the
+    keys and values, packed like h, are the caches returned."""
     K = D // heads
-    f = Function(name, private=True)
+    f = Function(_layer_name(name, packed), private=True)
     h = f.arg("h", [1, "T", D])
-    kc = f.arg("k_cache", [1, "S", kv_heads, K])
-    vc = f.arg("v_cache", [1, "S", kv_heads, K])
+    cu = _packed_args(f, packed)
+    kc = None if packed else f.arg("k_cache", [1, "S", kv_heads, K])
+    vc = None if packed else f.arg("v_cache", [1, "S", kv_heads, K])
     w = Weights(f, "")
     norm_w = w("norm.weight", [D])
     wq = w("attn.q_proj.weight", [D, D])
@@ -572,33 +640,34 @@ def attention_layer(D, heads=4, kv_heads=2, name="attention_layer"):
     wv = w("attn.v_proj.weight", [D, kv_heads * K])
     wo = w("attn.o_proj.weight", [D, D])
     f.bind_dim("T", h, 1)
-    f.comment("pre-norm, projections, the KV cache extended by this chunk")
+    f.comment("pre-norm, projections" + ("" if packed else ", the KV cache extended by this chunk"))
     h2 = f.from_seq(h)
     xn = f.rmsnorm(h2, norm_w)
     q = f.to_seq(f.matmul(xn, wq), K)
     k = f.to_seq(f.matmul(xn, wk), K)
     v = f.to_seq(f.matmul(xn, wv), K)
-    k_all = f.concat(kc, k, 1, [1, "S2", kv_heads, K])
-    v_all = f.concat(vc, v, 1, [1, "S2", kv_heads, K])
+    k_all, v_all = _kv_cache(f, kc, vc, k, v, cu)
     (o,) = f.op("attention", [q, k_all, v_all], [([1, "T", heads, K], "f32")],
-                attrs="causal = true")
+                optional=[("segments", cu)], attrs="causal = true")
     out = f.add(h2, f.matmul(f.from_seq(o), wo))
     f.ret(f.to_seq(out), k_all, v_all)
-    return f, [[1, "S", kv_heads, K], [1, "S", kv_heads, K]], w.names
+    return f, [k_all.shape, v_all.shape] if packed else [[1, "S", kv_heads, K]] * 2, w.names
 
 
-def gated_attention_layer(D, heads=4, kv_heads=2, name="gated_attention_layer"):
+def gated_attention_layer(D, heads=4, kv_heads=2, name="gated_attention_layer",
+                          packed=False):
     """Qwen3-Next's gated attention without its partial RoPE: grouped-query
     causal softmax attention over a KV cache, per-head RMSNorm (eps 1e-6) of
     q and k, the output gated by sigmoid(x W_gate) (Qwen3-Next's q_proj
     interleaves this gate with q per head; here it is its own projection);
     pre-norm and residual. The cache [1, S, Hkv, K] (S dynamic, 0 to start)
-    holds the normed keys."""
+    holds the normed keys. packed: as attention_layer's."""
     K = D // heads
-    f = Function(name, private=True)
+    f = Function(_layer_name(name, packed), private=True)
     h = f.arg("h", [1, "T", D])
-    kc = f.arg("k_cache", [1, "S", kv_heads, K])
-    vc = f.arg("v_cache", [1, "S", kv_heads, K])
+    cu = _packed_args(f, packed)
+    kc = None if packed else f.arg("k_cache", [1, "S", kv_heads, K])
+    vc = None if packed else f.arg("v_cache", [1, "S", kv_heads, K])
     w = Weights(f, "")
     norm_w = w("norm.weight", [D])
     wq = w("attn.q_proj.weight", [D, D])
@@ -609,7 +678,8 @@ def gated_attention_layer(D, heads=4, kv_heads=2, name="gated_attention_layer"):
     kn_w = w("attn.k_norm.weight", [K])
     wo = w("attn.o_proj.weight", [D, D])
     f.bind_dim("T", h, 1)
-    f.comment("pre-norm, projections, q and k normed per head, the KV cache extended")
+    f.comment("pre-norm, projections, q and k normed per head" +
+              ("" if packed else ", the KV cache extended"))
     h2 = f.from_seq(h)
     xn = f.rmsnorm(h2, norm_w)
     q = f.matmul(xn, wq)
@@ -621,15 +691,14 @@ def gated_attention_layer(D, heads=4, kv_heads=2, name="gated_attention_layer"):
                     [[0], [1, 2]], ["T", kv_heads * K])
     k = f.to_seq(kn, K)
     v = f.to_seq(f.matmul(xn, wv), K)
-    k_all = f.concat(kc, k, 1, [1, "S2", kv_heads, K])
-    v_all = f.concat(vc, v, 1, [1, "S2", kv_heads, K])
+    k_all, v_all = _kv_cache(f, kc, vc, k, v, cu)
     (o,) = f.op("attention", [q, k_all, v_all], [([1, "T", heads, K], "f32")],
-                attrs="causal = true")
+                optional=[("segments", cu)], attrs="causal = true")
     f.comment("output gate sigmoid(x W_gate), out-projection, residual")
     gated = f.sigmoid_mul(f.matmul(xn, wgate), f.from_seq(o))
     out = f.add(h2, f.matmul(gated, wo))
     f.ret(f.to_seq(out), k_all, v_all)
-    return f, [[1, "S", kv_heads, K], [1, "S", kv_heads, K]], w.names
+    return f, [k_all.shape, v_all.shape] if packed else [[1, "S", kv_heads, K]] * 2, w.names
 
 
 def mlp_layer(D, hidden, name="mlp_layer"):
@@ -707,10 +776,23 @@ def _zero_states(f, shapes):
     return out
 
 
-def single_block(layer, D, header):
-    """@main and @step around one stateful layer function."""
-    fn, states, weights = layer
-    funcs = [fn]
+def _packed_entry(D, layer, weights):
+    """@packed(u, cu, weights): the packed layer function `layer` from zero
+    states."""
+    f = Function("packed")
+    u = f.arg("u", [1, "T", D], "u")
+    cu = f.arg("cu", ["S1"], "cu", dtype="i32")
+    ws = [f.arg("w_" + n.replace(".", "_"), s, n) for n, s in weights]
+    f.ret(*f.call(layer, [u, cu] + ws))
+    return f
+
+
+def single_block(make_layer, D, header):
+    """@main and @step around one stateful layer function, @packed around
+    its packed variant; make_layer(packed=...) builds them."""
+    fn, states, weights = make_layer(packed=False)
+    packed, _, _ = make_layer(packed=True)
+    funcs = [fn, packed]
     for public in ("main", "step"):
         f = Function(public)
         u = f.arg("u", [1, "T", D], "u")
@@ -723,14 +805,17 @@ def single_block(layer, D, header):
         res = f.call(fn, [u] + st + ws)
         f.ret(*res)
         funcs.append(f)
+    funcs.append(_packed_entry(D, packed, weights))
     return header + "\n".join(fn.text() for fn in funcs), funcs
 
 
 def performer_block(D, header, **kw):
-    """@main with the op's own normalization; @step with the carried one."""
+    """@main with the op's own normalization; @step and @packed with the
+    carried one."""
     whole, _, weights = performer_layer(D, carried=False, name="performer_whole", **kw)
     step, states, _ = performer_layer(D, carried=True, name="performer_step", **kw)
-    funcs = [whole, step]
+    packed, _, _ = performer_layer(D, carried=True, name="performer", packed=True, **kw)
+    funcs = [whole, step, packed]
     for public, layer in (("main", whole), ("step", step)):
         f = Function(public)
         u = f.arg("u", [1, "T", D], "u")
@@ -740,6 +825,7 @@ def performer_block(D, header, **kw):
         f.bind_dim("T", u, 1)
         f.ret(*f.call(layer, [u] + st + ws))
         funcs.append(f)
+    funcs.append(_packed_entry(D, packed, weights))
     return header + "\n".join(fn.text() for fn in funcs), funcs
 
 
@@ -773,11 +859,14 @@ def hybrid_stack(D, header=None, n_layers=8, experts=4, hidden=None, heads=4, kv
     at, at_states, at_w = attention_layer(D, heads=heads, kv_heads=kv_heads)
     ml, _, ml_w = mlp_layer(D, hidden)
     mo, _, mo_w = moe_layer(D, experts, hidden, k=2, capacity_factor=0.0)
+    m2p, _, _ = mamba2_layer(D, d_state=d_state, headdim=headdim, packed=True)
+    atp, _, _ = attention_layer(D, heads=heads, kv_heads=kv_heads, packed=True)
     layout = hybrid_layout(n_layers)
-    funcs = [m2, at, ml, mo]
-    for public in ("main", "step"):
+    funcs = [m2, at, ml, mo, m2p, atp]
+    for public in ("main", "step", "packed"):
         f = Function(public)
         u = f.arg("u", [1, "T", D], "u")
+        cu = f.arg("cu", ["S1"], "cu", dtype="i32") if public == "packed" else None
         states = []
         for i, (mixer, _) in enumerate(layout):
             shapes = m2_states if mixer == "mamba2" else at_states
@@ -800,10 +889,14 @@ def hybrid_stack(D, header=None, n_layers=8, experts=4, hidden=None, heads=4, kv
         aux = None
         new_states = []
         for i, (mixer, ffn) in enumerate(layout):
-            st = states[i]
-            if st is None:
-                st = _zero_states(f, m2_states if mixer == "mamba2" else at_states)
-            layer = m2 if mixer == "mamba2" else at
+            if cu is not None:  # packed: zero states, the offsets instead
+                layer = m2p if mixer == "mamba2" else atp
+                st = [cu]
+            else:
+                layer = m2 if mixer == "mamba2" else at
+                st = states[i]
+                if st is None:
+                    st = _zero_states(f, m2_states if mixer == "mamba2" else at_states)
             res = f.call(layer, [x] + st + wargs[i][0], label=f"layers.{i}.{mixer}")
             x = res[0]
             new_states += res[1:]
@@ -831,16 +924,19 @@ def qwen3next_stack(D, header=None, n_layers=4, experts=8, hidden=None, heads=4,
     gd, gd_states, gd_w = gdn_layer(D)
     at, at_states, at_w = gated_attention_layer(D, heads=heads, kv_heads=kv_heads)
     mo, _, mo_w = moe_layer(D, experts, hidden, k=2, capacity_factor=0.0, shared_hidden=hidden)
+    gdp, _, _ = gdn_layer(D, packed=True)
+    atp, _, _ = gated_attention_layer(D, heads=heads, kv_heads=kv_heads, packed=True)
     layout = qwen3next_layout(n_layers)
-    kinds = {"gdn": (gd, gd_states, gd_w, ["conv_state", "state"]),
-             "attention": (at, at_states, at_w, ["k_cache", "v_cache"])}
-    funcs = [gd, at, mo]
-    for public in ("main", "step"):
+    kinds = {"gdn": (gd, gd_states, gd_w, ["conv_state", "state"], gdp),
+             "attention": (at, at_states, at_w, ["k_cache", "v_cache"], atp)}
+    funcs = [gd, at, mo, gdp, atp]
+    for public in ("main", "step", "packed"):
         f = Function(public)
         u = f.arg("u", [1, "T", D], "u")
+        cu = f.arg("cu", ["S1"], "cu", dtype="i32") if public == "packed" else None
         states = []
         for i, (mixer, _) in enumerate(layout):
-            _, shapes, _, names = kinds[mixer]
+            _, shapes, _, names, _ = kinds[mixer]
             states.append([f.arg(f"l{i}_{n}", s, f"layers.{i}.{n}")
                            for n, s in zip(names, shapes)] if public == "step" else None)
         wargs = []
@@ -856,8 +952,11 @@ def qwen3next_stack(D, header=None, n_layers=4, experts=8, hidden=None, heads=4,
         aux = None
         new_states = []
         for i, (mixer, _) in enumerate(layout):
-            layer, shapes, _, _ = kinds[mixer]
-            st = states[i] if states[i] is not None else _zero_states(f, shapes)
+            layer, shapes, _, _, packed_layer = kinds[mixer]
+            if cu is not None:  # packed: zero states, the offsets instead
+                layer, st = packed_layer, [cu]
+            else:
+                st = states[i] if states[i] is not None else _zero_states(f, shapes)
             res = f.call(layer, [x] + st + wargs[i][0], label=f"layers.{i}.{mixer}")
             x = res[0]
             new_states += res[1:]

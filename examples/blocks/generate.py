@@ -10,6 +10,7 @@ test checks that they are in sync.
 import argparse
 import os
 import sys
+from functools import partial
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import blocks  # noqa: E402
@@ -55,10 +56,15 @@ def build(kind, D, d_state=64, headdim=32):
     check_sizes(kind, D, d_state, headdim)
     f = FILES.get(kind, f"{kind}_block.mlir")
     common = ["Functions: @main(u, weights) runs a whole sequence from zero states;",
-              "@step(u, states, weights) continues from given states (decode).",
+              "@step(u, states, weights) continues from given states (decode);",
+              "@packed(u, cu, weights) runs S sequences packed along T (cu: the S+1",
+              "offsets, i32) from zero states, every seq op with a state and attention",
+              "taking segments(%cu); its states have S rows"
+              + (", its KV caches are packed like u." if kind in ("hybrid", "qwen3next")
+                 else "."),
               "Weights bind by name (seq.name), matrices laid out [in, out]."]
     if kind == "mamba1":
-        text, funcs = blocks.single_block(blocks.mamba1_layer(D), D, header(
+        text, funcs = blocks.single_block(partial(blocks.mamba1_layer, D), D, header(
             f"A Mamba block (Gu & Dao 2023), d_model {D}, d_inner {2 * D}, d_state 16.",
             ["h + Mamba(RMSNorm(h)): in-projection to x and z, causal conv (width 4)",
              "with SiLU, x-projection to (dt, B, C), dt-projection, seq.selective_scan",
@@ -66,7 +72,7 @@ def build(kind, D, d_state=64, headdim=32):
             kind, f))
     elif kind == "mamba2":
         text, funcs = blocks.single_block(
-            blocks.mamba2_layer(D, d_state=d_state, headdim=headdim), D, header(
+            partial(blocks.mamba2_layer, D, d_state=d_state, headdim=headdim), D, header(
             f"A Mamba-2 block (Dao & Gu 2024), d_model {D}, d_inner {2 * D} = "
             f"{2 * D // headdim} heads x {headdim}, d_state {d_state}.",
             ["h + Mamba2(RMSNorm(h)): in-projection to (z, x, B, C, dt), causal conv",
@@ -74,7 +80,7 @@ def build(kind, D, d_state=64, headdim=32):
              "skip D and gate silu(z), RMSNorm, out-projection.", ""] + common,
             kind, f))
     elif kind == "gla":
-        text, funcs = blocks.single_block(blocks.gla_layer(D), D, header(
+        text, funcs = blocks.single_block(partial(blocks.gla_layer, D), D, header(
             f"A gated linear attention block (Yang et al. 2023), d_model {D}, 4 heads.",
             ["h + GLA(RMSNorm(h)): q, k (d_model / 2) and v projections, per-key",
              "log-decay logsigmoid(x W_gk + b) / 16, seq.linear_attention with the",
@@ -110,7 +116,7 @@ def build(kind, D, d_state=64, headdim=32):
              "Each layer is a func.call; seqc-run --profile times them."] + common,
             kind, f))
     elif kind == "gdn":
-        text, funcs = blocks.single_block(blocks.gdn_layer(D), D, header(
+        text, funcs = blocks.single_block(partial(blocks.gdn_layer, D), D, header(
             f"A Gated DeltaNet block (Yang et al. 2024), d_model {D}, 2 key / 4 value heads of {D // 4}.",
             ["Qwen3-Next's linear-attention layer, h + GDN(RMSNorm(h)):",
              "in-projections to (q, k, v, z) and (b, a) (columns",
@@ -121,7 +127,7 @@ def build(kind, D, d_state=64, headdim=32):
              "out-projection. States: the conv window and the delta-rule state.", ""] + common,
             kind, f))
     elif kind == "kda":
-        text, funcs = blocks.single_block(blocks.kda_layer(D), D, header(
+        text, funcs = blocks.single_block(partial(blocks.kda_layer, D), D, header(
             f"A Kimi Delta Attention block (Kimi Linear 2025), d_model {D}, 4 heads of {D // 4}.",
             ["h + KDA(RMSNorm(h)): q, k, v projections, each with a causal conv",
              "(width 4) and SiLU; per-key-channel log-decay",
@@ -131,7 +137,7 @@ def build(kind, D, d_state=64, headdim=32):
              "out-projection. States: three conv windows and the delta-rule state.",
              ""] + common, kind, f))
     elif kind == "rwkv7":
-        text, funcs = blocks.single_block(blocks.rwkv7_layer(D), D, header(
+        text, funcs = blocks.single_block(partial(blocks.rwkv7_layer, D), D, header(
             f"An RWKV-7 time-mixing block (Peng et al. 2025), d_model {D}, 4 heads of {D // 4}.",
             ["h + TimeMix(RMSNorm(h)): token shift with a learned mix per projection,",
              "r, k, v projections, log-decay -exp(-softplus(-(w0 + tanh(x W_1) W_2)) - 0.5),",
@@ -141,7 +147,7 @@ def build(kind, D, d_state=64, headdim=32):
              "sigmoid(x G_1) G_2, out-projection. States: the previous token (shift)",
              "and the DPLR state.", ""] + common, kind, f))
     elif kind == "rwkv6":
-        text, funcs = blocks.single_block(blocks.rwkv6_layer(D), D, header(
+        text, funcs = blocks.single_block(partial(blocks.rwkv6_layer, D), D, header(
             f"An RWKV-6 time-mixing block (Peng et al. 2024), d_model {D}, 4 heads of {D // 4}.",
             ["h + TimeMix(RMSNorm(h)): data-dependent token shift (ddlerp, low-rank),",
              "r, k, v projections, per-key log-decay -exp(time_decay + tanh(x D_1) D_2),",

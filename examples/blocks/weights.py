@@ -31,7 +31,7 @@ def specs(kind, d_model=128, func="main", d_state=64, headdim=32):
                          f"(it has {', '.join('@' + f.name for f in funcs if not f.private)})")
     out = []
     for v, seq_name in fn.args:
-        if seq_name and seq_name != "u" and not any(
+        if seq_name and seq_name not in ("u", "cu") and not any(
                 seq_name.endswith(s) for s in ("state", "cache", "normalizer")):
             out.append((seq_name, tuple(v.shape)))
     return out

@@ -777,7 +777,7 @@ func.func @misspelled_attribute_on_ssd(%x: tensor<1x8x2x4xf32>, %dt: tensor<1x8x
 // -----
 
 func.func @unknown_attribute(%a: tensor<2x16x8xf32>) {
-  // expected-error @+1 {{'seq.linear_scan' op has no attribute 'frobnicate' (its attributes: reverse)}}
+  // expected-error @+1 {{'seq.linear_scan' op has no attribute 'frobnicate' (its attributes: checkpoint_every, reverse)}}
   %h, %l = seq.linear_scan %a, %a {frobnicate = 1 : i64}
     : (tensor<2x16x8xf32>, tensor<2x16x8xf32>) -> (tensor<2x16x8xf32>, tensor<2x8xf32>)
   return
@@ -957,5 +957,121 @@ func.func @gdr_low_rank_keys(%q: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x8xf32>, 
   %o, %l = seq.generalized_delta_rule %q, %q, %v, %a, %q
     : (tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x8xf32>, tensor<1x8x2x8xf32>, tensor<1x8x2x16xf32>)
       -> (tensor<1x8x2x8xf32>, tensor<1x2x16x8xf32>)
+  return
+}
+
+// -----
+
+// Packed batches (SPEC section 1): one batch row, S + 1 offsets for S
+// sequences of init, and checkpoints that match checkpoint_every.
+func.func @segments_batch(%x: tensor<2x8x4xf32>, %cu: tensor<3xi32>) {
+  // expected-error @+1 {{'seq.linear_scan' op segments requires B = 1 (the sequences are packed along T), but B = 2}}
+  %h, %l = seq.linear_scan %x, %x segments(%cu)
+    : (tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<3xi32>) -> (tensor<2x8x4xf32>, tensor<2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @segments_init_rows(%x: tensor<1x8x4xf32>, %s0: tensor<3x4xf32>, %cu: tensor<3xi32>) {
+  // expected-error @+1 {{'seq.linear_scan' op dimension 0 (S+1) of segments is 3 but init has S = 3}}
+  %h, %l = seq.linear_scan %x, %x init(%s0) segments(%cu)
+    : (tensor<1x8x4xf32>, tensor<1x8x4xf32>, tensor<3x4xf32>, tensor<3xi32>) -> (tensor<1x8x4xf32>, tensor<3x4xf32>)
+  return
+}
+
+// -----
+
+func.func @segments_type(%x: tensor<1x8x4xf32>, %cu: tensor<3xi64>) {
+  // expected-error @+1 {{'seq.linear_scan' op segments must have element type i32, but has 'i64'}}
+  %h, %l = seq.linear_scan %x, %x segments(%cu)
+    : (tensor<1x8x4xf32>, tensor<1x8x4xf32>, tensor<3xi64>) -> (tensor<1x8x4xf32>, tensor<2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @checkpoints_missing(%x: tensor<1x8x4xf32>) {
+  // expected-error @+1 {{'seq.linear_scan' op checkpoint_every = 4 needs a checkpoints result after last}}
+  %h, %l = seq.linear_scan %x, %x {checkpoint_every = 4 : i64}
+    : (tensor<1x8x4xf32>, tensor<1x8x4xf32>) -> (tensor<1x8x4xf32>, tensor<1x4xf32>)
+  return
+}
+
+// -----
+
+func.func @checkpoints_count(%x: tensor<2x10x4xf32>) {
+  // expected-error @+1 {{'seq.linear_scan' op checkpoints must have shape 2x3x4 (last's shape with ceil(T / checkpoint_every) = ceil(10 / 4) checkpoints after its first dimension), but has shape 2x2x4}}
+  %h, %l, %c = seq.linear_scan %x, %x {checkpoint_every = 4 : i64}
+    : (tensor<2x10x4xf32>, tensor<2x10x4xf32>) -> (tensor<2x10x4xf32>, tensor<2x4xf32>, tensor<2x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @checkpoints_negative(%x: tensor<1x8x4xf32>) {
+  // expected-error @+1 {{'seq.causal_conv1d' op checkpoint_every must be >= 0 (0: no checkpoints), but is -2}}
+  %y, %l = seq.causal_conv1d %x, %x {checkpoint_every = -2 : i64}
+    : (tensor<1x8x4xf32>, tensor<1x8x4xf32>) -> (tensor<1x8x4xf32>, tensor<1x4x7xf32>)
+  return
+}
+
+// -----
+
+func.func @checkpoints_normalize(%q: tensor<1x8x2x4xf32>) {
+  // expected-error @+1 {{'seq.linear_attention' op checkpoint_every needs causal = true without normalize (only the state S is carried)}}
+  %o, %l, %c = seq.linear_attention %q, %q, %q {normalize = true, checkpoint_every = 4 : i64}
+    : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>)
+      -> (tensor<1x8x2x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x2x4x4xf32>)
+  return
+}
+
+// -----
+
+func.func @kv_segments_alone(%q: tensor<1x8x2x4xf32>, %cu: tensor<3xi32>) {
+  // expected-error @+1 {{'seq.attention' op kv_segments needs segments (the queries' offsets)}}
+  %o = seq.attention %q, %q, %q kv_segments(%cu)
+    : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<3xi32>) -> tensor<1x8x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @kv_segments_count(%q: tensor<1x8x2x4xf32>, %cu: tensor<3xi32>, %cuk: tensor<4xi32>) {
+  // expected-error @+1 {{'seq.attention' op dimension 0 (Nseq+1) of kv_segments is 4 but segments has Nseq = 2, so it must be 3}}
+  %o = seq.attention %q, %q, %q segments(%cu) kv_segments(%cuk)
+    : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<3xi32>, tensor<4xi32>) -> tensor<1x8x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @assoc_segments_dim(%x: tensor<1x8xf32>, %cu: tensor<3xi32>) {
+  // expected-error @+1 {{'seq.associative_scan' op segments requires dim = 1 of inputs of rank >= 2 (1 x T x ...), but dim = 0 and rank = 2}}
+  %r = seq.associative_scan %x segments(%cu) {dim = 0 : i64} : (tensor<1x8xf32>, tensor<3xi32>) -> tensor<1x8xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    seq.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+func.func @ssd_dt_range(%x: tensor<1x8x2x4xf32>, %dt: tensor<1x8x2xf32>, %A: tensor<2xf32>, %B: tensor<1x8x1x4xf32>) {
+  // expected-error @+1 {{'seq.ssd' op dt_min = 5.000000e-01 and dt_max = 1.000000e-01 are not a range (dt_min <= dt_max)}}
+  %y, %l = seq.ssd %x, %dt, %A, %B, %B {dt_min = 0.5 : f32, dt_max = 0.1 : f32}
+    : (tensor<1x8x2x4xf32>, tensor<1x8x2xf32>, tensor<2xf32>, tensor<1x8x1x4xf32>, tensor<1x8x1x4xf32>)
+      -> (tensor<1x8x2x4xf32>, tensor<1x2x4x4xf32>)
+  return
+}
+
+// -----
+
+func.func @ssd_skip_channels(%x: tensor<1x8x2x4xf32>, %dt: tensor<1x8x2xf32>, %A: tensor<2xf32>, %B: tensor<1x8x1x4xf32>, %D: tensor<2x5xf32>) {
+  // expected-error @+1 {{'seq.ssd' op dimension 1 (P) of skip is 5 but x has 4}}
+  %y, %l = seq.ssd %x, %dt, %A, %B, %B skip(%D)
+    : (tensor<1x8x2x4xf32>, tensor<1x8x2xf32>, tensor<2xf32>, tensor<1x8x1x4xf32>, tensor<1x8x1x4xf32>, tensor<2x5xf32>)
+      -> (tensor<1x8x2x4xf32>, tensor<1x2x4x4xf32>)
   return
 }

@@ -239,3 +239,31 @@ func.func @generalized_delta_rule(%q: tensor<1x16x2x8xf32>, %v: tensor<1x16x2x4x
       -> (tensor<1x16x2x4xf32>, tensor<1x2x8x4xf32>)
   return
 }
+
+// Packed batches and checkpoints (SPEC section 1), and ssd's mamba_ssm
+// parity attributes.
+// CHECK-LABEL: func @packed
+func.func @packed(%x: tensor<1x?x4x16xf32>, %dt: tensor<1x?x4xf32>, %A: tensor<4xf32>,
+                  %B: tensor<1x?x1x32xf32>, %D: tensor<4x16xf32>, %h0: tensor<?x4x16x32xf32>,
+                  %cu: tensor<?xi32>, %q: tensor<1x?x8x64xf32>, %k: tensor<1x?x2x64xf32>,
+                  %cuk: tensor<?xi32>, %a: tensor<1x?x6xf32>) {
+  // CHECK: seq.ssd %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} skip(%{{.*}}) init(%{{.*}}) segments(%{{.*}}) {checkpoint_every = 64 : i64, dt_max = 1.000000e-01 : f32, dt_min = 1.000000e-03 : f32} : (tensor<1x?x4x16xf32>, tensor<1x?x4xf32>, tensor<4xf32>, tensor<1x?x1x32xf32>, tensor<1x?x1x32xf32>, tensor<4x16xf32>, tensor<?x4x16x32xf32>, tensor<?xi32>) -> (tensor<1x?x4x16xf32>, tensor<?x4x16x32xf32>, tensor<?x?x4x16x32xf32>)
+  %y, %last, %ck = seq.ssd %x, %dt, %A, %B, %B skip(%D) init(%h0) segments(%cu)
+      {checkpoint_every = 64 : i64, dt_min = 0.001 : f32, dt_max = 0.1 : f32}
+    : (tensor<1x?x4x16xf32>, tensor<1x?x4xf32>, tensor<4xf32>, tensor<1x?x1x32xf32>, tensor<1x?x1x32xf32>,
+       tensor<4x16xf32>, tensor<?x4x16x32xf32>, tensor<?xi32>)
+      -> (tensor<1x?x4x16xf32>, tensor<?x4x16x32xf32>, tensor<?x?x4x16x32xf32>)
+  // CHECK: seq.attention %{{.*}}, %{{.*}}, %{{.*}} segments(%{{.*}}) kv_segments(%{{.*}}) : (tensor<1x?x8x64xf32>, tensor<1x?x2x64xf32>, tensor<1x?x2x64xf32>, tensor<?xi32>, tensor<?xi32>) -> tensor<1x?x8x64xf32>
+  %o = seq.attention %q, %k, %k segments(%cu) kv_segments(%cuk)
+    : (tensor<1x?x8x64xf32>, tensor<1x?x2x64xf32>, tensor<1x?x2x64xf32>, tensor<?xi32>, tensor<?xi32>) -> tensor<1x?x8x64xf32>
+  // CHECK: seq.linear_scan %{{.*}}, %{{.*}} segments(%{{.*}}) {checkpoint_every = 8 : i64, reverse = true}
+  %h, %l, %c = seq.linear_scan %a, %a segments(%cu) {reverse = true, checkpoint_every = 8 : i64}
+    : (tensor<1x?x6xf32>, tensor<1x?x6xf32>, tensor<?xi32>) -> (tensor<1x?x6xf32>, tensor<?x6xf32>, tensor<?x?x6xf32>)
+  // CHECK: seq.associative_scan %{{.*}} segments(%{{.*}}) : (tensor<1x?x6xf32>, tensor<?xi32>) -> tensor<1x?x6xf32>
+  %m = seq.associative_scan %a segments(%cu) : (tensor<1x?x6xf32>, tensor<?xi32>) -> tensor<1x?x6xf32> {
+  ^bb0(%p: f32, %n: f32):
+    %r = arith.maximumf %p, %n : f32
+    seq.yield %r : f32
+  }
+  return
+}

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# build-examples.sh SRC OUT: builds examples/host-cpp and examples/host-c
-# against the seqc installed in OUT/prefix, with CMake (find_package(Seqc)),
-# and the AOT program once more with plain cc and pkg-config.
+# build-examples.sh SRC OUT: builds examples/host-cpp, examples/host-c and
+# examples/serving against the seqc installed in OUT/prefix, with CMake
+# (find_package(Seqc)), and the AOT program once more with plain cc and
+# pkg-config.
 set -euo pipefail
 src=$1 out=$2 prefix=$2/prefix
-for ex in cpp c; do
-  cmake -G Ninja -S "$src/examples/host-$ex" -B "$out/$ex" \
-    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release > "$out/$ex.log"
-  cmake --build "$out/$ex" >> "$out/$ex.log"
-done
+# build EXAMPLE NAME: examples/EXAMPLE into OUT/NAME, its log OUT/NAME.log.
+build() {
+  cmake -G Ninja -S "$src/examples/$1" -B "$out/$2" \
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release > "$out/$2.log"
+  cmake --build "$out/$2" >> "$out/$2.log"
+}
+build host-cpp cpp
+build host-c c
+build serving serving
 mkdir -p "$out/pkg"
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 "$prefix/bin/seqc-compile" "$src/examples/host-c/gla.mlir" -o "$out/pkg/gla_aot.o" \

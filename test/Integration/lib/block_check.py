@@ -4,7 +4,10 @@ blocks_ref.py, on the fast CPU pipeline, the reference lowering and the
 CUDA kernels emulated on the host; then
 decodes it with @step in pieces (a prompt chunk, single tokens, another
 chunk; weights from .npz this time) and checks that the outputs and final
-states equal the whole-sequence run.
+states equal the whole-sequence run; then runs sequences of lengths
+PACKED_LENGTHS (one of them empty) packed into one batch through @packed on
+every pipeline and checks that its outputs and per-sequence states equal
+each sequence run alone through @main.
 
   block_check.py KIND EXAMPLES_DIR
 """
@@ -23,6 +26,9 @@ import weights as wgen
 D = 128
 FILES = {"hybrid": "hybrid_stack.mlir", "qwen3next": "qwen3next_stack.mlir"}
 STACKS = ("hybrid", "qwen3next")  # (h, aux loss, states): T 100, tolerance 2e-4
+PIPELINES = (("fast", []), ("reference", ["--reference"]),
+             ("cuda-emulated", ["--target", "cuda-emulated"]))
+PACKED_LENGTHS = [5, 0, 33, 17]  # with an empty sequence; not multiples of any chunk
 
 
 def seqc_run(path, func, weight_file, inputs, tmp, tag, extra=()):
@@ -117,8 +123,7 @@ def main():
             wfile = os.path.join(tmp, f"{func}.safetensors")
             wgen.write_safetensors(wfile, W)
             expect = reference(kind, u, W, func)
-            for pipeline, extra in (("fast", []), ("reference", ["--reference"]),
-                                    ("cuda-emulated", ["--target", "cuda-emulated"])):
+            for pipeline, extra in PIPELINES:
                 got = seqc_run(path, func, wfile, [u], tmp, f"{func}-{pipeline}", extra)
                 c.expect(f"@{func} {pipeline}: {len(expect)} results", len(got) == len(expect),
                          f"(got {len(got)})")
@@ -158,7 +163,56 @@ def main():
                  f"({len(states)} carried, {len(final)} to compare)")
         for i, (s, w) in enumerate(zip(states, final)):
             c.close(f"step-by-step state {i} == whole", s, w, tol)
+
+        check_packed(c, kind, path, tmp, tol)
     c.finish()
+
+
+def state_kinds(kind):
+    """How @packed lays out each state it returns: "rows" (row s is
+    sequence s's state) or "steps" (a KV cache packed like u: sequence s at
+    steps cu[s] .. cu[s+1]-1)."""
+    if kind in STACKS:
+        out = []
+        for mixer, _ in (blocks.hybrid_layout() if kind == "hybrid" else blocks.qwen3next_layout()):
+            out += ["steps"] * 2 if mixer == "attention" else ["rows"] * 2
+        return out
+    return ["rows"] * len(zero_states(kind, None))
+
+
+def check_packed(c, kind, path, tmp, tol):
+    """@packed on PACKED_LENGTHS == each sequence alone through @main (the
+    fast pipeline; an empty sequence too: zero states, an empty cache):
+    outputs concatenated along T, states per sequence. The stacks' aux loss
+    is a mean over the call's tokens, so not compared."""
+    lengths = PACKED_LENGTHS
+    cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    u = wgen.make_input(D, int(cu[-1]), seed=5)
+    W = wgen.make_weights(kind, D, seed=2, func="packed")
+    wfile = os.path.join(tmp, "packed.safetensors")
+    wgen.write_safetensors(wfile, W)
+    first_state = 2 if kind in STACKS else 1
+    alone = []
+    for s in range(len(lengths)):
+        res = seqc_run(path, "main", wfile, [u[:, cu[s]:cu[s + 1]]], tmp, f"alone{s}")
+        outs = res[first_state:]
+        if kind == "performer":
+            # @main returns no states: the carried ones from numpy.
+            outs = list(ref.performer(u[:, cu[s]:cu[s + 1]], W, carried=True)[1:])
+        alone.append((res[0], outs))
+    want_out = np.concatenate([o for o, _ in alone], axis=1)
+    layout = state_kinds(kind)
+    for pipeline, extra in PIPELINES:
+        tag = f"@packed {pipeline} lengths={lengths}"
+        got = seqc_run(path, "packed", wfile, [u, cu], tmp, f"packed-{pipeline}", extra)
+        c.expect(f"{tag}: {first_state + len(layout)} results",
+                 len(got) == first_state + len(layout), f"(got {len(got)})")
+        c.close(f"{tag} output == each sequence alone", got[0], want_out, tol)
+        for i, (how, g) in enumerate(zip(layout, got[first_state:])):
+            for s in range(len(lengths)):
+                w = alone[s][1][i]
+                part = g[s:s + 1] if how == "rows" else g[:, cu[s]:cu[s + 1]]
+                c.close(f"{tag} state {i} of sequence {s} == alone", part, w, tol)
 
 
 if __name__ == "__main__":
