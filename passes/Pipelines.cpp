@@ -26,6 +26,9 @@ using namespace mlir;
 void seqc::buildLowerToLLVMPipeline(OpPassManager &pm, bool gpuHost) {
   pm.addPass(createSeqLowerChecks());
   pm.addPass(createSeqLowerParallel());
+  // Copies into slices (packed sequences' results) as vectorized loops, not
+  // the runtime's element-by-element memrefCopy.
+  pm.addPass(createSeqStridedCopiesToLoops());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

@@ -61,6 +61,19 @@ def SeqMathToLibm : Pass<"seq-math-to-libm", "::mlir::ModuleOp"> {
   ];
 }
 
+def SeqStridedCopiesToLoops : Pass<"seq-strided-copies-to-loops"> {
+  let summary = "Copy between strided views with loops LLVM vectorizes";
+  let description = [{
+    `memref.copy` between buffers that are not both contiguous (a result
+    inserted into a slice of a larger tensor: each sequence of a packed
+    batch, each piece of a checkpointed op) lowers to a call of MLIR's
+    generic `memrefCopy`, which copies element by element. As `linalg.copy`
+    it becomes loops over the innermost dimension, which LLVM vectorizes.
+    Copies between contiguous buffers stay `memref.copy` (a `memcpy`).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def SeqExpandBf16 : Pass<"seq-expand-bf16"> {
   let summary = "Host bf16 conversions as integer arithmetic";
   let description = [{
