@@ -32,6 +32,9 @@ void seqc::buildLowerToLLVMPipeline(OpPassManager &pm, bool gpuHost) {
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
+  // MLIR 22 crashes expanding an expand_shape with two dynamic sizes in a
+  // group; those become reinterpret_casts first.
+  pm.addPass(createSeqRelaxExpandShape());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   // Transcendentals LLVM would approximate (expm1, log1p, erf) go to libm,

@@ -74,6 +74,24 @@ def SeqStridedCopiesToLoops : Pass<"seq-strided-copies-to-loops"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def SeqRelaxExpandShape : Pass<"seq-relax-expand-shape"> {
+  let summary = "memref.expand_shape with several dynamic sizes in a group as "
+                "memref.reinterpret_cast";
+  let description = [{
+    MLIR 22's expand-strided-metadata assumes at most one dynamic size per
+    reassociation group of a `memref.expand_shape` and crashes on more
+    (llvm-project issue 186830, fixed for LLVM 23 by reading
+    `output_shape`). Graphs produce them (a `tensor.expand_shape` of `?`
+    into `? x ?`, such as a batch and a sequence length both dynamic). Such
+    an expand_shape becomes a `memref.reinterpret_cast` of its source with
+    the sizes of `output_shape` and the strides that expansion implies:
+    within a group, each dimension's stride is the next one's times its
+    size, the innermost taking the source dimension's stride.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def SeqExpandBf16 : Pass<"seq-expand-bf16"> {
   let summary = "Host bf16 conversions as integer arithmetic";
   let description = [{
