@@ -60,6 +60,22 @@ func.func @delta(%q: tensor<?x?x?x8xf32>, %k: tensor<?x?x?x8xf32>, %v: tensor<?x
        tensor<?x?x?xf32>) -> (tensor<?x?x?x8xf32>, tensor<?x?x8x8xf32>)
   return %o, %s : tensor<?x?x?x8xf32>, tensor<?x?x8x8xf32>
 }
+func.func @packed_scan(%a: tensor<?x?x?xf32>, %b: tensor<?x?x?xf32>, %h: tensor<?x?xf32>,
+                       %cu: tensor<?xi32>)
+    -> (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?x?xf32>) {
+  %y, %l, %c = seq.linear_scan %a, %b init(%h) segments(%cu) {checkpoint_every = 3 : i64}
+    : (tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?xi32>)
+      -> (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?x?xf32>)
+  return %y, %l, %c : tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?x?xf32>
+}
+func.func @packed_attention(%q: tensor<?x?x?x?xf32>, %k: tensor<?x?x?x?xf32>,
+                            %v: tensor<?x?x?x?xf32>, %cu: tensor<?xi32>, %cuk: tensor<?xi32>)
+    -> tensor<?x?x?x?xf32> {
+  %o = seq.attention %q, %k, %v segments(%cu) kv_segments(%cuk)
+    : (tensor<?x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xi32>, tensor<?xi32>)
+      -> tensor<?x?x?x?xf32>
+  return %o : tensor<?x?x?x?xf32>
+}
 func.func @attention(%q: tensor<?x?x?x?xf32>, %k: tensor<?x?x?x?xf32>, %v: tensor<?x?x?x?xf32>)
     -> tensor<?x?x?x?xf32> {
   %o = seq.attention %q, %k, %v {causal = true, window = 3 : i64}
