@@ -527,6 +527,14 @@ LogicalResult AttentionOp::verify() {
   if (getKvSegments() && !getSegments())
     return emitOpError() << "kv_segments needs segments (the queries' "
                          << "offsets)";
+  // Without their own offsets the keys are packed like the queries.
+  int64_t queries = cast<RankedTensorType>(getQ().getType()).getDimSize(1);
+  int64_t keys = cast<RankedTensorType>(getK().getType()).getDimSize(1);
+  if (getSegments() && !getKvSegments() && !ShapedType::isDynamic(queries) &&
+      !ShapedType::isDynamic(keys) && queries != keys)
+    return emitOpError() << "segments without kv_segments packs the keys "
+                         << "like the queries, but the keys have " << keys
+                         << " steps and the queries " << queries;
   if (failed(verifySequences(*this)))
     return failure();
   return verifyShapeSignature(*this);

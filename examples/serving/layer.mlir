@@ -21,9 +21,10 @@
 //   w_out 64x32.
 //
 // The three functions repeat the mixer with a static 1 for B or T rather
-// than share one B x T function: expanding rows back into B x T with two
-// dynamic sizes in one expand_shape group (tensor<?x96xf32> into
-// tensor<?x?x96xf32>) crashes MLIR 22's expand-strided-metadata pass.
+// than share one B x T function, so each one's shapes say what it is for.
+// (Sharing it needs an expand_shape of rows into B x T with two dynamic
+// sizes in one group, which MLIR 22's expand-strided-metadata crashed on;
+// seq-relax-expand-shape handles it now.)
 
 // The row-wise parts, shared by every function: they see B*T rows and do
 // not care how the rows are grouped into sequences.

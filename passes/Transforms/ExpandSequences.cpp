@@ -480,8 +480,16 @@ SmallVector<Value> SequenceExpansion::expand() {
              "but B = {0}",
              {batch});
     Value longest = checkOffsets(segments, total, "segments");
-    if (kvSegments)
+    if (kvSegments) {
       checkOffsets(kvSegments, dims["S"], "kv_segments");
+    } else if (isa<AttentionOp>(op)) {
+      // Without their own offsets the keys are packed like the queries.
+      Value keys = dims["S"];
+      kb.check(kb.cmp(arith::CmpIPredicate::eq, keys, total),
+               "segments without kv_segments packs the keys like the "
+               "queries, but the keys have {0} steps and the queries {1}",
+               {keys, total});
+    }
     Value sequences = kb.sub(kb.dim(segments, 0), kb.idx(1));
     acc = startAssembly(sequences, n > 0 ? ceilDiv(kb, longest, n) : Value());
     SmallVector<Value> out =

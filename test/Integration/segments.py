@@ -332,4 +332,24 @@ c.run("B != 1", lambda: bad_offsets([0, 2, 5], 5, batch=2,
 c.run("init rows", lambda: bad_offsets([0, 2, 5], 5, init_rows=3,
                                        want="dimension 0 (S+1) of segments is 3 but init has S = 3"))
 c.run("no offsets", lambda: bad_offsets([], 0, want="needs at least one offset"))
+
+
+def keys_not_packed_like_queries():
+    """Attention with segments but no kv_segments: the keys must have the
+    queries' length (a dynamic mismatch is caught at run time)."""
+    r = rng(71)
+    q = f32(r.standard_normal((1, 8, 2, 4)))
+    k = f32(r.standard_normal((1, 5, 2, 4)))
+    cu = np.array([0, 3, 8], np.int32)
+    t = mlir_type([1, None, 2, 4])
+    cut = mlir_type([None], "i32")
+    text = (f"func.func @main(%q: {t}, %k: {t}, %cu: {cut}) -> {t} {{\n"
+            f"  %o = seq.attention %q, %k, %k segments(%cu) : ({t}, {t}, {t}, {cut}) -> {t}\n"
+            f"  return %o : {t}\n}}\n")
+    msg = run_seqc(text, [q, k, cu], expect_error=True)
+    c.expect(f"error for keys shorter than the queries: {msg!r}",
+             "seq.attention" in msg and "the keys have 5 steps and the queries 8" in msg)
+
+
+c.run("keys not packed like the queries", keys_not_packed_like_queries)
 c.finish()

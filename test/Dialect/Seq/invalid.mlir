@@ -1075,3 +1075,12 @@ func.func @ssd_skip_channels(%x: tensor<1x8x2x4xf32>, %dt: tensor<1x8x2xf32>, %A
       -> (tensor<1x8x2x4xf32>, tensor<1x2x4x4xf32>)
   return
 }
+
+// -----
+
+func.func @segments_keys(%q: tensor<1x8x2x4xf32>, %k: tensor<1x6x2x4xf32>, %cu: tensor<3xi32>) {
+  // expected-error @+1 {{'seq.attention' op segments without kv_segments packs the keys like the queries, but the keys have 6 steps and the queries 8}}
+  %o = seq.attention %q, %k, %k segments(%cu)
+    : (tensor<1x8x2x4xf32>, tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32>, tensor<3xi32>) -> tensor<1x8x2x4xf32>
+  return
+}
