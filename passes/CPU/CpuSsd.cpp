@@ -153,7 +153,7 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
     emitParallelKernel(
         b, "ssd_recurrent", kb.mul(Bsz, kb.idx(H)), args,
         [&](KernelBuilder &k, Value task, ValueRange in) {
-          Value X = in[0], Am = in[2], Bm = in[3], Cm = in[4], Y = in[5];
+          Value X = in[0], Am = in[2], Bm = in[3], Cm = in[4];
           Value Last = in[6];
           Value nT = k.mdim(X, 1);
           Value h = k.rems(task, k.idx(H)), bi = k.divs(task, k.idx(H));

@@ -497,8 +497,8 @@ private:
         {{Q * KG}, {Q}, {Q}}, [&](GpuBlock &blk, ValueRange in, ValueRange sh) {
           KernelBuilder &k = blk.kb;
           ChunkedArgs a = form.args(in);
-          Value w = in[fixed], u = in[fixed + 1], st = in[fixed + 2],
-                chunkDecays = in[fixed + 3];
+          // in[fixed + 3] (the chunks' decays) is passed but not read here.
+          Value w = in[fixed], u = in[fixed + 1], st = in[fixed + 2];
           Value cs = sh[0], ws = sh[1], kn = sh[2];
           Value nH = k.mdim(a.value, 2), nT = k.mdim(a.value, 1);
           Value nK = k.mdim(a.query, 3), nV = k.mdim(a.value, 3);
