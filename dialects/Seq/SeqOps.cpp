@@ -109,7 +109,8 @@ static LogicalResult verifyCheckpoints(Operation *op) {
   bool packed = cast<PackedSequencesOpInterface>(op).getSegments() != nullptr;
   int64_t count = ShapedType::kDynamic;
   if (!packed && !ShapedType::isDynamic(steps.getDimSize(1)))
-    count = (steps.getDimSize(1) + every - 1) / every;
+    count =
+        steps.getDimSize(1) == 0 ? 0 : (steps.getDimSize(1) - 1) / every + 1;
   SmallVector<int64_t> expected(lastType.getShape());
   expected.insert(expected.begin() + 1, count);
   bool matches = type.getRank() == static_cast<int64_t>(expected.size());

@@ -24,13 +24,6 @@ static RankedTensorType f32Like(Type type) {
   return RankedTensorType::get(t.getShape(), Float32Type::get(t.getContext()));
 }
 
-/// dt = dt_raw + bias, then softplus when asked.
-static Value discretizedStep(KernelBuilder &kb, Value raw, Value bias,
-                             bool softplus) {
-  Value dt = bias ? kb.fadd(raw, bias) : raw;
-  return softplus ? kb.softplus(dt) : dt;
-}
-
 struct LowerSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -59,9 +52,11 @@ struct LowerSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
               op.getInit() ? kb.load(op.getInit(), {bi, d, n}) : kb.f32(0.0);
           SmallVector<Value> scan =
               kb.loop(T, {h0, it[0]}, [&](Value t, ValueRange c) {
+                // selective_scan's dt follows ssd's rule, with no clamp.
+                SsdStepSize rule;
+                rule.softplus = op.getDeltaSoftplus();
                 Value dt =
-                    discretizedStep(kb, kb.load(op.getDelta(), {bi, t, d}),
-                                    bias, op.getDeltaSoftplus());
+                    rule.apply(kb, kb.load(op.getDelta(), {bi, t, d}), bias);
                 Value u = kb.load(op.getU(), {bi, t, d});
                 Value bu = kb.fmul(kb.load(op.getB(), {bi, t, g, n}), u);
                 Value dtA = kb.fmul(dt, a);

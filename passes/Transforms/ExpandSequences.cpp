@@ -122,6 +122,8 @@ public:
     }
     if (auto reverseAttr = op->getAttrOfType<BoolAttr>("reverse"))
       reverse = reverseAttr.getValue();
+    for (const TensorDecl &decl : sig.tensors())
+      roles[decl.value] = roleOf(decl);
   }
 
   SmallVector<Value> expand();
@@ -132,7 +134,7 @@ private:
   Value offset(Value cu, Value s) { return kb.i32ToIndex(kb.load(cu, {s})); }
 
   // The results' first values.
-  Assembly startAssembly(Value sequences, Value checkpointSlots);
+  Assembly startAssembly(Value checkpointSlots);
   SmallVector<int64_t> checkpointShape() const;
 
   // One sequence (or the whole unpacked batch), whole or in pieces.
@@ -146,13 +148,14 @@ private:
   Value insertSteps(Value piece, Value into, const Window &w);
   Value insertState(Value state, Value into, const Window &w,
                     Value slot = nullptr);
-  Value stateRows(Value tensor, const Window &w);
 
   Operation *op;
   ImplicitLocOpBuilder &b;
   KernelBuilder &kb;
   const DimSizes &dims;
   ShapeSignature sig;
+  /// Every declared operand's and result's role, from the signature.
+  llvm::DenseMap<Value, Role> roles;
   Value segments, kvSegments, init;
   uint64_t checkpointEvery = 0;
   bool reverse = false;
@@ -201,8 +204,12 @@ Value SequenceExpansion::checkOffsets(Value cu, Value total, StringRef name) {
 // Slicing and inserting
 //===----------------------------------------------------------------------===//
 
+/// ceil(a / d) for a >= 0, d >= 1, as (a - 1) / d + 1: a + d - 1 would
+/// overflow for a checkpoint_every near the index range.
 static Value ceilDiv(KernelBuilder &kb, Value a, int64_t d) {
-  return kb.divs(kb.add(a, kb.idx(d - 1)), kb.idx(d));
+  Value some = kb.cmp(arith::CmpIPredicate::sgt, a, kb.idx(0));
+  Value count = kb.add(kb.divs(kb.sub(a, kb.idx(1)), kb.idx(d)), kb.idx(1));
+  return kb.select(some, count, kb.idx(0));
 }
 
 Value SequenceExpansion::slice(Value tensor, Role role, const Window &w) {
@@ -224,11 +231,6 @@ Value SequenceExpansion::slice(Value tensor, Role role, const Window &w) {
                                 : OpFoldResult(w.length);
   }
   return tensor::ExtractSliceOp::create(b, tensor, offsets, sizes, strides);
-}
-
-/// The state rows `w` starts from: a slice of `tensor` (init).
-Value SequenceExpansion::stateRows(Value tensor, const Window &w) {
-  return slice(tensor, Role::PerSequence, w);
 }
 
 static SmallVector<OpFoldResult> sizesOf(ImplicitLocOpBuilder &b,
@@ -288,9 +290,6 @@ RankedTensorType SequenceExpansion::plainType(Value result, Role role,
 std::pair<SmallVector<Value>, Value>
 SequenceExpansion::runPlain(const Window &w, Value state) {
   IRMapping mapping;
-  llvm::DenseMap<Value, Role> roles;
-  for (const TensorDecl &decl : sig.tensors())
-    roles[decl.value] = roleOf(decl);
   for (Value operand : op->getOperands()) {
     Role role = roles.lookup(operand);
     if (operand == init || !roles.count(operand))
@@ -415,8 +414,7 @@ SmallVector<int64_t> SequenceExpansion::checkpointShape() const {
   return shape;
 }
 
-Assembly SequenceExpansion::startAssembly(Value sequences,
-                                          Value checkpointSlots) {
+Assembly SequenceExpansion::startAssembly(Value checkpointSlots) {
   Assembly acc;
   Value checkpoints;
   if (auto stateful = dyn_cast<StatefulOpInterface>(op))
@@ -433,14 +431,16 @@ Assembly SequenceExpansion::startAssembly(Value sequences,
       continue;
     }
     // Sequences of no steps keep their init (or zeros) as last.
-    Value last = kb.zeros(type, sizes);
-    if (init)
-      last = tensor::InsertSliceOp::create(
-          b, init, last,
-          SmallVector<OpFoldResult>(type.getRank(), b.getIndexAttr(0)),
-          sizesOf(b, kb, init),
-          SmallVector<OpFoldResult>(type.getRank(), b.getIndexAttr(1)));
-    acc.last = last;
+    // (init has last's shape: the signature checked it.)
+    if (!init) {
+      acc.last = kb.zeros(type, sizes);
+      continue;
+    }
+    acc.last = tensor::InsertSliceOp::create(
+        b, init, kb.empty(type, sizes),
+        SmallVector<OpFoldResult>(type.getRank(), b.getIndexAttr(0)),
+        sizesOf(b, kb, init),
+        SmallVector<OpFoldResult>(type.getRank(), b.getIndexAttr(1)));
   }
   if (checkpoints) {
     SmallVector<Value> sizes = dims.of("last");
@@ -448,7 +448,6 @@ Assembly SequenceExpansion::startAssembly(Value sequences,
     SmallVector<int64_t> shape = checkpointShape();
     acc.checkpoints =
         kb.zeros(RankedTensorType::get(shape, b.getF32Type()), sizes);
-    (void)sequences;
   }
   return acc;
 }
@@ -469,9 +468,7 @@ SmallVector<Value> SequenceExpansion::expand() {
     auto stepsType = cast<RankedTensorType>(op->getOperand(0).getType());
     if (!stepsType.isDynamicDim(1))
       whole.staticLength = stepsType.getDimSize(1);
-    if (auto rows = getConstantIntValue(whole.rows))
-      whole.rows = b.getIndexAttr(*rows);
-    acc = startAssembly(Value(), ceilDiv(kb, total, n));
+    acc = startAssembly(ceilDiv(kb, total, n));
     acc = runWindow(whole, init, acc);
   } else {
     Value batch = dims["B"];
@@ -491,7 +488,7 @@ SmallVector<Value> SequenceExpansion::expand() {
                {keys, total});
     }
     Value sequences = kb.sub(kb.dim(segments, 0), kb.idx(1));
-    acc = startAssembly(sequences, n > 0 ? ceilDiv(kb, longest, n) : Value());
+    acc = startAssembly(n > 0 ? ceilDiv(kb, longest, n) : Value());
     SmallVector<Value> out =
         kb.loop(sequences, acc.values(), [&](Value s, ValueRange it) {
           Assembly cur = acc;
@@ -511,7 +508,8 @@ SmallVector<Value> SequenceExpansion::expand() {
           return kb.ifElse(
               nonEmpty, TypeRange(ValueRange(it)),
               [&] {
-                Value state = init ? stateRows(init, w) : Value();
+                Value state =
+                    init ? slice(init, Role::PerSequence, w) : Value();
                 return runWindow(w, state, cur).values();
               },
               [&] { return cur.values(); });

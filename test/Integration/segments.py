@@ -225,6 +225,10 @@ for i, op in enumerate(OPS):
 c.run("ssd dynamic", lambda: packed(OPS[3], LENGTHS, every=5, dynamic=True, seed=40))
 c.run("delta_rule dynamic", lambda: packed(OPS[5], [3, 0, 70], dynamic=True, seed=41))
 c.run("linear_scan one sequence", lambda: packed(OPS[0], [29], every=29, seed=42))
+# A checkpoint_every near the index range: one slot, no overflow.
+c.run("linear_scan huge checkpoint_every", lambda: packed(OPS[0], LENGTHS, every=2**62, seed=44))
+c.run("linear_scan huge checkpoint_every unpacked", lambda: unpacked_checkpoints(
+    OPS[0], 2, 37, 2**62, seed=45))
 # Checkpoints every chunk (the kernels' chunk sizes), a length not a multiple.
 c.run("ssd checkpoints every 64", lambda: unpacked_checkpoints(OPS[3], 1, 200, 64, seed=43))
 
@@ -282,7 +286,8 @@ def attention_packed(q_lengths, k_lengths=None, window=0, seed=60):
     want = np.zeros_like(q, dtype=np.float64)
     for s in range(len(q_lengths)):
         lo, hi, klo, khi = cu[s], cu[s + 1], cuk[s], cuk[s + 1]
-        if hi > lo:
+        # A query that sees no key (its sequence has none) gives 0.
+        if hi > lo and khi > klo:
             want[:, lo:hi] = refs.attention(q[:, lo:hi], k[:, klo:khi], v[:, klo:khi],
                                             window=window)
     c.close(f"attention q={q_lengths} k={k_lengths} window={window}", got, want)
@@ -292,6 +297,8 @@ c.run("attention packed", lambda: attention_packed(LENGTHS))
 c.run("attention packed window", lambda: attention_packed(LENGTHS, window=5, seed=61))
 c.run("attention kv_segments", lambda: attention_packed(
     [1, 4, 0, 17, 2], [30, 4, 6, 70, 2], seed=62))
+c.run("attention kv_segments, a sequence without keys", lambda: attention_packed(
+    [3, 2, 5], [4, 0, 9], seed=63))
 
 
 # Run-time checks: each bad offset vector is an error naming the op and
