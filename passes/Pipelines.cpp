@@ -72,8 +72,10 @@ void seqc::buildLowerToLLVMPipeline(OpPassManager &pm, bool gpuHost) {
 }
 
 /// Tensors to memrefs for whole functions, with deallocation of temporaries
-/// unless `deallocate` is false.
-static void addBufferization(OpPassManager &pm, bool deallocate = true) {
+/// unless `deallocate` is false, and with `resultsInPlace` the kernels'
+/// results written straight into the slices they are copied to.
+static void addBufferization(OpPassManager &pm, bool deallocate = true,
+                             bool resultsInPlace = false) {
   bufferization::OneShotBufferizePassOptions opts;
   opts.bufferizeFunctionBoundaries = true;
   opts.functionBoundaryTypeConversion =
@@ -84,6 +86,12 @@ static void addBufferization(OpPassManager &pm, bool deallocate = true) {
   // of seq-expand-sequences); the deallocation pipeline frees it.
   opts.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(opts));
+  if (resultsInPlace) {
+    // Folds what hides a copy's target: the loop-carried buffers a loop
+    // yields unchanged, the sizes read back from an allocation.
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(seqc::createSeqWriteResultsInPlace());
+  }
   if (!deallocate)
     return;
   bufferization::buildBufferDeallocationPipeline(pm);
@@ -222,7 +230,8 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
-  addBufferization(pm);
+  addBufferization(pm, /*deallocate=*/true,
+                   /*resultsInPlace=*/!opts.reference);
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (!opts.reference)

@@ -110,7 +110,7 @@ struct CpuAttention : OpRewritePattern<seq::AttentionOp> {
         });
 
     auto oType = cast<RankedTensorType>(op.getO().getType());
-    Value oBuf = allocBuffer(b, oType, dims.of("o"));
+    Value oBuf = allocResult(b, oType, dims.of("o"));
     Value qBlocks = kb.divs(kb.add(T, kb.idx(Bq - 1)), kb.idx(Bq));
     int64_t rep = H / Hkv;
     emitParallelKernel(

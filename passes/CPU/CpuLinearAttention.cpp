@@ -67,8 +67,8 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     }
     auto oType = cast<RankedTensorType>(op.getO().getType());
     auto sType = cast<RankedTensorType>(op.getLast().getType());
-    Value oBuf = allocBuffer(b, oType, dims.of("o"));
-    Value sBuf = allocBuffer(b, sType, dims.of("last"));
+    Value oBuf = allocResult(b, oType, dims.of("o"));
+    Value sBuf = allocResult(b, sType, dims.of("last"));
     SmallVector<Value> args{readBuffer(b, op.getQ()), readBuffer(b, op.getK()),
                             readBuffer(b, op.getV()), oBuf, sBuf};
     int decayIndex = -1, initIndex = -1;

@@ -180,7 +180,7 @@ struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
 
     // A^T [N, D] and the state in [B, N, D]: lanes run over channels.
     Value AT = transposeLast2(b, kb, op.getA());
-    Value yBuf = allocBuffer(b, cast<RankedTensorType>(op.getY().getType()),
+    Value yBuf = allocResult(b, cast<RankedTensorType>(op.getY().getType()),
                              dims.of("y"));
     auto stateT = RankedTensorType::get(
         {cast<RankedTensorType>(op.getLast().getType()).getDimSize(0), N, D},
@@ -311,7 +311,7 @@ struct CpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
     Value wT = transposeLast2(b, kb, op.getW());
     auto histType = RankedTensorType::get({lastType.getDimSize(0), W - 1, D},
                                           lastType.getElementType());
-    Value yBuf = allocBuffer(b, yType, dims.of("y"));
+    Value yBuf = allocResult(b, yType, dims.of("y"));
     Value histBuf = allocBuffer(b, histType, {Bsz, kb.idx(W - 1), kb.idx(D)});
     SmallVector<Value> args{readBuffer(b, op.getX()), readBuffer(b, wT), yBuf,
                             histBuf};

@@ -66,8 +66,8 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
 
     auto yType = cast<RankedTensorType>(op.getY().getType());
     auto lastType = cast<RankedTensorType>(op.getLast().getType());
-    Value yBuf = allocBuffer(b, yType, dims.of("y"));
-    Value lastBuf = allocBuffer(b, lastType, dims.of("last"));
+    Value yBuf = allocResult(b, yType, dims.of("y"));
+    Value lastBuf = allocResult(b, lastType, dims.of("last"));
     SmallVector<Value> args{readBuffer(b, op.getX()),
                             readBuffer(b, op.getDt()),
                             readBuffer(b, op.getA()),

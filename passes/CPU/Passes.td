@@ -74,6 +74,22 @@ def SeqStridedCopiesToLoops : Pass<"seq-strided-copies-to-loops"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def SeqWriteResultsInPlace : Pass<"seq-write-results-in-place"> {
+  let summary = "Kernels write their results straight into the slices they "
+                "are copied to";
+  let description = [{
+    Runs on buffers, right after one-shot bufferization. A kernel's result
+    that is copied whole into a slice of a larger buffer (each sequence of a
+    packed batch, each piece of a checkpointed op, as seq-expand-sequences
+    inserts them) is written in place: the strided view the kernels write
+    through (`allocResult`) becomes a view of that slice, and the
+    allocation and the copy go away. Only when nothing between the
+    allocation and the copy uses the larger buffer, the buffer is allocated
+    in the function (not an argument, which may alias another), and the
+    slice is defined from values available at the allocation.
+  }];
+}
+
 def SeqRelaxExpandShape : Pass<"seq-relax-expand-shape"> {
   let summary = "memref.expand_shape with several dynamic sizes in a group as "
                 "memref.reinterpret_cast";

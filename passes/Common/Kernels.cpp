@@ -80,8 +80,17 @@ Value seqc::allocBuffer(ImplicitLocOpBuilder &b, RankedTensorType type,
                                  b.getI64IntegerAttr(64));
 }
 
+Value seqc::allocResult(ImplicitLocOpBuilder &b, RankedTensorType type,
+                        ValueRange sizes) {
+  Value memory = allocBuffer(b, type, sizes);
+  return memref::CastOp::create(b, stridedBufferTypeOf(type), memory);
+}
+
 Value seqc::asTensor(ImplicitLocOpBuilder &b, Value buffer,
                      RankedTensorType type) {
+  if (auto view = buffer.getDefiningOp<memref::CastOp>())
+    if (view.getSource().getDefiningOp<memref::AllocOp>())
+      buffer = view.getSource();
   return bufferization::ToTensorOp::create(b, type, buffer, /*restrict=*/true,
                                            /*writable=*/true);
 }

@@ -5,7 +5,8 @@
 //
 //   %xb = bufferization.to_buffer %x read_only        (operands)
 //   %yb = memref.alloc(...)                            (results)
-//   <kernels reading %xb, writing %yb>
+//   %yv = memref.cast %yb to a strided view            (what kernels write)
+//   <kernels reading %xb, writing %yv>
 //   %y = bufferization.to_tensor %yb restrict writable
 //
 // One-shot bufferization then connects the kernels to the rest of the graph.
@@ -39,10 +40,20 @@ void emitParallelKernel(mlir::ImplicitLocOpBuilder &b, llvm::StringRef name,
 
 /// The buffer of `tensor` (identity layout), for reading.
 Value readBuffer(mlir::ImplicitLocOpBuilder &b, Value tensor);
-/// A new buffer for a result of type `type` with dimension sizes `sizes`.
+/// A new buffer of type `type` with dimension sizes `sizes` (scratch, or a
+/// result whose kernels need its static layout).
 Value allocBuffer(mlir::ImplicitLocOpBuilder &b, mlir::RankedTensorType type,
                   ValueRange sizes);
-/// The tensor a kernel wrote into `buffer`.
+/// A new buffer for the op's result of type `type`, as the strided view
+/// kernels write through (the layout readBuffer gives inputs). When the
+/// result is then copied into a slice of a larger buffer (each sequence of
+/// a packed batch, each checkpoint), seq-write-results-in-place points the
+/// view at that slice and the copy goes away.
+Value allocResult(mlir::ImplicitLocOpBuilder &b, mlir::RankedTensorType type,
+                  ValueRange sizes);
+/// The tensor a kernel wrote into `buffer` (of allocBuffer, or the view of
+/// allocResult: the tensor is then the allocation under the view, whose
+/// identity layout crosses function boundaries without a copy).
 Value asTensor(mlir::ImplicitLocOpBuilder &b, Value buffer,
                mlir::RankedTensorType type);
 

@@ -60,8 +60,8 @@ void ChunkedForm::setRoles(ImplicitLocOpBuilder &b, const DimSizes &dims,
   outType = out.getType();
   lastType = last.getType();
   buffers = {readBuffer(b, query), readBuffer(b, key), readBuffer(b, value),
-             allocBuffer(b, cast<RankedTensorType>(outType), dims.of(outName)),
-             allocBuffer(b, cast<RankedTensorType>(lastType), dims.of("last"))};
+             allocResult(b, cast<RankedTensorType>(outType), dims.of(outName)),
+             allocResult(b, cast<RankedTensorType>(lastType), dims.of("last"))};
   if (init) {
     initIndex = buffers.size();
     buffers.push_back(readBuffer(b, init));

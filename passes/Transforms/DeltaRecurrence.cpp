@@ -72,8 +72,8 @@ DeltaRecurrence::describe(Operation *op, ImplicitLocOpBuilder &b,
   form.lastType = last.getType();
   form.buffers = {
       readBuffer(b, q), readBuffer(b, key), readBuffer(b, v),
-      allocBuffer(b, cast<RankedTensorType>(form.outType), dims.of("o")),
-      allocBuffer(b, cast<RankedTensorType>(form.lastType), dims.of("last"))};
+      allocResult(b, cast<RankedTensorType>(form.outType), dims.of("o")),
+      allocResult(b, cast<RankedTensorType>(form.lastType), dims.of("last"))};
   family.push_back({&form.decayIndex, decay});
   family.push_back({&form.initIndex, init});
   for (auto [index, value] : family) {

@@ -134,7 +134,9 @@ private:
   Value offset(Value cu, Value s) { return kb.i32ToIndex(kb.load(cu, {s})); }
 
   // The results' first values.
-  Assembly startAssembly(Value checkpointSlots);
+  Assembly startAssembly(Value checkpointSlots, bool perSequence);
+  /// A sequence of no steps: its row of last is its init (or zeros).
+  Assembly keepInitialState(Assembly acc, const Window &w);
   SmallVector<int64_t> checkpointShape() const;
 
   // One sequence (or the whole unpacked batch), whole or in pieces.
@@ -406,6 +408,25 @@ Assembly SequenceExpansion::runPieces(const Window &w, Value state,
   return acc;
 }
 
+Assembly SequenceExpansion::keepInitialState(Assembly acc, const Window &w) {
+  if (!acc.last)
+    return acc;
+  Value row;
+  if (init) {
+    row = slice(init, Role::PerSequence, w);
+  } else {
+    auto type = cast<RankedTensorType>(acc.last.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] = 1;
+    SmallVector<Value> sizes{kb.idx(1)};
+    for (int64_t i = 1; i < type.getRank(); ++i)
+      sizes.push_back(kb.dim(acc.last, i));
+    row = kb.zeros(RankedTensorType::get(shape, type.getElementType()), sizes);
+  }
+  acc.last = insertState(row, acc.last, w);
+  return acc;
+}
+
 SmallVector<int64_t> SequenceExpansion::checkpointShape() const {
   auto lastType =
       cast<RankedTensorType>(cast<StatefulOpInterface>(op).getLast().getType());
@@ -414,7 +435,8 @@ SmallVector<int64_t> SequenceExpansion::checkpointShape() const {
   return shape;
 }
 
-Assembly SequenceExpansion::startAssembly(Value checkpointSlots) {
+Assembly SequenceExpansion::startAssembly(Value checkpointSlots,
+                                          bool perSequence) {
   Assembly acc;
   Value checkpoints;
   if (auto stateful = dyn_cast<StatefulOpInterface>(op))
@@ -430,7 +452,13 @@ Assembly SequenceExpansion::startAssembly(Value checkpointSlots) {
       acc.steps.push_back(kb.empty(type, sizes));
       continue;
     }
-    // Sequences of no steps keep their init (or zeros) as last.
+    // Per sequence, every row is written: by the sequence's run or, for a
+    // sequence of no steps, by keepInitialState.
+    if (perSequence) {
+      acc.last = kb.empty(type, sizes);
+      continue;
+    }
+    // An unpacked batch of no steps keeps its init (or zeros) as last.
     // (init has last's shape: the signature checked it.)
     if (!init) {
       acc.last = kb.zeros(type, sizes);
@@ -468,7 +496,7 @@ SmallVector<Value> SequenceExpansion::expand() {
     auto stepsType = cast<RankedTensorType>(op->getOperand(0).getType());
     if (!stepsType.isDynamicDim(1))
       whole.staticLength = stepsType.getDimSize(1);
-    acc = startAssembly(ceilDiv(kb, total, n));
+    acc = startAssembly(ceilDiv(kb, total, n), /*perSequence=*/false);
     acc = runWindow(whole, init, acc);
   } else {
     Value batch = dims["B"];
@@ -488,7 +516,8 @@ SmallVector<Value> SequenceExpansion::expand() {
                {keys, total});
     }
     Value sequences = kb.sub(kb.dim(segments, 0), kb.idx(1));
-    acc = startAssembly(n > 0 ? ceilDiv(kb, longest, n) : Value());
+    acc = startAssembly(n > 0 ? ceilDiv(kb, longest, n) : Value(),
+                        /*perSequence=*/true);
     SmallVector<Value> out =
         kb.loop(sequences, acc.values(), [&](Value s, ValueRange it) {
           Assembly cur = acc;
@@ -512,7 +541,7 @@ SmallVector<Value> SequenceExpansion::expand() {
                     init ? slice(init, Role::PerSequence, w) : Value();
                 return runWindow(w, state, cur).values();
               },
-              [&] { return cur.values(); });
+              [&] { return keepInitialState(cur, w).values(); });
         });
     acc.assign(out);
   }
