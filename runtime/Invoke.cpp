@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <unistd.h>
@@ -211,7 +212,7 @@ seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
   for (const TensorSpec &out : sig.outputs)
     total += descriptorWords(out.shape.size());
   words.reserve(total);
-  std::vector<std::unique_ptr<void, void (*)(void *)>> deviceInputs;
+  std::vector<std::unique_ptr<void, void (*)(void *)>> inputCopies;
   for (size_t i = 0; i < args.size(); ++i) {
     const TensorView &a = args[i];
     const TensorSpec &spec = sig.inputs[i];
@@ -246,18 +247,32 @@ seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
                            " strides for rank " +
                            std::to_string(a.shape.size()));
     const void *data = a.data;
-    if (cudaMemory &&
-        !(isContiguous(a.shape, strides) && rt::cudaIsManaged(a.data))) {
-      // Kernels read the inputs from managed memory (the caller's may be
-      // pageable host memory a GPU cannot reach), copied in C order; a
-      // contiguous input already in managed memory is used in place.
+    bool contiguous = isContiguous(a.shape, strides);
+    // Compiled functions take identity-layout buffers (their code derives
+    // strides from sizes), so a strided view is copied in C order; and the
+    // GPU's kernels read inputs from managed memory (the caller's may be
+    // pageable host memory a GPU cannot reach). A contiguous host input
+    // (contiguous and managed, for the GPU) is used in place.
+    if (cudaMemory ? !(contiguous && rt::cudaIsManaged(a.data)) : !contiguous) {
       size_t bytes = static_cast<size_t>(*n) * dtypeSize(a.dtype);
-      std::string error;
-      void *copy = rt::cudaManagedAlloc(bytes, error);
-      if (!copy)
-        return Status::error(error);
-      deviceInputs.emplace_back(copy, &rt::cudaManagedFree);
-      if (isContiguous(a.shape, strides))
+      void *copy = nullptr;
+      if (cudaMemory) {
+        std::string error;
+        copy = rt::cudaManagedAlloc(bytes, error);
+        if (!copy)
+          return Status::error(error);
+        inputCopies.emplace_back(copy, &rt::cudaManagedFree);
+      } else {
+        copy = std::aligned_alloc(64,
+                                  std::max<size_t>(64, (bytes + 63) / 64 * 64));
+        if (!copy)
+          return Status::error(what +
+                               ": out of memory copying a strided "
+                               "view (" +
+                               std::to_string(bytes) + " bytes)");
+        inputCopies.emplace_back(copy, &std::free);
+      }
+      if (contiguous)
         std::memcpy(copy, a.data, bytes);
       else
         stridedCopy(static_cast<char *>(copy),

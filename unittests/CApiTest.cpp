@@ -101,6 +101,39 @@ TEST_F(CApiTest, CallAndChainResults) {
     seqc_tensor_destroy(t);
 }
 
+TEST_F(CApiTest, StridedViewsAreCopiedNotMisread) {
+  // @twice on every other element of an 8-element buffer (stride 2): the
+  // compiled code takes a row-major buffer, so the call copies the view.
+  std::vector<float> buffer{0, -1, 1, -1, 2, -1, 3, -1};
+  int64_t shape[1] = {4}, strides[1] = {2};
+  seqc_view strided{SEQC_F32, buffer.data(), 1, shape, strides};
+  seqc_tensor *out = nullptr;
+  ASSERT_EQ(seqc_function_call(twice, &strided, 1, &out, 1), SEQC_OK)
+      << lastError();
+  auto *y = static_cast<float *>(seqc_tensor_data(out));
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(y[i], 2.0f * i);
+  seqc_tensor_destroy(out);
+
+  // A [2, T = 2, 3] view of a [3, 2, 2] buffer (its transpose): strides
+  // (1, 6, 2) with no unit-stride dimension.
+  std::vector<float> a(12, 1.0f), b(12);
+  for (int i = 0; i < 12; ++i)
+    b[i] = static_cast<float>(i);
+  int64_t shape3[3] = {2, 2, 3}, transposed[3] = {1, 6, 2};
+  seqc_view in[2] = {view(a.data(), {2, 2, 3}),
+                     seqc_view{SEQC_F32, b.data(), 3, shape3, transposed}};
+  seqc_tensor *outs[2] = {nullptr, nullptr};
+  ASSERT_EQ(seqc_function_call(scan, in, 2, outs, 2), SEQC_OK) << lastError();
+  auto *last = static_cast<float *>(seqc_tensor_data(outs[1]));
+  // last[n, c] = b[n, 0, c] + b[n, 1, c] (a = 1), b[n, t, c] at n + 6t + 2c.
+  for (int n = 0; n < 2; ++n)
+    for (int c = 0; c < 3; ++c)
+      EXPECT_EQ(last[n * 3 + c], b[n + 2 * c] + b[n + 6 + 2 * c]);
+  seqc_tensor_destroy(outs[0]);
+  seqc_tensor_destroy(outs[1]);
+}
+
 TEST_F(CApiTest, NullPointersAreInvalidArguments) {
   seqc_engine *e = nullptr;
   seqc_module *m = nullptr;

@@ -43,7 +43,8 @@ typedef enum seqc_dtype {
 size_t seqc_dtype_size(seqc_dtype dtype);
 
 /* A view of host memory the caller owns. `strides` (in elements) may be
- * NULL for a contiguous row-major tensor. */
+ * NULL for a contiguous row-major tensor. A call reads a contiguous view in
+ * place and copies any other into a contiguous buffer first. */
 typedef struct seqc_view {
   seqc_dtype dtype;
   void *data;
