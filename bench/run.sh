@@ -4,7 +4,9 @@
 # reference lowering and one thread; then the peers column (bench/peers.py:
 # numpy/OpenBLAS and PyTorch on the same matmuls, in the same run). Pass
 # --quick for smaller shapes, --only NAME for the cases whose names contain
-# NAME. SEQC_BENCH_PEERS=0 skips the peers (and their install).
+# NAME. SEQC_BENCH_PEERS=0 skips the peers (and their install). Last, the
+# Python package's benchmark (bench/python.py: per-call overhead, seqc.compat
+# against pure-PyTorch loops); --only python runs that alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build.sh
@@ -20,9 +22,21 @@ if [ "${SEQC_BENCH_PEERS:-1}" != 0 ]; then
       python3-torch libopenblas0-pthread >/dev/null
   fi
 fi
-RESULTS=$(mktemp)
-trap 'rm -f "$RESULTS"' EXIT
-"$BUILD_DIR/bin/seqc-bench" --results "$RESULTS" "$@"
-if [ "${SEQC_BENCH_PEERS:-1}" != 0 ]; then
-  $PY bench/peers.py "$RESULTS"
+ONLY="" QUICK=""
+prev=""
+for a in "$@"; do
+  [ "$prev" = --only ] && ONLY=$a
+  [ "$a" = --quick ] && QUICK=--quick
+  prev=$a
+done
+if [ "$ONLY" != python ]; then
+  RESULTS=$(mktemp)
+  trap 'rm -f "$RESULTS"' EXIT
+  "$BUILD_DIR/bin/seqc-bench" --results "$RESULTS" "$@"
+  if [ "${SEQC_BENCH_PEERS:-1}" != 0 ]; then
+    $PY bench/peers.py "$RESULTS"
+  fi
+fi
+if [ -z "$ONLY" ] || [ "$ONLY" = python ]; then
+  PYTHONPATH="$BUILD_DIR/python" $PY bench/python.py $QUICK
 fi

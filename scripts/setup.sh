@@ -7,6 +7,7 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools   # LLVM/MLIR 22, FileCheck, lit, not
   cmake ninja-build g++ ccache pkg-config zlib1g-dev        # build
   python3 python3-numpy                                     # test references (/usr/bin/python3)
+  python3-dev pybind11-dev python3-pytest python3-torch     # the Python package and its tests
   libgtest-dev                                              # unit tests
   clang-22 libclang-rt-22-dev                               # sanitizer build, fuzzers
 )

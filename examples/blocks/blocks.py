@@ -21,8 +21,14 @@ like u, sequence s at steps cu[s] .. cu[s+1]-1). Weights are bound by name (seq.
 matrices laid out [in, out] (y = x W). See examples/README.md.
 """
 import math
+import os
+import sys
 
-from mlirgen import Function, _float
+# seqc.graph, the Python package's graph builder, loaded from the source
+# tree as a plain module (no built extension needed to emit MLIR).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "python", "seqc"))
+from graph import Function, _float  # noqa: E402
 
 W_CONV = 4
 

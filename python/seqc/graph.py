@@ -1,11 +1,32 @@
-"""A small emitter of MLIR model graphs: seq ops and the linalg/tensor glue
-around them (projections, norms, activations, splits and reshapes).
+"""seqc.graph: model graphs in Python, emitted as MLIR (no MLIR by hand).
 
-Activations are rows: tensors of shape [T, C] (batch 1) with a dynamic
-sequence length T, reshaped to the 3-D / 4-D layouts of the seq ops where
-they are called. Every helper returns a Value (an SSA name and a shape in
-which "T" stands for the dynamic length, or any other string for another
-dynamic dimension).
+    from seqc.graph import Graph
+    g = Graph()
+    f = g.function("main")
+    x = f.arg("x", [1, "T", 8, 32])              # "T": a dynamic length
+    dt = f.arg("dt", [1, "T", 8])
+    A = f.arg("A", [8])
+    B = f.arg("B", [1, "T", 1, 64])
+    y, last = f.ssd(x, dt, A, B, B, dt_softplus=True)
+    f.ret(y, last)
+    module = g.compile()                          # seqc.compile(g.text())
+    y, last = module.main(x_array, dt_array, ...)
+
+A Function holds arguments, ops and a return. Every op method returns
+Values (an SSA name, a shape and an element type) whose shapes it derives
+from its operands; a string in a shape is a dynamic dimension ("T" the
+sequence length, any other name another one), bound at run time from the
+argument that first has it.
+
+- The seq ops of SPEC section 2 under their own names and operand names:
+  linear_scan, selective_scan, ssd, linear_attention, delta_rule,
+  generalized_delta_rule, attention, causal_conv1d (optional operands and
+  attributes as keywords: `init=`, `segments=`, `checkpoint_every=`,
+  `dt_softplus=True`, ...). `op(...)` writes any other op.
+- Glue on rows (tensors [T, C], batch 1): matmul, rmsnorm, layernorm,
+  groupnorm, l2norm, elementwise (add, mul, scale, silu, sigmoid, tanh,
+  softplus_bias, ...), column slices, concat, and `heads`/`to_seq` and
+  `from_seq` reshapes between rows and the seq ops' [1, T, H, P] layouts.
 """
 
 
@@ -37,7 +58,147 @@ def _float(x):
     return mantissa + ("e" + exponent if exponent else "")
 
 
-class Function:
+# -- seq ops with shapes derived from their operands ---------------------------
+
+
+def _attr_text(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"{value} : i64"
+    if isinstance(value, float):
+        if value == float("inf"):
+            return "0x7F800000 : f32"
+        return f"{_float(value)} : f32"
+    return str(value)  # an MLIR attribute written out (#seq.feature_map<...>)
+
+
+def _attrs(**kwargs):
+    return ", ".join(f"{k} = {_attr_text(v)}" for k, v in kwargs.items()
+                     if v is not None)
+
+
+class _SeqOps:
+    """The typed seq op methods of Function (mixed in below)."""
+
+    def _stateful(self, name, operands, optional, out_shape, state_shape,
+                  dtype, segments, checkpoint_every, attrs):
+        """An op with `y`-like and state results; `segments` makes the
+        states per sequence, `checkpoint_every` adds the checkpoints."""
+        rows = (state_shape[0] if segments is None else
+                self._segment_count(segments))
+        state = [rows] + list(state_shape[1:])
+        results = [(out_shape, dtype), (state, dtype)]
+        if checkpoint_every is not None:
+            results.append(([rows, "NC"] + list(state_shape[1:]), dtype))
+        optional = list(optional) + [("segments", segments)]
+        text = _attrs(checkpoint_every=checkpoint_every, **attrs)
+        return self.op(name, operands, results, optional, text)
+
+    def _segment_count(self, segments):
+        n = segments.shape[0]
+        return n - 1 if isinstance(n, int) else "S"
+
+    def linear_scan(self, a, b, *, init=None, segments=None,
+                    checkpoint_every=None, reverse=None):
+        """h_t = a_t h_{t-1} + b_t -> (h, last)."""
+        return self._stateful(
+            "linear_scan", [a, b], [("init", init)], a.shape,
+            [a.shape[0]] + a.shape[2:], a.dtype, segments, checkpoint_every,
+            dict(reverse=reverse))
+
+    def selective_scan(self, u, delta, A, B, C, *, skip=None, gate=None,
+                       delta_bias=None, init=None, segments=None,
+                       checkpoint_every=None, delta_softplus=None,
+                       discretization=None):
+        """Mamba-1 (SPEC 2.3): u [B, T, D], A [D, N] -> (y, last [B, D, N])."""
+        if discretization is not None:
+            discretization = f"#seq.discretization<{discretization}>"
+        return self._stateful(
+            "selective_scan", [u, delta, A, B, C],
+            [("skip", skip), ("gate", gate), ("delta_bias", delta_bias),
+             ("init", init)], u.shape, [u.shape[0], u.shape[2], A.shape[1]],
+            u.dtype, segments, checkpoint_every,
+            dict(delta_softplus=delta_softplus, discretization=discretization))
+
+    def ssd(self, x, dt, A, B, C, *, skip=None, gate=None, dt_bias=None,
+            init=None, segments=None, checkpoint_every=None, dt_softplus=None,
+            chunk_size=None, dt_min=None, dt_max=None):
+        """Mamba-2 (SPEC 2.4): x [B, T, H, P], B [B, T, G, N] ->
+        (y, last [B, H, P, N])."""
+        return self._stateful(
+            "ssd", [x, dt, A, B, C],
+            [("skip", skip), ("gate", gate), ("dt_bias", dt_bias),
+             ("init", init)], x.shape,
+            [x.shape[0], x.shape[2], x.shape[3], B.shape[3]], x.dtype,
+            segments, checkpoint_every,
+            dict(dt_softplus=dt_softplus, chunk_size=chunk_size,
+                 dt_min=dt_min, dt_max=dt_max))
+
+    def linear_attention(self, q, k, v, *, decay=None, bonus=None, init=None,
+                         segments=None, checkpoint_every=None,
+                         feature_map=None, causal=None, normalize=None,
+                         scale=None, eps=None):
+        """SPEC 2.6: q, k [B, T, H, K], v [B, T, H, V] ->
+        (o [B, T, H, V], last [B, H, K, V])."""
+        if feature_map is not None:
+            feature_map = f"#seq.feature_map<{feature_map}>"
+        Bsz, T, H, K = q.shape
+        V = v.shape[3]
+        return self._stateful(
+            "linear_attention", [q, k, v],
+            [("decay", decay), ("bonus", bonus), ("init", init)],
+            [Bsz, T, H, V], [Bsz, H, K, V], q.dtype, segments,
+            checkpoint_every,
+            dict(feature_map=feature_map, causal=causal, normalize=normalize,
+                 scale=scale, eps=eps))
+
+    def delta_rule(self, q, k, v, beta, *, decay=None, init=None,
+                   segments=None, checkpoint_every=None, qk_l2norm=None,
+                   scale=None, eps=None, chunk_size=None):
+        """SPEC 2.12 (DeltaNet, Gated DeltaNet, KDA): q, k [B, T, H, K],
+        v [B, T, HV, V] -> (o [B, T, HV, V], last [B, HV, K, V])."""
+        Bsz, T, HV, V = v.shape
+        return self._stateful(
+            "delta_rule", [q, k, v, beta], [("decay", decay), ("init", init)],
+            [Bsz, T, HV, V], [Bsz, HV, q.shape[3], V], q.dtype, segments,
+            checkpoint_every,
+            dict(qk_l2norm=qk_l2norm, scale=scale, eps=eps,
+                 chunk_size=chunk_size))
+
+    def generalized_delta_rule(self, q, k, v, a, b, *, decay=None, init=None,
+                               segments=None, checkpoint_every=None,
+                               scale=None):
+        """SPEC 2.13 (RWKV-7's DPLR state) -> (o, last [B, H, K, V])."""
+        Bsz, T, H, V = v.shape
+        return self._stateful(
+            "generalized_delta_rule", [q, k, v, a, b],
+            [("decay", decay), ("init", init)], [Bsz, T, H, V],
+            [Bsz, H, q.shape[3], V], q.dtype, segments, checkpoint_every,
+            dict(scale=scale))
+
+    def causal_conv1d(self, x, w, *, bias=None, init=None, segments=None,
+                      activation=None):
+        """SPEC 2.9: x [B, T, D], w [D, W] -> (y, last [B, D, W-1])."""
+        if activation is not None:
+            activation = f"#seq.activation<{activation}>"
+        return self._stateful(
+            "causal_conv1d", [x, w], [("bias", bias), ("init", init)],
+            x.shape, [x.shape[0], x.shape[2], w.shape[1] - 1], x.dtype,
+            segments, None, dict(activation=activation))
+
+    def attention(self, q, k, v, *, segments=None, kv_segments=None,
+                  causal=None, window=None, scale=None):
+        """SPEC 2.8: q [B, T, H, K], k, v [B, S, Hkv, *] -> o [B, T, H, V]."""
+        Bsz, T, H, _ = q.shape
+        (o,) = self.op(
+            "attention", [q, k, v], [([Bsz, T, H, v.shape[3]], q.dtype)],
+            [("segments", segments), ("kv_segments", kv_segments)],
+            _attrs(causal=causal, window=window, scale=scale))
+        return o
+
+
+class Function(_SeqOps):
     """One func.func. `args` are (name, shape, seq.name or None); results
     are set by ret()."""
 
@@ -85,7 +246,20 @@ class Function:
         return n
 
     def dyn_operands(self, shape):
-        return [self.dims[d] for d in shape if isinstance(d, str)]
+        return [self.dim(d) for d in shape if isinstance(d, str)]
+
+    def dim(self, name):
+        """The SSA index of dynamic dimension `name`, bound on first use
+        from the first argument that has it."""
+        if name not in self.dims:
+            for v, _ in self.args:
+                if name in v.shape:
+                    self.bind_dim(name, v, v.shape.index(name))
+                    break
+            else:
+                raise ValueError(f"seqc.graph: no argument of @{self.name} "
+                                 f"has the dynamic dimension '{name}'")
+        return self.dims[name]
 
     def ret(self, *values):
         self.results = list(values)
@@ -128,13 +302,13 @@ class Function:
         """x[:, start:start+size] of a [T, C] value."""
         rows = x.shape[0]
         n = self.fresh("s")
-        rs = self.dims[rows] if isinstance(rows, str) else str(rows)
+        rs = self.dim(rows) if isinstance(rows, str) else str(rows)
         self.emit(f"{n} = tensor.extract_slice {x}[0, {start}] [{rs}, {size}] [1, 1]"
                   f" : {x.type} to {tensor_type([rows, size])}")
         return Value(n, [rows, size])
 
     def _ix(self, v):
-        return self.dims[v] if isinstance(v, str) else str(v)
+        return self.dim(v) if isinstance(v, str) else str(v)
 
     def rows(self, x, start, size):
         """x[start:start+size, :] of a [R, C] value; start and size are ints
@@ -175,7 +349,7 @@ class Function:
     def expand(self, x, groups, shape):
         n = self.fresh("x")
         g = ", ".join("[" + ", ".join(map(str, grp)) + "]" for grp in groups)
-        out = ", ".join(self.dims[d] if isinstance(d, str) else str(d) for d in shape)
+        out = ", ".join(self.dim(d) if isinstance(d, str) else str(d) for d in shape)
         self.emit(f"{n} = tensor.expand_shape {x} [{g}] output_shape [{out}]"
                   f" : {x.type} into {tensor_type(shape)}")
         return Value(n, shape)
@@ -473,3 +647,29 @@ class Function:
         self.emit(f"    : ({', '.join(a.type for a in args)}) -> "
                   f"({', '.join(r.type for r in fn.results)})")
         return [Value(n, r.shape, r.dtype) for n, r in zip(names, fn.results)]
+
+
+
+
+class Graph:
+    """A module of Functions: `function(name)` adds one (public unless
+    `private`), `text()` is the MLIR, `compile(**options)` compiles it with
+    seqc.compile."""
+
+    def __init__(self):
+        self.functions = []
+
+    def function(self, name, private=False):
+        fn = Function(name, private=private)
+        self.functions.append(fn)
+        return fn
+
+    def text(self):
+        for fn in self.functions:
+            if fn.results is None:
+                raise ValueError(f"seqc.graph: @{fn.name} has no ret()")
+        return "\n".join(fn.text() for fn in self.functions)
+
+    def compile(self, target="cpu", **options):
+        import seqc
+        return seqc.compile(self.text(), target, **options)

@@ -1,0 +1,156 @@
+"""seqc from Python: compile MLIR sequence-model graphs and call them on numpy
+arrays and PyTorch tensors without copies.
+
+    import seqc
+    m = seqc.compile(open("block.mlir").read())      # or a path
+    y, last = m.main(x, dt, A, B, C)                 # numpy in, numpy out
+
+Arguments are read in place with their strides (numpy's buffer protocol,
+PyTorch's DLPack); results are seqc's buffers handed over without a copy:
+numpy arrays when every argument is numpy, PyTorch tensors when one is a
+PyTorch tensor. One result is returned as is, several as a tuple.
+
+Models are written with `seqc.graph` (no MLIR by hand); the peers' function
+names live in `seqc.compat.mamba_ssm`, `seqc.compat.causal_conv1d` and
+`seqc.compat.fla`.
+"""
+
+import os as _os
+
+from . import _core
+
+
+class Error(Exception):
+    """A failure seqc reported (its message is the exception's text)."""
+
+
+class CompileError(Error):
+    """The source did not parse, verify or compile."""
+
+
+class CallError(Error, ValueError):
+    """A call's arguments did not fit the function (shape, count, layout) or
+    one of its run-time checks failed."""
+
+
+class ArgumentTypeError(Error, TypeError):
+    """An argument of a type seqc does not take (a dtype the function does
+    not declare, an object that is neither an array nor a tensor)."""
+
+
+class WeightsError(Error, OSError):
+    """A weights or .npy file could not be read."""
+
+
+_core._set_error_classes(CompileError, CallError, ArgumentTypeError,
+                         WeightsError)
+
+Tensor = _core.Tensor
+set_num_threads = _core.set_num_threads
+get_num_threads = _core.get_num_threads
+
+_TARGETS = ("cpu", "cuda", "cuda-emulated")
+
+
+def _looks_like_path(text):
+    return "\n" not in text and "{" not in text and (
+        text.endswith(".mlir") or _os.path.exists(text))
+
+
+class Module:
+    """A compiled module: each public function is an attribute (and an
+    item), called with arrays or tensors."""
+
+    def __init__(self, core):
+        self._core = core
+        self._functions = {}
+        for name in core.names:
+            fn = core.function(name)
+            self._functions[name] = fn
+            if name.isidentifier() and not hasattr(Module, name):
+                # The function itself: no Python frame between the caller
+                # and the C call.
+                setattr(self, name, fn)
+
+    def __getitem__(self, name):
+        try:
+            return self._functions[name]
+        except KeyError:
+            raise KeyError(f"seqc: the module has no public function '{name}' "
+                           f"(it has {', '.join(self._functions) or 'none'})"
+                           ) from None
+
+    def __contains__(self, name):
+        return name in self._functions
+
+    @property
+    def functions(self):
+        """The public functions' names."""
+        return list(self._functions)
+
+    @property
+    def cache_status(self):
+        """'compiled', 'memory' (the engine had it) or 'disk'."""
+        return self._core.cache_status
+
+    def __repr__(self):
+        return f"<seqc.Module {', '.join(self._functions)}>"
+
+
+def compile(text_or_path, target="cpu", *, name=None, reference=False,
+            opt_level=3, num_threads=0, cache=True, cache_dir=None, fuse=True,
+            strict=False, memory_limit=0):
+    """Compiles MLIR text (or the file at a path) for `target` ("cpu",
+    "cuda", "cuda-emulated").
+
+    Options mirror seqc-run's: `reference` (the reference lowering),
+    `opt_level` (0-3), `num_threads` (0 keeps the pool's), `cache` (memory
+    and disk compile cache; repeated compiles of the same text are served
+    from it), `cache_dir`, `fuse` (elementwise glue fused into ops), `strict`
+    (an op without its fast lowering is an error), `memory_limit` (bytes one
+    call may hold, 0 for the machine's memory). Raises CompileError with
+    seqc's diagnostics."""
+    if target not in _TARGETS:
+        raise ValueError(f"seqc: unknown target '{target}' "
+                         f"(one of {', '.join(_TARGETS)})")
+    if not isinstance(text_or_path, (str, _os.PathLike)):
+        raise TypeError("seqc.compile takes MLIR text or a path, not "
+                        f"{type(text_or_path).__name__}")
+    source = _os.fspath(text_or_path)
+    is_path = isinstance(text_or_path, _os.PathLike) or _looks_like_path(
+        source)
+    core = _core.compile(source, is_path, name or "", target, bool(reference),
+                         int(opt_level), int(num_threads), bool(cache),
+                         _os.fspath(cache_dir) if cache_dir else "",
+                         bool(fuse), bool(strict), int(memory_limit))
+    return Module(core)
+
+
+def load_weights(path, framework="numpy"):
+    """The tensors of a .safetensors or .npz file by name, viewing the file's
+    buffer (no copy). With framework="torch", PyTorch tensors (bf16 tensors
+    keep their type); numpy has no bf16, so a bf16 tensor with numpy is an
+    ArgumentTypeError naming it."""
+    if framework not in ("numpy", "torch"):
+        raise ValueError("seqc.load_weights: framework is 'numpy' or 'torch'")
+    raw = _core.load_weights(_os.fspath(path))
+    out = {}
+    for key, value in raw.items():
+        bf16 = isinstance(value, tuple)
+        if framework == "numpy":
+            if bf16:
+                raise ArgumentTypeError(
+                    f"seqc: {path}: tensor '{key}' is bf16, which numpy has "
+                    "no type for (load it with framework='torch')")
+            out[key] = value
+            continue
+        import torch
+        if bf16:
+            out[key] = torch.from_numpy(value[1].view("int16")).view(
+                torch.bfloat16)
+        else:
+            out[key] = torch.from_numpy(value)
+    return out
+
+
+from . import graph  # noqa: E402,F401  (seqc.graph, which uses compile)
