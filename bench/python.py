@@ -130,6 +130,8 @@ def row(name, shape, seqc_fn, torch_fn, repeats):
 
 
 def compat(quick):
+    # The same threads on both sides (Debian's torch may start with fewer).
+    torch.set_num_threads(seqc.get_num_threads())
     torch.manual_seed(0)
     T = 1024 if quick else 4096
     Ts = 512 if quick else 2048

@@ -145,25 +145,87 @@ seqc::parseSignatures(const std::string &text) {
 /// offset, sizes[r], strides[r], all 8-byte words.
 static size_t descriptorWords(size_t rank) { return 3 + 2 * rank; }
 
+/// Copies a rows x cols matrix with element strides (rowStride, colStride)
+/// into contiguous `dst`, in 32 x 32 tiles so that both sides stay in cache
+/// when neither stride is 1 on the destination's inner axis (a transpose).
+template <typename Element>
+static void copyMatrix(Element *dst, const Element *src, int64_t rows,
+                       int64_t cols, int64_t rowStride, int64_t colStride) {
+  if (colStride == 1) {
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(dst + r * cols, src + r * rowStride, cols * sizeof(Element));
+    return;
+  }
+  constexpr int64_t tile = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += tile)
+    for (int64_t c0 = 0; c0 < cols; c0 += tile) {
+      int64_t r1 = std::min(rows, r0 + tile), c1 = std::min(cols, c0 + tile);
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c)
+          dst[r * cols + c] = src[r * rowStride + c * colStride];
+    }
+}
+
+template <typename Element>
+static void copyStrided(Element *dst, const Element *src,
+                        const std::vector<int64_t> &shape,
+                        const std::vector<int64_t> &strides) {
+  size_t rank = shape.size();
+  int64_t rows = rank >= 2 ? shape[rank - 2] : 1;
+  int64_t rowStride = rank >= 2 ? strides[rank - 2] : 0;
+  int64_t cols = shape[rank - 1], colStride = strides[rank - 1];
+  // The outer dimensions, odometer style; each step one matrix.
+  size_t outer = rank >= 2 ? rank - 2 : 0;
+  std::vector<int64_t> idx(outer, 0);
+  for (;;) {
+    int64_t off = 0;
+    for (size_t i = 0; i < outer; ++i)
+      off += idx[i] * strides[i];
+    copyMatrix(dst, src + off, rows, cols, rowStride, colStride);
+    dst += rows * cols;
+    size_t i = outer;
+    while (i-- > 0) {
+      if (++idx[i] < shape[i])
+        break;
+      idx[i] = 0;
+    }
+    if (i == static_cast<size_t>(-1))
+      return;
+  }
+}
+
 void seqc::stridedCopy(char *dst, const char *src, size_t elt,
                        const std::vector<int64_t> &shape,
                        const std::vector<int64_t> &strides) {
-  size_t rank = shape.size();
-  if (rank == 0) {
+  if (shape.empty()) {
     std::memcpy(dst, src, elt);
     return;
   }
   for (int64_t d : shape)
     if (d == 0)
       return;
-  std::vector<int64_t> idx(rank, 0);
+  switch (elt) {
+  case 2:
+    return copyStrided(reinterpret_cast<uint16_t *>(dst),
+                       reinterpret_cast<const uint16_t *>(src), shape, strides);
+  case 4:
+    return copyStrided(reinterpret_cast<uint32_t *>(dst),
+                       reinterpret_cast<const uint32_t *>(src), shape, strides);
+  case 8:
+    return copyStrided(reinterpret_cast<uint64_t *>(dst),
+                       reinterpret_cast<const uint64_t *>(src), shape, strides);
+  default:
+    break;
+  }
+  // Any other element size, one element at a time.
+  std::vector<int64_t> idx(shape.size(), 0);
   for (;;) {
     int64_t off = 0;
-    for (size_t i = 0; i < rank; ++i)
+    for (size_t i = 0; i < shape.size(); ++i)
       off += idx[i] * strides[i];
     std::memcpy(dst, src + off * static_cast<int64_t>(elt), elt);
     dst += elt;
-    size_t i = rank;
+    size_t i = shape.size();
     while (i-- > 0) {
       if (++idx[i] < shape[i])
         break;
