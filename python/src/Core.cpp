@@ -322,7 +322,8 @@ private:
   }
 
   void addDLPack(size_t index, const py::handle &arg) {
-    py::object capsule = arg.attr("__dlpack__")();
+    py::object tensor = withoutGradient(index, arg);
+    py::object capsule = tensor.attr("__dlpack__")();
     PyObject *cap = capsule.ptr();
     if (!PyCapsule_IsValid(cap, kDLTensorCapsule))
       raise(errorClasses().argumentType,
@@ -352,6 +353,24 @@ private:
       }
     }
     push(dtype, static_cast<char *>(t.data) + t.byte_offset, s);
+  }
+
+  /// A PyTorch tensor that requires grad cannot be exported (and seqc
+  /// computes no gradients): outside autograd (torch.no_grad(), where no
+  /// graph is recorded anyway) it is read detached, else it is an error.
+  py::object withoutGradient(size_t index, const py::handle &arg) const {
+    py::object tensor = py::reinterpret_borrow<py::object>(arg);
+    if (!py::hasattr(arg, "requires_grad") ||
+        !py::cast<bool>(arg.attr("requires_grad")))
+      return tensor;
+    static auto *gradEnabled =
+        new py::object(py::module_::import("torch").attr("is_grad_enabled"));
+    if (py::cast<bool>((*gradEnabled)()))
+      raise(errorClasses().argumentType,
+            describe(index) +
+                " requires grad: seqc computes no gradients (call it under "
+                "torch.no_grad(), or pass .detach())");
+    return tensor.attr("detach")();
   }
 
   seqc_dtype dtypeOfDLPack(size_t index, DLDataType t) const {

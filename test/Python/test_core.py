@@ -149,6 +149,29 @@ def test_wrong_dtype_is_a_type_error(scan):
                   torch.zeros(2, 3, 3, dtype=torch.float64))
 
 
+def test_tensors_that_require_grad(scan):
+    a = torch.rand(2, 5, 3, requires_grad=True)
+    b = torch.rand(2, 5, 3)
+    with pytest.raises(TypeError, match="requires grad: seqc computes no "
+                       "gradients"):
+        scan.main(a, b)
+    with torch.no_grad():
+        h, _ = scan.main(a, b)
+    ref = scan_reference(a.detach().numpy(), b.numpy())[0]
+    np.testing.assert_allclose(h.numpy(), ref, atol=1e-5)
+
+
+def test_negative_strides_and_empty_sequences(scan):
+    a, b = random((2, 9, 3), 1), random((2, 9, 3), 2)
+    h, _ = scan.main(a[:, ::-1], b[:, ::-1])
+    np.testing.assert_allclose(h, scan_reference(a[:, ::-1], b[:, ::-1])[0],
+                               atol=1e-5)
+    h, last = scan.main(np.zeros((2, 0, 3), np.float32),
+                        np.zeros((2, 0, 3), np.float32))
+    assert h.shape == (2, 0, 3)
+    np.testing.assert_array_equal(last, 0)
+
+
 def test_wrong_shape_is_a_value_error_with_seqcs_message(scan):
     with pytest.raises(ValueError) as info:
         scan.main(random((2, 5, 3)), random((2, 6, 3)))
