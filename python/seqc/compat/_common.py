@@ -102,7 +102,7 @@ class OpCall:
 
     def __init__(self, op):
         self.op = op
-        self.specs = []   # (keyword or None, name, type)
+        self.specs = []   # (keyword or None, name, shape, dtype)
         self.values = []
         self.attrs = []
 
@@ -110,29 +110,34 @@ class OpCall:
         """Appends operand `%name` (keyword None: a required operand,
         otherwise the optional group `keyword(%name)`) of type
         tensor<shape x dtype>."""
-        self.specs.append((keyword, name, tensor_type(shape, dtype)))
+        self.specs.append((keyword, name, tuple(shape), dtype))
         self.values.append(value)
 
     def attr(self, text):
         self.attrs.append(text)
 
     def __call__(self, *results):
-        """Runs the op; `results` are (shape, dtype) of its results."""
-        types = tuple(tensor_type(s, t) for s, t in results)
-        key = (self.op, tuple(self.specs), tuple(self.attrs), types)
-        fn = cached_function(key, lambda: self.text(types))
+        """Runs the op; `results` are (shape, dtype) of its results. The
+        cache key is the signature as tuples: the MLIR text is written only
+        when it is compiled."""
+        results = tuple((tuple(s), t) for s, t in results)
+        key = (self.op, tuple(self.specs), tuple(self.attrs), results)
+        fn = cached_function(key, lambda: self.text(results))
         return fn(*self.values)
 
-    def text(self, result_types):
+    def text(self, results):
         """The MLIR of `func.func @main` running the op."""
-        args = ", ".join(f"%{n}: {t}" for _, n, t in self.specs)
-        operands = ", ".join(f"%{n}" for kw, n, _ in self.specs if kw is None)
-        operands += "".join(f" {kw}(%{n})" for kw, n, _ in self.specs
+        types = [tensor_type(s, t) for _, _, s, t in self.specs]
+        args = ", ".join(f"%{spec[1]}: {t}"
+                         for spec, t in zip(self.specs, types))
+        operands = ", ".join(f"%{n}" for kw, n, _, _ in self.specs
+                             if kw is None)
+        operands += "".join(f" {kw}(%{n})" for kw, n, _, _ in self.specs
                             if kw is not None)
         attrs = f" {{{', '.join(self.attrs)}}}" if self.attrs else ""
-        in_types = ", ".join(t for _, _, t in self.specs)
-        out_types = ", ".join(result_types)
-        count = len(result_types)
+        in_types = ", ".join(types)
+        out_types = ", ".join(tensor_type(s, t) for s, t in results)
+        count = len(results)
         values = ", ".join(f"%r#{i}" for i in range(count))
         return (f"func.func @main({args}) -> ({out_types}) {{\n"
                 f"  %r:{count} = seq.{self.op} {operands}{attrs} : "
