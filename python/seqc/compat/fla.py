@@ -107,10 +107,12 @@ def _run(fname, op, operands, *, scale, initial_state, output_final_state,
         sizes["K"] ** -0.5 if scale is None else scale))
 
     def mlir_type(dims, element):
+        """(shape, element type), None for a dynamic size: the cache key
+        holds these; _function_text writes them as tensor types."""
         dynamic = {"T": None, "N": None, "S": None,
                    "B": 1 if packed else None}
-        return _common.tensor_type(
-            [dynamic[d] if d in dynamic else sizes[d] for d in dims], element)
+        return (tuple(dynamic[d] if d in dynamic else sizes[d]
+                      for d in dims), element)
 
     signature = tuple(
         (o.keyword, o.name, mlir_type(o.dims, _type_of(o, dtype)),
@@ -235,6 +237,9 @@ def _type_of(operand, dtype):
 
 def _function_text(op, signature, results, attrs):
     """`func.func @main` around the single seq op."""
+    signature = [(kw, name, _common.tensor_type(*ty), const)
+                 for kw, name, ty, const in signature]
+    results = [_common.tensor_type(*ty) for ty in results]
     args = ", ".join(f"%{name}: {ty}" for _, name, ty, const in signature
                      if const is None)
     consts = "".join(
