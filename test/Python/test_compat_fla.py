@@ -594,9 +594,14 @@ def test_unsupported_options_raise():
 
 
 def test_device_and_autograd_inputs():
+    """seqc computes no gradients: a tensor that requires grad is an error
+    while autograd records, and is read detached under torch.no_grad()."""
     a = small()
     q = a["q"].clone().requires_grad_()
-    o, _ = fla.chunk_gla(q, a["k"], a["v"], a["g"])
+    with pytest.raises(TypeError, match="q requires grad"):
+        fla.chunk_gla(q, a["k"], a["v"], a["g"])
+    with torch.no_grad():
+        o, _ = fla.chunk_gla(q, a["k"], a["v"], a["g"])
     assert not o.requires_grad
     check(o, ref_linear(a["q"], a["k"], a["v"], a["g"])[0])
 

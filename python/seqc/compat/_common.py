@@ -46,8 +46,9 @@ def element_type(x, what):
 
 
 def host(x, what):
-    """`x` as an argument seqc reads in place: a PyTorch tensor detached
-    from autograd (seqc computes no gradients) on the CPU, or a numpy
+    """`x` as an argument seqc reads in place: a PyTorch tensor on the CPU
+    (detached: seqc computes no gradients, so one that requires grad is an
+    error while autograd records, as in seqc's own calls), or a numpy
     array."""
     if x is None:
         return None
@@ -56,11 +57,21 @@ def host(x, what):
             raise _seqc.CallError(
                 f"seqc.compat: {what} is on {x.device}; seqc's CPU kernels "
                 "take host tensors (.cpu())")
+        if x.requires_grad and _torch_grad_enabled():
+            raise _seqc.ArgumentTypeError(
+                f"seqc.compat: {what} requires grad: seqc computes no "
+                "gradients (call it under torch.no_grad(), or pass "
+                ".detach())")
         return x.detach()
     if isinstance(x, _np.ndarray):
         return x
     raise _seqc.ArgumentTypeError(
         f"seqc.compat: {what} is a {type(x).__name__}, not a tensor or array")
+
+
+def _torch_grad_enabled():
+    import torch
+    return torch.is_grad_enabled()
 
 
 def check_shape(x, shape, what):
