@@ -339,3 +339,65 @@ def test_graph_without_return_is_an_error():
     g.function("main").arg("x", [2])
     with pytest.raises(ValueError, match="no ret"):
         g.text()
+
+
+def graph_with(build):
+    """A one-function graph whose body `build(f)` returns the results."""
+    g = Graph()
+    f = g.function("main")
+    f.ret(*build(f))
+    return g
+
+
+def test_graph_api_derives_every_seq_ops_result_types():
+    # Each op's result types are derived from its operands; seqc's verifier
+    # checks them against the op's shape signature when it compiles.
+    def scan_ops(f):
+        u = f.arg("u", [1, "T", 6])
+        A = f.arg("A", [6, 4])
+        B = f.arg("B", [1, "T", 1, 4])
+        w = f.arg("w", [6, 4])
+        y, last = f.selective_scan(u, u, A, B, B, delta_softplus=True,
+                                   discretization="zoh")
+        c, hist = f.causal_conv1d(u, w, activation="silu")
+        return y, last, c, hist
+
+    def attention_ops(f):
+        q = f.arg("q", [1, "T", 4, 8])
+        v = f.arg("v", [1, "T", 4, 16])
+        beta = f.arg("beta", [1, "T", 4])
+        cu = f.arg("cu", [3], dtype="i32")
+        o1, s1 = f.linear_attention(q, q, v, decay=beta, segments=cu,
+                                    scale=0.5)
+        o2, s2 = f.delta_rule(q, q, v, beta, decay=beta, qk_l2norm=True,
+                              scale=0.35)
+        o3, s3 = f.generalized_delta_rule(q, q, v, q, q, scale=0.35)
+        o4 = f.attention(q, q, v, causal=True)
+        return o1, s1, o2, s2, o3, s3, o4
+
+    def checkpointed(f):
+        a = f.arg("a", [2, 8, 3])
+        h, last, checkpoints = f.linear_scan(a, a, checkpoint_every=4)
+        return h, last, checkpoints
+
+    T = 10
+    m = graph_with(scan_ops).compile()
+    y, last, c, hist = m.main(random((1, T, 6)), -np.abs(random((6, 4))),
+                              random((1, T, 1, 4)), random((6, 4)))
+    assert (y.shape, last.shape, c.shape, hist.shape) == (
+        (1, T, 6), (1, 6, 4), (1, T, 6), (1, 6, 3))
+
+    m = graph_with(attention_ops).compile()
+    q, v = random((1, T, 4, 8)), random((1, T, 4, 16))
+    beta = -np.abs(random((1, T, 4)))
+    outs = m.main(q, v, beta, np.array([0, 4, T], np.int32))
+    assert [o.shape for o in outs] == [
+        (1, T, 4, 16), (2, 4, 8, 16), (1, T, 4, 16), (1, 4, 8, 16),
+        (1, T, 4, 16), (1, 4, 8, 16), (1, T, 4, 16)]
+
+    m = graph_with(checkpointed).compile()
+    a = random((2, 8, 3))
+    h, last, checkpoints = m.main(a)
+    np.testing.assert_allclose(checkpoints[:, 0], scan_reference(
+        a[:, :4], a[:, :4])[1], atol=1e-5)
+    np.testing.assert_allclose(checkpoints[:, 1], last, atol=1e-6)
