@@ -289,6 +289,10 @@ private:
   seqc_dtype dtypeOfNumpy(size_t index, const py::dtype &dt) const {
     char kind = dt.kind();
     size_t size = dt.itemsize();
+    if (dt.byteorder() == '>')
+      raise(errorClasses().argumentType,
+            describe(index) + " is big-endian: seqc reads native byte order "
+                              "(.astype(x.dtype.newbyteorder('=')))");
     if (kind == 'f' && size == 4)
       return SEQC_F32;
     if (kind == 'f' && size == 2)

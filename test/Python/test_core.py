@@ -144,6 +144,9 @@ def test_wrong_dtype_is_a_type_error(scan):
         scan.main(np.zeros((2, 3, 3), np.int32), np.zeros((2, 3, 3), np.int32))
     with pytest.raises(TypeError, match="is a list"):
         scan.main([1.0], [2.0])
+    big = np.zeros((2, 3, 3), ">f4")
+    with pytest.raises(TypeError, match="is big-endian"):
+        scan.main(big, big)
     with pytest.raises(seqc.ArgumentTypeError):
         scan.main(torch.zeros(2, 3, 3, dtype=torch.float64),
                   torch.zeros(2, 3, 3, dtype=torch.float64))
