@@ -217,23 +217,14 @@ void seqc::stridedCopy(char *dst, const char *src, size_t elt,
   default:
     break;
   }
-  // Any other element size, one element at a time.
-  std::vector<int64_t> idx(shape.size(), 0);
-  for (;;) {
-    int64_t off = 0;
-    for (size_t i = 0; i < shape.size(); ++i)
-      off += idx[i] * strides[i];
-    std::memcpy(dst, src + off * static_cast<int64_t>(elt), elt);
-    dst += elt;
-    size_t i = shape.size();
-    while (i-- > 0) {
-      if (++idx[i] < shape[i])
-        break;
-      idx[i] = 0;
-    }
-    if (i == static_cast<size_t>(-1))
-      return;
-  }
+  // Any other element size: its bytes are one more, unit-stride dimension.
+  std::vector<int64_t> byteShape(shape), byteStrides;
+  byteShape.push_back(static_cast<int64_t>(elt));
+  for (int64_t stride : strides)
+    byteStrides.push_back(stride * static_cast<int64_t>(elt));
+  byteStrides.push_back(1);
+  copyStrided(reinterpret_cast<uint8_t *>(dst),
+              reinterpret_cast<const uint8_t *>(src), byteShape, byteStrides);
 }
 
 static std::vector<int64_t>

@@ -2,8 +2,12 @@
 
 #include "CallScope.h"
 #include "Runtime.h"
+#include "StridedCopy.h"
 
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
 
 using namespace seqc::rt;
 
@@ -67,6 +71,40 @@ struct Unranked {
   int64_t rank;
   void *descriptor;
 };
+
+TEST(StridedCopy, TransposesByTilesAndHandlesEveryElementSize) {
+  // A 70 x 37 matrix read as its transpose: several 32 x 32 tiles and
+  // partial ones, 4-byte elements.
+  const int64_t rows = 70, cols = 37;
+  std::vector<uint32_t> src(rows * cols), dst(rows * cols);
+  for (size_t i = 0; i < src.size(); ++i)
+    src[i] = static_cast<uint32_t>(i);
+  seqc::stridedCopy(reinterpret_cast<char *>(dst.data()),
+                    reinterpret_cast<const char *>(src.data()), 4, {cols, rows},
+                    {1, cols});
+  for (int64_t c = 0; c < cols; ++c)
+    for (int64_t r = 0; r < rows; ++r)
+      ASSERT_EQ(dst[c * rows + r], src[r * cols + c]) << r << "," << c;
+
+  // Reversed rows (a negative stride), 3 dimensions, 2-byte elements.
+  std::vector<uint16_t> s16(2 * 3 * 4), d16(s16.size());
+  for (size_t i = 0; i < s16.size(); ++i)
+    s16[i] = static_cast<uint16_t>(i);
+  seqc::stridedCopy(reinterpret_cast<char *>(d16.data()),
+                    reinterpret_cast<const char *>(s16.data() + 8), 2,
+                    {2, 3, 4}, {12, -4, 1});
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 3; ++b)
+      for (int c = 0; c < 4; ++c)
+        ASSERT_EQ(d16[(a * 3 + b) * 4 + c], s16[a * 12 + (2 - b) * 4 + c]);
+
+  // An element size with no integer type (3 bytes): its bytes as a unit-
+  // stride dimension of their own.
+  const char bytes[] = "abcdefghijklmnopqr"; // 6 elements of 3 bytes, 2 x 3
+  char out[18];
+  seqc::stridedCopy(out, bytes, 3, {3, 2}, {1, 3});
+  EXPECT_EQ(std::string(out, 18), "abcjkldefmnoghipqr");
+}
 
 TEST(MemrefCopy, StridedToContiguous) {
   // A 3x4 source viewed as its transpose (4x3, strides 1, 4) copied into a

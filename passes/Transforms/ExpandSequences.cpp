@@ -459,16 +459,8 @@ Assembly SequenceExpansion::startAssembly(Value checkpointSlots,
       continue;
     }
     // An unpacked batch of no steps keeps its init (or zeros) as last.
-    // (init has last's shape: the signature checked it.)
-    if (!init) {
-      acc.last = kb.zeros(type, sizes);
-      continue;
-    }
-    acc.last = tensor::InsertSliceOp::create(
-        b, init, kb.empty(type, sizes),
-        SmallVector<OpFoldResult>(type.getRank(), b.getIndexAttr(0)),
-        sizesOf(b, kb, init),
-        SmallVector<OpFoldResult>(type.getRank(), b.getIndexAttr(1)));
+    // (init has last's shape, the signature checked it: at most a cast.)
+    acc.last = init ? kb.castTensor(init, type, sizes) : kb.zeros(type, sizes);
   }
   if (checkpoints) {
     SmallVector<Value> sizes = dims.of("last");
