@@ -58,6 +58,14 @@ def _float(x):
     return mantissa + ("e" + exponent if exponent else "")
 
 
+def float_attr(x):
+    """An MLIR f32 attribute; infinities and NaN as their bit patterns
+    (MLIR has no literal for them)."""
+    specials = {"inf": "0x7F800000", "-inf": "0xFF800000", "nan": "0x7FC00000"}
+    text = specials.get(repr(float(x)))
+    return f"{text or _float(x)} : f32"
+
+
 # -- seq ops with shapes derived from their operands ---------------------------
 
 
@@ -67,9 +75,7 @@ def _attr_text(value):
     if isinstance(value, int):
         return f"{value} : i64"
     if isinstance(value, float):
-        if value == float("inf"):
-            return "0x7F800000 : f32"
-        return f"{_float(value)} : f32"
+        return float_attr(value)
     return str(value)  # an MLIR attribute written out (#seq.feature_map<...>)
 
 

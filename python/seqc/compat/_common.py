@@ -6,6 +6,7 @@ writes and packed-sequence offsets."""
 import numpy as _np
 
 import seqc as _seqc
+from seqc.graph import float_attr  # noqa: F401  (the compat modules' too)
 
 _functions = {}
 
@@ -90,18 +91,6 @@ def tensor_type(shape, dtype):
     """`tensor<...>` with None for a dynamic size."""
     dims = "".join(("?" if d is None else str(d)) + "x" for d in shape)
     return f"tensor<{dims}{dtype}>"
-
-
-def float_attr(x):
-    """An MLIR f32 attribute."""
-    s = repr(float(x))
-    if s in ("inf", "-inf", "nan"):
-        return {"inf": "0x7F800000", "-inf": "0xFF800000",
-                "nan": "0x7FC00000"}[s] + " : f32"
-    mantissa, _, exponent = s.partition("e")
-    if "." not in mantissa:
-        mantissa += ".0"
-    return mantissa + ("e" + exponent if exponent else "") + " : f32"
 
 
 class OpCall:

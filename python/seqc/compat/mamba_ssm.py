@@ -64,6 +64,32 @@ def _scan_projection(m, what, batch, dim, length, dtype):
     return permute(m, 0, 3, 1, 2)
 
 
+def _state_space_operands(call, names, x, dt, A, B, C, D, z, bias, dtype,
+                          steps):
+    """The operands seq.selective_scan and seq.ssd share, in their order:
+    the input and step size (batch x T x ...; `names` gives their names and
+    the bias keyword), A, B and C (batch x T x G x N), skip(D), gate(z,
+    shaped like the input) and the step-size bias. `steps` is T's static
+    size or None."""
+    x_name, dt_name, bias_name = names
+
+    def stepped(v):
+        return (v.shape[0], steps) + tuple(v.shape[2:])
+
+    call.operand(None, x_name, x, stepped(x), dtype)
+    call.operand(None, dt_name, dt, stepped(dt), dtype)
+    call.operand(None, "A", A, A.shape, _common.element_type(A, "A"))
+    for name, m in (("B", B), ("C", C)):
+        call.operand(None, name, m, stepped(m), dtype)
+    if D is not None:
+        call.operand("skip", "D", D, D.shape, _common.element_type(D, "D"))
+    if z is not None:
+        call.operand("gate", "z", z, stepped(x), dtype)
+    if bias is not None:
+        call.operand(bias_name, "db", bias, bias.shape,
+                     _common.element_type(bias, bias_name))
+
+
 def _run_selective_scan(u, delta, A, B, C, D, z, delta_bias, init,
                         delta_softplus, steps):
     """seq.selective_scan on seqc-layout views (u, delta, z: batch x T x dim;
@@ -73,18 +99,8 @@ def _run_selective_scan(u, delta, A, B, C, D, z, delta_bias, init,
     state = A.shape[1]
     dtype = _common.element_type(u, "u")
     call = OpCall("selective_scan")
-    call.operand(None, "u", u, (batch, steps, dim), dtype)
-    call.operand(None, "delta", delta, (batch, steps, dim), dtype)
-    call.operand(None, "A", A, A.shape, _common.element_type(A, "A"))
-    for name, m in (("B", B), ("C", C)):
-        call.operand(None, name, m, (batch, steps) + tuple(m.shape[2:]), dtype)
-    if D is not None:
-        call.operand("skip", "D", D, D.shape, _common.element_type(D, "D"))
-    if z is not None:
-        call.operand("gate", "z", z, (batch, steps, dim), dtype)
-    if delta_bias is not None:
-        call.operand("delta_bias", "db", delta_bias, delta_bias.shape,
-                     _common.element_type(delta_bias, "delta_bias"))
+    _state_space_operands(call, ("u", "delta", "delta_bias"), u, delta, A, B,
+                          C, D, z, delta_bias, dtype, steps)
     if init is not None:
         call.operand("init", "h0", init, (batch, dim, state), "f32")
     if delta_softplus:
@@ -300,19 +316,9 @@ def _ssd_init(initial_states, cu, from_seq_idx, batch, heads, headdim,
 
 def _ssd_operands(call, x, dt, A, B, C, D, z, dt_bias, init, cu, dtype):
     """Adds seq.ssd's operands (x batch x T x H x P, ...) to `call`."""
-    batch, _, heads, headdim = x.shape
-    call.operand(None, "x", x, (batch, None, heads, headdim), dtype)
-    call.operand(None, "dt", dt, (batch, None, heads), dtype)
-    call.operand(None, "A", A, A.shape, _common.element_type(A, "A"))
-    for name, m in (("B", B), ("C", C)):
-        call.operand(None, name, m, (batch, None) + tuple(m.shape[2:]), dtype)
-    if D is not None:
-        call.operand("skip", "D", D, D.shape, _common.element_type(D, "D"))
-    if z is not None:
-        call.operand("gate", "z", z, (batch, None, heads, headdim), dtype)
-    if dt_bias is not None:
-        call.operand("dt_bias", "db", dt_bias, dt_bias.shape,
-                     _common.element_type(dt_bias, "dt_bias"))
+    batch = x.shape[0]
+    _state_space_operands(call, ("x", "dt", "dt_bias"), x, dt, A, B, C, D, z,
+                          dt_bias, dtype, None)
     states = batch if cu is None else None
     if init is not None:
         call.operand("init", "h0", init, (states,) + tuple(init.shape[1:]),
