@@ -41,6 +41,7 @@ extern "C" void seqc_compile_options_init(seqc_compile_options *o) {
   o->fuse = 1;
   o->profile = SEQC_PROFILE_NONE;
   o->strict = 0;
+  o->ranks = 0;
 }
 
 extern "C" seqc_status seqc_engine_create(seqc_engine **engine) {
@@ -90,6 +91,7 @@ static Expected<CompileOptions> toOptions(const seqc_compile_options *o) {
     opts.cacheDir = o->cache_dir;
   opts.fuse = o->fuse != 0;
   opts.strict = o->strict != 0;
+  opts.ranks = o->ranks;
   opts.profile = o->profile == SEQC_PROFILE_CALLS ? Profile::Calls
                  : o->profile == SEQC_PROFILE_OPS ? Profile::Ops
                                                   : Profile::None;

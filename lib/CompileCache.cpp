@@ -100,9 +100,10 @@ std::string seqc::cacheKey(std::string_view source, std::string_view bufferName,
      << "\nfeatures " << tm.getTargetFeatureString() << "\nreference "
      << options.reference << "\nopt " << options.optLevel << "\nprofile "
      << static_cast<int>(options.profile) << "\nfuse " << options.fuse
-     << "\nstrict " << options.strict << "\nperf-map " << perfMapRequested()
-     << "\ntarget " << static_cast<int>(options.target) << "\nchip "
-     << options.cudaChip << "\nblock-threads "
+     << "\nstrict " << options.strict << "\nranks " << options.ranks
+     << "\nperf-map " << perfMapRequested() << "\ntarget "
+     << static_cast<int>(options.target) << "\nchip " << options.cudaChip
+     << "\nblock-threads "
      << options.cudaBlockThreads
      // The CUDA object embeds a cubin or, without ptxas, PTX: installing
      // the toolkit must not keep serving the PTX build.

@@ -286,8 +286,12 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     cpu.reference = options.reference;
     cpu.fuse = options.fuse;
     cpu.strict = options.strict;
+    cpu.ranks = options.ranks;
     buildCpuPipeline(pm, cpu);
   } else {
+    if (options.ranks > 0)
+      return Status::error("distributed runs (ranks) are built for the CPU "
+                           "target only");
     if (options.reference)
       return Status::error("the reference lowering runs on the CPU only");
     CudaPipelineOptions cuda;

@@ -15,6 +15,7 @@
 #include "Compiler.h"
 
 #include "CudaDriver.h"
+#include "Mpi.h"
 #include "PerfMap.h"
 #include "Runtime.h"
 #include "seqc/seqc_runtime.h"
@@ -260,6 +261,20 @@ Engine::compile(std::string_view source, const CompileOptions &options,
       return Status::error(why);
     if (resolved.cudaChip.empty())
       resolved.cudaChip = rt::cudaDeviceChip();
+  }
+  if (options.ranks < 0)
+    return Status::error("ranks must be >= 0");
+  if (options.ranks > 0) {
+    // The code's MPI calls resolve to the library opened here.
+    rt::MpiWorld world;
+    std::string why;
+    if (!rt::mpiInit(world, why))
+      return Status::error(why);
+    if (world.size != options.ranks)
+      return Status::error("the module is compiled for " +
+                           std::to_string(options.ranks) +
+                           " ranks, but MPI_COMM_WORLD has " +
+                           std::to_string(world.size) + " processes");
   }
   return compileResolved(source, resolved, bufferName);
 }

@@ -11,6 +11,7 @@
 #include "SeqRt/SeqRtDialect.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MPI/IR/MPI.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -46,11 +47,36 @@ struct LaunchFuncMemoryEffects
                          mlir::SideEffects::DefaultResource::get());
   }
 };
+
+/// mpi.allreduce reads its send buffer and writes its receive buffer (and
+/// talks to the other processes, a resource of its own, so that no two
+/// collectives are reordered or dropped). Upstream declares no effects,
+/// which the ownership-based buffer deallocation rejects.
+struct AllReduceMemoryEffects
+    : mlir::MemoryEffectOpInterface::ExternalModel<AllReduceMemoryEffects,
+                                                   mlir::mpi::AllReduceOp> {
+  void getEffects(mlir::Operation *op,
+                  llvm::SmallVectorImpl<mlir::SideEffects::EffectInstance<
+                      mlir::MemoryEffects::Effect>> &effects) const {
+    auto reduce = mlir::cast<mlir::mpi::AllReduceOp>(op);
+    effects.emplace_back(mlir::MemoryEffects::Read::get(),
+                         &reduce.getSendbufMutable(),
+                         mlir::SideEffects::DefaultResource::get());
+    effects.emplace_back(mlir::MemoryEffects::Write::get(),
+                         &reduce.getRecvbufMutable(),
+                         mlir::SideEffects::DefaultResource::get());
+    effects.emplace_back(mlir::MemoryEffects::Write::get(),
+                         mlir::SideEffects::DefaultResource::get());
+  }
+};
 } // namespace
 
 void seqc::registerDialects(mlir::DialectRegistry &registry) {
   registry.addExtension(+[](mlir::MLIRContext *ctx, mlir::gpu::GPUDialect *) {
     mlir::gpu::LaunchFuncOp::attachInterface<LaunchFuncMemoryEffects>(*ctx);
+  });
+  registry.addExtension(+[](mlir::MLIRContext *ctx, mlir::mpi::MPIDialect *) {
+    mlir::mpi::AllReduceOp::attachInterface<AllReduceMemoryEffects>(*ctx);
   });
   registry.insert<seq::SeqDialect, seq_rt::SeqRtDialect>();
   mlir::registerAllDialects(registry);

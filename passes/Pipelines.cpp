@@ -4,6 +4,7 @@
 #include "seqc/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/ShardToMPI/ShardToMPI.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
@@ -54,6 +55,7 @@ void seqc::buildLowerToLLVMPipeline(OpPassManager &pm, bool gpuHost) {
   pm.addPass(arith::createArithEmulateUnsupportedFloats(bf16Arithmetic));
   pm.addPass(createSeqExpandBf16());
   pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(createSeqMpiToLLVM());
   FinalizeMemRefToLLVMConversionPassOptions memrefOpts;
   // Allocations go through seqc's runtime, which tracks them per call.
   memrefOpts.useGenericFunctions = true;
@@ -207,6 +209,15 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
   // Packed batches and checkpoints become loops of plain ops, which the
   // lowerings plan and lower like any other.
   pm.addPass(createSeqExpandSequences());
+  if (opts.ranks > 0) {
+    // Each rank's steps of every op, the states exchanged over MPI.
+    SeqDistributeStepsOptions distribute;
+    distribute.ranks = opts.ranks;
+    distribute.strict = opts.strict;
+    pm.addPass(createSeqDistributeSteps(distribute));
+    pm.addPass(createSeqCollectivesToMpi());
+    pm.addPass(createConvertShardToMPIPass());
+  }
   if (opts.reference) {
     pm.addPass(createSeqLowerToReference());
   } else {
@@ -287,6 +298,11 @@ struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
       llvm::cl::desc("an op without a fast kernel is an error (else a "
                      "remark)"),
       llvm::cl::init(false)};
+  Option<int64_t> ranks{
+      *this, "ranks",
+      llvm::cl::desc("split the steps over this many MPI processes (0: one "
+                     "process)"),
+      llvm::cl::init(0)};
 };
 } // namespace
 
@@ -318,6 +334,7 @@ void seqc::registerPasses() {
         opts.vectorWidth = cl.vectorWidth;
         opts.fuse = cl.fuse;
         opts.strict = cl.strict;
+        opts.ranks = cl.ranks;
         buildCpuPipeline(pm, opts);
       });
   PassPipelineRegistration<>(

@@ -10,6 +10,7 @@ packages=(
   python3-dev pybind11-dev python3-pytest python3-torch     # the Python package and its tests
   libgtest-dev                                              # unit tests
   clang-22 libclang-rt-22-dev                               # sanitizer build, fuzzers
+  openmpi-bin libopenmpi-dev                                # distributed runs (mpirun, libmpi)
 )
 
 missing=()

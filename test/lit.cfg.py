@@ -1,6 +1,7 @@
 # lit configuration of seqc's tests: dialect round trips and diagnostics,
 # pass structure, and integration tests against numpy references.
 import ctypes
+import ctypes.util
 import os
 
 import lit.formats
@@ -54,3 +55,8 @@ if os.path.exists(ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
     config.environment["CUDA_HOME"] = cuda_home
+
+# Distributed runs need OpenMPI's mpirun and libmpi (scripts/setup.sh).
+import shutil  # noqa: E402
+if shutil.which("mpirun") and ctypes.util.find_library("mpi"):
+    config.available_features.add("mpi")

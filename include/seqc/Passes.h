@@ -54,6 +54,9 @@ struct CpuPipelineOptions {
   bool fuse = true;
   /// An op without a fast kernel is an error, not a remark (fast pipeline).
   bool strict = false;
+  /// Sequence parallelism over this many MPI processes (0: one process, no
+  /// MPI): seq-distribute-steps, its collectives on MPI.
+  int64_t ranks = 0;
 };
 
 /// Tensor-level graph (seq + linalg/tensor/arith/math ops in func.func) to

@@ -62,6 +62,11 @@ typedef struct seqc_compile_options {
   int fuse;             /* nonzero (default): elementwise glue fused into ops */
   seqc_profile profile; /* default SEQC_PROFILE_NONE */
   int strict;           /* nonzero: an op without a fast lowering is an error */
+  int ranks; /* > 0: sequence parallelism over MPI_COMM_WORLD's `ranks`
+                processes (CPU; every process compiles and calls the same
+                module on the same arguments, each computes its share of
+                the steps; the engine opens OpenMPI's libmpi and calls
+                MPI_Init_thread unless MPI is up). 0 (default): one process */
 } seqc_compile_options;
 
 /* The defaults: CPU, fast pipeline, -O3, cache on, fused, no profile. */

@@ -108,6 +108,35 @@ def SeqRelaxExpandShape : Pass<"seq-relax-expand-shape"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def SeqCollectivesToMpi : Pass<"seq-collectives-to-mpi", "::mlir::ModuleOp"> {
+  let summary = "shard all-reduces over the whole grid as MPI_Allreduce on MPI_COMM_WORLD";
+  let description = [{
+    The collectives `seq-distribute-steps` creates, all-reduces of a tensor
+    over every process of a one-dimensional grid, become `mpi.allreduce` on
+    `mpi.comm_world` from the tensor's buffer into a new buffer. The module
+    gets the DLTI entry `"MPI:Implementation" = "OpenMPI"` (the MPI Debian
+    ships) unless it has a DLTI map. Upstream `convert-shard-to-mpi` runs
+    after it for the process index; its own all-reduce lowering splits the
+    communicator on every call, and MLIR 22's MPIToLLVM truncates the split
+    communicator of OpenMPI to 32 bits.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::mpi::MPIDialect",
+                           "::mlir::DLTIDialect"];
+}
+
+def SeqMpiToLLVM : Pass<"seq-mpi-to-llvm", "::mlir::ModuleOp"> {
+  let summary = "MPI ops as calls to the MPI library (upstream MPIToLLVM), grids erased";
+  let description = [{
+    Applies upstream MPIToLLVM to the `mpi` ops, erases `shard.grid`
+    symbols (nothing refers to them once the collectives are lowered), and
+    renames the predefined reductions MLIR 22 declares as `ompi_mpi_<op>`
+    to the `ompi_mpi_op_<op>` OpenMPI exports.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def SeqExpandBf16 : Pass<"seq-expand-bf16"> {
   let summary = "Host bf16 conversions as integer arithmetic";
   let description = [{

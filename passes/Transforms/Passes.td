@@ -57,6 +57,41 @@ def SeqExpandSequences : Pass<"seq-expand-sequences"> {
                            "::seqc::seq_rt::SeqRtDialect"];
 }
 
+def SeqDistributeSteps : Pass<"seq-distribute-steps", "::mlir::ModuleOp"> {
+  let summary = "Split every seq op with a time axis over R ranks (sequence parallelism)";
+  let description = [{
+    Under `ranks = R`, rank `r` computes steps `[r T / R, (r + 1) T / R)` of
+    every op with a state, of `causal_conv1d` and of `attention`; the
+    function's arguments and results stay whole on every rank, so results
+    equal the single-process run's to float rounding. An op with a state
+    computes its own state from zero and its transition (the op with its
+    additive input zero, from ones, or from the identity for the delta
+    rules), the ranks all-gather the pairs (LASP-2), each folds
+    `S <- M_j S + S_j` over the ranks before it into its incoming state and
+    runs its steps from there; `last` is the fold over all ranks.
+    `causal_conv1d` reads the `W - 1` inputs before its slice again,
+    `attention` gives its slice's queries the keys they see. Each rank's
+    steps of a result are all-gathered. The exchanges are `shard`
+    collectives on the grid `@seq_ranks` (shape `R`), which each target
+    lowers to its engine. Ops it does not split (`associative_scan`,
+    non-causal or normalized `linear_attention`, non-causal windowed
+    attention) run whole on every rank with a remark, an error under
+    `strict`. Runs after `seq-expand-sequences`.
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", /*default=*/"1",
+           "Processes the steps are split over">,
+    Option<"strict", "strict", "bool", /*default=*/"false",
+           "An op that runs whole on every rank is an error, not a remark">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::shard::ShardDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::seqc::seq_rt::SeqRtDialect"];
+}
+
 def SeqFuseElementwise : Pass<"seq-fuse-elementwise"> {
   let summary = "Fold elementwise glue into the seq ops that can apply it";
   let description = [{

@@ -4,7 +4,7 @@
 //            [--input A.npy]... [--random-inputs [--seed N]]
 //            [--dynamic-size N] [--output-dir DIR] [--print] [--bench N]
 //            [--reference] [--strict] [--threads N] [--memory-limit SIZE]
-//            [-v]
+//            [--parallel sequence [--timeout S]] [-v]
 //
 // Any bad input prints one `error: ...` line to stderr and exits 1, before
 // any output file is written.
@@ -13,6 +13,7 @@
 
 #include "Arguments.h"
 #include "CudaDriver.h"
+#include "Mpi.h"
 #include "seqc/Engine.h"
 #include "seqc/Npy.h"
 
@@ -22,10 +23,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <sys/stat.h>
 #include <thread>
 #include <vector>
@@ -53,6 +56,10 @@ struct Options {
   int threads = 0;
   size_t memoryLimit = 0;
   int64_t dynamicSize = 32;
+  /// --parallel sequence: the steps split over the MPI processes.
+  bool parallelSequence = false;
+  /// Seconds a distributed run may take before its ranks give up.
+  uint64_t timeoutSeconds = 600;
 };
 
 const char *kUsage =
@@ -61,7 +68,8 @@ const char *kUsage =
     "                [--dynamic-size N]] [--output-dir DIR] [--print] "
     "[--bench N] [--profile[=ops]]\n"
     "                [--no-fuse] [--reference] [--strict] [--threads N] "
-    "[--memory-limit SIZE] [-v]\n"
+    "[--memory-limit SIZE]\n"
+    "                [--parallel sequence [--timeout S]] [-v]\n"
     "\n"
     "Compiles FILE.mlir through seqc's JIT and runs one function.\n"
     "  -e NAME            the function to run (default: main, or the only\n"
@@ -93,6 +101,13 @@ const char *kUsage =
     "                     or SEQC_NUM_THREADS)\n"
     "  --memory-limit SIZE  the most one call may allocate at once (bytes, or\n"
     "                     with K, M, G: 512M; default: physical memory)\n"
+    "  --parallel sequence  under mpirun -np R: every seq op's steps are "
+    "split\n"
+    "                     over the R processes and the states exchanged over\n"
+    "                     MPI; every rank reads the same inputs, rank 0\n"
+    "                     writes and prints the results\n"
+    "  --timeout S        a distributed run that has not finished after S\n"
+    "                     seconds (default 600) ends every rank with an error\n"
     "  -v, --verbose      prints each compile stage's time and whether the\n"
     "                     compile cache hit (to stderr)\n"
     "\n"
@@ -106,7 +121,10 @@ const char *kUsage =
     "                     code\n"
     "  CUDA_HOME          the CUDA toolkit for --target cuda (default\n"
     "                     /usr/local/cuda)\n"
-    "  SEQC_LIBCUDA       the CUDA driver library (default libcuda.so.1)\n";
+    "  SEQC_LIBCUDA       the CUDA driver library (default libcuda.so.1)\n"
+    "  SEQC_LIBMPI        the MPI library of --parallel (default "
+    "libmpi.so.40,\n"
+    "                     OpenMPI)\n";
 
 [[noreturn]] void fail(const std::string &message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
@@ -236,6 +254,19 @@ Options parseArgs(int argc, char **argv) {
       if (!parseUnsigned(takeValue(), n) || n > (1u << 30))
         fail("--dynamic-size needs a non-negative size (at most 2^30)");
       o.dynamicSize = static_cast<int64_t>(n);
+    } else if (arg == "--parallel") {
+      std::string mode = takeValue();
+      if (mode == "sequence")
+        o.parallelSequence = true;
+      else if (mode == "experts")
+        fail("--parallel experts is not built yet: moe_ffn runs whole on "
+             "every rank under --parallel sequence");
+      else
+        fail("--parallel takes sequence or experts, not '" + mode + "'");
+    } else if (arg == "--timeout") {
+      if (!parseUnsigned(takeValue(), o.timeoutSeconds) ||
+          o.timeoutSeconds == 0 || o.timeoutSeconds > 86400)
+        fail("--timeout needs a number of seconds from 1 to 86400");
     } else if (arg == "--profile") {
       if (!hasInline)
         o.profile = Profile::Calls;
@@ -255,6 +286,8 @@ Options parseArgs(int argc, char **argv) {
   }
   if (o.file.empty())
     fail("no input file (usage: seqc-run FILE.mlir [options], see --help)");
+  if (o.parallelSequence && o.target != Target::CPU)
+    fail("--parallel runs on the CPU target only (MPI)");
   return o;
 }
 
@@ -422,10 +455,76 @@ private:
   std::thread announcer;
 };
 
+/// Every rank of a distributed run must compile the same module and call it
+/// with the same arguments: a digest of the file, the function and every
+/// argument's type and bytes.
+uint64_t runDigest(const std::string &file, const std::string &entry,
+                   const std::vector<Tensor> &args) {
+  std::string source;
+  if (FILE *f = std::fopen(file.c_str(), "rb")) {
+    char chunk[65536];
+    size_t n;
+    while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0)
+      source.append(chunk, n);
+    std::fclose(f);
+  }
+  std::hash<std::string_view> hash;
+  uint64_t digest = hash(source) ^ (hash(entry) * 0x9e3779b97f4a7c15ull);
+  for (const Tensor &t : args) {
+    std::string type = t.typeString();
+    digest = digest * 0x100000001b3ull ^ hash(type);
+    digest = digest * 0x100000001b3ull ^
+             hash(std::string_view(static_cast<const char *>(t.data()),
+                                   t.byteSize()));
+  }
+  return digest;
+}
+
+/// One error on every rank, exit 1 everywhere, when the ranks' digests
+/// differ (MPI_Allreduce of the digest and its complement, maximum).
+void checkRanksAgree(const rt::MpiWorld &world, uint64_t digest) {
+  uint64_t both[2] = {digest, ~digest};
+  std::string error;
+  if (!rt::mpiMaxAll(both, 2, error))
+    fail(error);
+  if (both[0] != digest || both[1] != ~digest) {
+    std::fprintf(stderr,
+                 "error: rank %d of %d: the ranks disagree on the module, "
+                 "the function or its inputs (every rank must run the same "
+                 "file on the same inputs)\n",
+                 world.rank, world.size);
+    rt::mpiFinalize();
+    std::exit(1);
+  }
+}
+
+/// Ends every rank when a distributed run outlives `seconds` (a rank that
+/// died or never reached a collective would leave the others waiting).
+void startWatchdog(const rt::MpiWorld &world, uint64_t seconds) {
+  std::thread([world, seconds] {
+    std::this_thread::sleep_for(std::chrono::seconds(seconds));
+    std::fprintf(stderr,
+                 "error: rank %d of %d: the distributed run did not finish "
+                 "within %llu s (--timeout): a rank stopped or is stuck\n",
+                 world.rank, world.size,
+                 static_cast<unsigned long long>(seconds));
+    std::fflush(stderr);
+    rt::mpiAbort(1);
+  }).detach();
+}
 } // namespace
 
 int main(int argc, char **argv) {
   Options opts = parseArgs(argc, argv);
+  rt::MpiWorld world;
+  if (opts.parallelSequence) {
+    std::string error;
+    if (!rt::mpiInit(world, error))
+      fail(error);
+    startWatchdog(world, opts.timeoutSeconds);
+  }
+  // Rank 0 writes, prints and reports.
+  bool reports = world.rank == 0;
 
   // Files are read before compiling: a bad one is reported at once.
   ArgumentSources sources;
@@ -450,6 +549,8 @@ int main(int argc, char **argv) {
   copts.strict = opts.strict;
   copts.numThreads = opts.threads;
   copts.memoryLimit = opts.memoryLimit;
+  if (opts.parallelSequence)
+    copts.ranks = world.size;
   Expected<std::shared_ptr<CompiledModule>> module = [&] {
     CompileProgress progress(opts.file, opts.verbose);
     copts.onEvent = [&](const CompileEvent &e) { progress.event(e); };
@@ -472,6 +573,9 @@ int main(int argc, char **argv) {
   Expected<std::vector<Tensor>> args = bindArguments(sig, *loaded);
   if (!args)
     fail(args.message());
+
+  if (opts.parallelSequence)
+    checkRanksAgree(world, runDigest(opts.file, entry, *args));
 
   std::vector<TensorView> views;
   for (const Tensor &t : *args)
@@ -516,6 +620,10 @@ int main(int argc, char **argv) {
   for (int r = 0; r < opts.bench; ++r)
     timedCall();
 
+  if (!reports) {
+    rt::mpiFinalize();
+    return 0;
+  }
   if (!opts.outputDir.empty())
     writeResults(opts.outputDir, results);
   if (opts.print) {
@@ -530,5 +638,7 @@ int main(int argc, char **argv) {
   if (opts.bench > 0)
     std::printf("bench: median_ms=%.4f min_ms=%.4f runs=%d\n", median(times),
                 *std::min_element(times.begin(), times.end()), opts.bench);
+  if (opts.parallelSequence)
+    rt::mpiFinalize();
   return 0;
 }

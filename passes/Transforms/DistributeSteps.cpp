@@ -1,0 +1,660 @@
+//===- DistributeSteps.cpp - seq ops split along T over ranks -------------===//
+//
+// Sequence parallelism (SPEC section 3, `--parallel sequence`): under R
+// ranks, rank r computes steps [r T / R, (r + 1) T / R) of every seq op with
+// a time axis. The function's arguments and results stay whole on every
+// rank, so the graph around the ops runs replicated and a call's results
+// equal the single-process run's.
+//
+// An op with a state (CHUNKED.md, "cross-rank state passing") is linear in
+// it: a run over rank j's steps maps a state S to M_j S + S_j. Each rank
+// computes
+//
+//   - S_r, its state from zero (the op on its steps, no init),
+//   - M_r, its transition (the op with the additive input zero, started
+//     from ones, or from the identity when the transition mixes the state's
+//     rows: the delta rules),
+//
+// all ranks exchange the pairs (LASP-2: one all-gather), each folds
+// S <- M_j S + S_j over the ranks before it (after it with `reverse`) into
+// its incoming state, and runs its steps again from that state. `last` is
+// the fold over every rank, the same on all of them. causal_conv1d reads
+// its W-1 inputs before the slice (every rank has them), attention its
+// slice's queries against the keys they see; their results need no state.
+//
+// The exchanges are `shard` collectives on a one-dimensional grid of R
+// processes; each target lowers them to its engine (CPU: MPI). An op this
+// pass does not split runs whole on every rank, with a remark (an error
+// under `strict`), as the kernel lowerings report a fallback.
+//
+//===----------------------------------------------------------------------===//
+
+#include "seqc/Passes.h"
+
+#include "Common/KernelBuilder.h"
+#include "Seq/SeqDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace seqc {
+#define GEN_PASS_DEF_SEQDISTRIBUTESTEPS
+#include "passes/Transforms/Passes.h.inc"
+} // namespace seqc
+
+using namespace mlir;
+using namespace seqc;
+using namespace seqc::seq;
+
+namespace {
+
+constexpr StringLiteral kGridName = "seq_ranks";
+
+/// How the transition of an op's state over a run of steps is computed.
+struct TransitionForm {
+  /// The operand (its number) whose zero leaves only the transition: b, u,
+  /// x or v.
+  unsigned additive;
+  /// The state dimension the transition does not depend on ("" none): the
+  /// transition run gives it size 1 (or K), and the operands that end in it
+  /// (`widthOperands`, the additive one among them) are zeros of that size.
+  StringRef width;
+  SmallVector<unsigned, 3> widthOperands;
+  /// The transition mixes the K rows of the state (the delta rules): it is
+  /// K x K, computed from the identity, applied as a matrix product.
+  bool mixesRows = false;
+};
+
+static void addOperand(SmallVectorImpl<unsigned> &numbers,
+                       MutableOperandRange range) {
+  if (!range.empty())
+    numbers.push_back(range[0].getOperandNumber());
+}
+
+/// The ops whose state crosses ranks, and why the others do not split.
+FailureOr<TransitionForm> transitionFormOf(Operation *op, std::string &whyNot) {
+  using Form = FailureOr<TransitionForm>;
+  return TypeSwitch<Operation *, Form>(op)
+      .Case([](LinearScanOp scan) -> Form {
+        return TransitionForm{scan.getBMutable().getOperandNumber(), "", {}};
+      })
+      .Case([](SelectiveScanOp scan) -> Form {
+        return TransitionForm{scan.getUMutable().getOperandNumber(), "", {}};
+      })
+      .Case([](SsdOp ssd) -> Form {
+        TransitionForm form{ssd.getXMutable().getOperandNumber(), "P", {}};
+        form.widthOperands.push_back(form.additive);
+        addOperand(form.widthOperands, ssd.getGateMutable());
+        if (ssd.getSkip() &&
+            cast<RankedTensorType>(ssd.getSkip().getType()).getRank() == 2)
+          addOperand(form.widthOperands, ssd.getSkipMutable());
+        return form;
+      })
+      .Case([&](LinearAttentionOp la) -> Form {
+        if (!la.getCausal())
+          whyNot = "causal = false sums every step into one state";
+        else if (la.getNormalize())
+          whyNot = "the normalizer of normalize = true is not carried";
+        else
+          return TransitionForm{la.getVMutable().getOperandNumber(),
+                                "V",
+                                {la.getVMutable().getOperandNumber()}};
+        return failure();
+      })
+      .Case<DeltaRuleOp, GeneralizedDeltaRuleOp>([](auto delta) -> Form {
+        unsigned v = delta.getVMutable().getOperandNumber();
+        return TransitionForm{v, "V", {v}, /*mixesRows=*/true};
+      })
+      .Default([&](Operation *) -> Form {
+        whyNot = "it has no transition over steps";
+        return failure();
+      });
+}
+
+/// A shape with dimensions of a declared tensor replaced by symbol.
+using Substitutions = llvm::StringMap<int64_t>;
+
+class StepDistribution {
+public:
+  StepDistribution(Operation *op, ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                   const DimSizes &dims, int64_t ranks)
+      : op(op), b(b), kb(kb), dims(dims), ranks(ranks) {
+    cast<ShapeSignatureOpInterface>(op).buildShapeSignature(sig);
+    if (auto reverseAttr = op->getAttrOfType<BoolAttr>("reverse"))
+      reverse = reverseAttr.getValue();
+    rank = shard::ProcessLinearIndexOp::create(b, b.getIndexType(), kGridName);
+    Value total = dims["T"];
+    start = kb.divs(kb.mul(rank, total), kb.idx(ranks));
+    Value end = kb.divs(kb.mul(kb.add(rank, kb.idx(1)), total), kb.idx(ranks));
+    length = kb.sub(end, start);
+    auto steps = cast<RankedTensorType>(op->getOperand(0).getType());
+    if (!steps.isDynamicDim(1) && steps.getDimSize(1) % ranks == 0)
+      staticLength = steps.getDimSize(1) / ranks;
+  }
+
+  SmallVector<Value> distributeState(const TransitionForm &form);
+  SmallVector<Value> distributeConv();
+  SmallVector<Value> distributeAttention();
+
+private:
+  const TensorDecl *declOf(Value v) const;
+  int64_t dimOf(const TensorDecl &decl, StringRef symbol) const;
+
+  // Slices and whole tensors along T (dimension 1).
+  Value sliceSteps(Value tensor, Value from, Value count,
+                   std::optional<int64_t> staticCount);
+  Value localSteps(Value tensor) {
+    return sliceSteps(tensor, start, length, staticLength);
+  }
+  Value wholeSteps(Value local, Value declared);
+
+  /// The op again on `operands` (one per operand of the original), from
+  /// `init` (or none), with its results' declared dims replaced by `subs`.
+  Operation *rerun(ArrayRef<Value> operands, Value init,
+                   const Substitutions &subs);
+  Substitutions localSubstitutions() const;
+  bool isResult(Value v) const {
+    auto result = dyn_cast<OpResult>(v);
+    return result && result.getOwner() == op;
+  }
+
+  // The state exchange.
+  Value stateType(const Substitutions &subs, Value like) const;
+  Value transitionStart(const TransitionForm &form);
+  Value allGather(Value local);
+  Value combine(const TransitionForm &form, Value m, Value state, Value s);
+  Value foldRanks(const TransitionForm &form, Value gatheredM, Value gatheredS,
+                  Value state, Value from, Value to);
+
+  Operation *op;
+  ImplicitLocOpBuilder &b;
+  KernelBuilder &kb;
+  const DimSizes &dims;
+  int64_t ranks;
+  ShapeSignature sig;
+  bool reverse = false;
+  Value rank, start, length;
+  std::optional<int64_t> staticLength;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Signature queries
+//===----------------------------------------------------------------------===//
+
+const TensorDecl *StepDistribution::declOf(Value v) const {
+  for (const TensorDecl &decl : sig.tensors())
+    if (decl.value == v)
+      return &decl;
+  return nullptr;
+}
+
+int64_t StepDistribution::dimOf(const TensorDecl &decl,
+                                StringRef symbol) const {
+  for (auto [i, e] : llvm::enumerate(decl.dims))
+    if (e.symbol == symbol && e.scale == 1 && e.offset == 0)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
+//===----------------------------------------------------------------------===//
+// Slices
+//===----------------------------------------------------------------------===//
+
+static SmallVector<OpFoldResult> sizesOf(KernelBuilder &kb, Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    sizes.push_back(
+        type.isDynamicDim(i)
+            ? OpFoldResult(kb.dim(tensor, i))
+            : OpFoldResult(kb.builder().getIndexAttr(type.getDimSize(i))));
+  return sizes;
+}
+
+Value StepDistribution::sliceSteps(Value tensor, Value from, Value count,
+                                   std::optional<int64_t> staticCount) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  SmallVector<OpFoldResult> sizes = sizesOf(kb, tensor);
+  offsets[1] = from;
+  sizes[1] = staticCount ? OpFoldResult(b.getIndexAttr(*staticCount))
+                         : OpFoldResult(count);
+  return tensor::ExtractSliceOp::create(b, tensor, offsets, sizes, strides);
+}
+
+/// The rank's steps placed in the whole result on every rank: zeros
+/// elsewhere, summed over the ranks (an all-gather of unequal slices).
+Value StepDistribution::wholeSteps(Value local, Value declared) {
+  auto type = cast<RankedTensorType>(declared.getType());
+  const TensorDecl *decl = declOf(declared);
+  Value whole = kb.zeros(type, dims.of(decl->name));
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  offsets[1] = start;
+  whole = tensor::InsertSliceOp::create(b, local, whole, offsets,
+                                        sizesOf(kb, local), strides);
+  return shard::AllReduceOp::create(b, whole, kGridName,
+                                    ArrayRef<shard::GridAxis>{0},
+                                    shard::ReductionKind::Sum)
+      .getResult();
+}
+
+//===----------------------------------------------------------------------===//
+// The op again
+//===----------------------------------------------------------------------===//
+
+Substitutions StepDistribution::localSubstitutions() const {
+  Substitutions subs;
+  subs["T"] = staticLength ? *staticLength : ShapedType::kDynamic;
+  return subs;
+}
+
+Operation *StepDistribution::rerun(ArrayRef<Value> operands, Value init,
+                                   const Substitutions &subs) {
+  Operation *clone = b.clone(*op);
+  clone->setOperands(operands);
+  MutableOperandRange initOperand =
+      cast<StatefulOpInterface>(clone).getInitMutable();
+  if (init)
+    initOperand.assign(init);
+  else
+    initOperand.clear();
+
+  // The same op with result types for its new operands.
+  OperationState state(op->getLoc(), op->getName());
+  state.addOperands(clone->getOperands());
+  state.propertiesAttr = clone->getPropertiesAsAttribute();
+  state.addAttributes(clone->getDiscardableAttrDictionary().getValue());
+  for (Value result : op->getResults()) {
+    auto type = cast<RankedTensorType>(result.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    if (const TensorDecl *decl = declOf(result))
+      for (auto [i, e] : llvm::enumerate(decl->dims))
+        if (auto it = subs.find(e.symbol); it != subs.end() && e.scale == 1)
+          shape[i] = it->second;
+    state.addTypes(RankedTensorType::get(shape, type.getElementType()));
+  }
+  for (unsigned i = 0; i < clone->getNumRegions(); ++i)
+    state.addRegion();
+  Operation *created = b.create(state);
+  for (unsigned i = 0; i < clone->getNumRegions(); ++i)
+    created->getRegion(i).takeBody(clone->getRegion(i));
+  clone->erase();
+  return created;
+}
+
+//===----------------------------------------------------------------------===//
+// The state exchange
+//===----------------------------------------------------------------------===//
+
+/// The transition run's first state: ones (a diagonal transition, its
+/// width dimension 1), or the identity on K (the delta rules).
+Value StepDistribution::transitionStart(const TransitionForm &form) {
+  Value last = cast<StatefulOpInterface>(op).getLast();
+  const TensorDecl *decl = declOf(last);
+  auto type = cast<RankedTensorType>(last.getType());
+  SmallVector<Value> sizes = dims.of(decl->name);
+  SmallVector<int64_t> shape(type.getShape());
+  int64_t widthDim = dimOf(*decl, form.width);
+  if (!form.mixesRows) {
+    if (widthDim >= 0) {
+      shape[widthDim] = 1;
+      sizes[widthDim] = kb.idx(1);
+    }
+    return kb.filled(RankedTensorType::get(shape, b.getF32Type()), sizes,
+                     kb.f32(1.0));
+  }
+  // K x K from K x V: the last two dimensions.
+  int64_t rows = type.getRank() - 2;
+  shape[widthDim] = shape[rows];
+  sizes[widthDim] = sizes[rows];
+  auto identityType = RankedTensorType::get(shape, b.getF32Type());
+  Value empty = kb.empty(identityType, sizes);
+  AffineMap map = b.getMultiDimIdentityMap(identityType.getRank());
+  SmallVector<utils::IteratorType> iterators(identityType.getRank(),
+                                             utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, identityType, ValueRange{}, ValueRange{empty},
+             ArrayRef<AffineMap>{map}, iterators,
+             [&](OpBuilder &nb, Location loc, ValueRange) {
+               ImplicitLocOpBuilder ib(loc, nb);
+               Value i = linalg::IndexOp::create(ib, rows);
+               Value j = linalg::IndexOp::create(ib, rows + 1);
+               Value same =
+                   arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, i, j);
+               Value one = arith::ConstantOp::create(ib, ib.getF32FloatAttr(1));
+               Value zero =
+                   arith::ConstantOp::create(ib, ib.getF32FloatAttr(0));
+               Value v = arith::SelectOp::create(ib, same, one, zero);
+               linalg::YieldOp::create(ib, v);
+             })
+      .getResult(0);
+}
+
+/// R x local on every rank, row j rank j's: the rank's row set, the others
+/// zero, summed over the ranks.
+Value StepDistribution::allGather(Value local) {
+  auto type = cast<RankedTensorType>(local.getType());
+  SmallVector<int64_t> shape{ranks};
+  llvm::append_range(shape, type.getShape());
+  SmallVector<Value> sizes{kb.idx(ranks)};
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    sizes.push_back(kb.dim(local, i));
+  auto gatheredType = RankedTensorType::get(shape, type.getElementType());
+  Value rows = kb.zeros(gatheredType, sizes);
+  SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> strides(shape.size(), b.getIndexAttr(1));
+  SmallVector<OpFoldResult> rowSizes{b.getIndexAttr(1)};
+  llvm::append_range(rowSizes, sizesOf(kb, local));
+  offsets[0] = rank;
+  rows =
+      tensor::InsertSliceOp::create(b, local, rows, offsets, rowSizes, strides);
+  return shard::AllReduceOp::create(b, rows, kGridName,
+                                    ArrayRef<shard::GridAxis>{0},
+                                    shard::ReductionKind::Sum)
+      .getResult();
+}
+
+/// M state + s: elementwise, M broadcast over the width dimension, or a
+/// product over the rows (M K x K, state K x V).
+Value StepDistribution::combine(const TransitionForm &form, Value m,
+                                Value state, Value s) {
+  auto stateType = cast<RankedTensorType>(state.getType());
+  int64_t rank = stateType.getRank();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineExpr> all;
+  for (int64_t i = 0; i < rank; ++i)
+    all.push_back(getAffineDimExpr(i, ctx));
+  const TensorDecl *lastDecl = declOf(cast<StatefulOpInterface>(op).getLast());
+
+  if (!form.mixesRows) {
+    SmallVector<AffineExpr> mExprs(all);
+    if (int64_t w = dimOf(*lastDecl, form.width); w >= 0)
+      mExprs[w] = getAffineConstantExpr(0, ctx);
+    SmallVector<AffineMap> maps{AffineMap::get(rank, 0, mExprs, ctx),
+                                AffineMap::get(rank, 0, all, ctx),
+                                AffineMap::get(rank, 0, all, ctx)};
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    return linalg::GenericOp::create(
+               b, stateType, ValueRange{m, state}, ValueRange{s}, maps,
+               iterators,
+               [](OpBuilder &nb, Location loc, ValueRange args) {
+                 Value mul = arith::MulFOp::create(nb, loc, args[0], args[1]);
+                 Value add = arith::AddFOp::create(nb, loc, mul, args[2]);
+                 linalg::YieldOp::create(nb, loc, add);
+               })
+        .getResult(0);
+  }
+  // out[.., k, v] = s[.., k, v] + sum_j M[.., k, j] state[.., j, v].
+  AffineExpr j = getAffineDimExpr(rank, ctx);
+  SmallVector<AffineExpr> mExprs(all), stateExprs(all);
+  mExprs[rank - 1] = j;
+  stateExprs[rank - 2] = j;
+  SmallVector<AffineMap> maps{AffineMap::get(rank + 1, 0, mExprs, ctx),
+                              AffineMap::get(rank + 1, 0, stateExprs, ctx),
+                              AffineMap::get(rank + 1, 0, all, ctx)};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  return linalg::GenericOp::create(
+             b, stateType, ValueRange{m, state}, ValueRange{s}, maps, iterators,
+             [](OpBuilder &nb, Location loc, ValueRange args) {
+               Value mul = arith::MulFOp::create(nb, loc, args[0], args[1]);
+               Value add = arith::AddFOp::create(nb, loc, mul, args[2]);
+               linalg::YieldOp::create(nb, loc, add);
+             })
+      .getResult(0);
+}
+
+/// `state` carried over the ranks at positions [from, to) of the processing
+/// order (rank p, or R - 1 - p with reverse).
+Value StepDistribution::foldRanks(const TransitionForm &form, Value gatheredM,
+                                  Value gatheredS, Value state, Value from,
+                                  Value to) {
+  auto row = [&](Value gathered, Value j) {
+    auto type = cast<RankedTensorType>(gathered.getType());
+    auto rowType = RankedTensorType::get(type.getShape().drop_front(),
+                                         type.getElementType());
+    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+    SmallVector<OpFoldResult> sizes = sizesOf(kb, gathered);
+    offsets[0] = j;
+    sizes[0] = b.getIndexAttr(1);
+    return tensor::ExtractSliceOp::create(b, rowType, gathered, offsets, sizes,
+                                          strides)
+        .getResult();
+  };
+  return kb.loop(from, to, {state}, [&](Value p, ValueRange it) {
+    Value j = reverse ? kb.sub(kb.idx(ranks - 1), p) : p;
+    return SmallVector<Value>{
+        combine(form, row(gatheredM, j), it[0], row(gatheredS, j))};
+  })[0];
+}
+
+//===----------------------------------------------------------------------===//
+// The three ways an op splits
+//===----------------------------------------------------------------------===//
+
+/// The rank's slice of every operand with steps (T at dimension 1).
+static bool hasSteps(const TensorDecl *decl) {
+  return decl && decl->dims.size() >= 2 && decl->dims[1].symbol == "T" &&
+         decl->dims[1].scale == 1 && decl->dims[1].offset == 0;
+}
+
+SmallVector<Value>
+StepDistribution::distributeState(const TransitionForm &form) {
+  auto stateful = cast<StatefulOpInterface>(op);
+  Value init = stateful.getInit();
+  Value last = stateful.getLast();
+  SmallVector<Value> local;
+  for (Value operand : op->getOperands())
+    local.push_back(hasSteps(declOf(operand)) ? localSteps(operand) : operand);
+
+  // The rank's own state and its transition.
+  Substitutions steps = localSubstitutions();
+  Value own = cast<StatefulOpInterface>(rerun(local, Value(), steps)).getLast();
+  const TensorDecl *lastDecl = declOf(last);
+  auto lastType = cast<RankedTensorType>(last.getType());
+  Substitutions transitionSubs = steps;
+  Value widthSize = kb.idx(1);
+  if (form.mixesRows) {
+    int64_t rows = lastType.getRank() - 2;
+    transitionSubs[form.width] = lastType.getDimSize(rows);
+    widthSize = dims[lastDecl->dims[rows].symbol];
+  } else if (!form.width.empty()) {
+    transitionSubs[form.width] = 1;
+  }
+  SmallVector<Value> transition(local);
+  SmallVector<unsigned, 3> zeroed(form.widthOperands);
+  if (!llvm::is_contained(zeroed, form.additive))
+    zeroed.push_back(form.additive);
+  for (unsigned number : zeroed) {
+    Value operand = local[number];
+    auto type = cast<RankedTensorType>(operand.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    SmallVector<Value> sizes;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      sizes.push_back(kb.dim(operand, i));
+    if (llvm::is_contained(form.widthOperands, number)) {
+      shape.back() = transitionSubs[form.width];
+      sizes.back() = widthSize;
+    }
+    transition[number] =
+        kb.zeros(RankedTensorType::get(shape, type.getElementType()), sizes);
+  }
+  Value m = cast<StatefulOpInterface>(
+                rerun(transition, transitionStart(form), transitionSubs))
+                .getLast();
+
+  // Everyone's, the incoming state, the rank's steps from it, and the
+  // final state.
+  Value everyM = allGather(m);
+  Value everyS = allGather(own);
+  Value first = init ? kb.castTensor(init, lastType, dims.of(lastDecl->name))
+                     : kb.zeros(lastType, dims.of(lastDecl->name));
+  Value position = reverse ? kb.sub(kb.idx(ranks - 1), rank) : rank;
+  Value incoming = foldRanks(form, everyM, everyS, first, kb.idx(0), position);
+  Operation *mine = rerun(local, incoming, steps);
+  Value final =
+      foldRanks(form, everyM, everyS, incoming, position, kb.idx(ranks));
+
+  SmallVector<Value> results;
+  for (auto [declared, computed] :
+       llvm::zip(op->getResults(), mine->getResults())) {
+    if (declared == last)
+      results.push_back(
+          final.getType() == lastType
+              ? final
+              : tensor::CastOp::create(b, lastType, final).getResult());
+    else
+      results.push_back(wholeSteps(computed, declared));
+  }
+  return results;
+}
+
+SmallVector<Value> StepDistribution::distributeConv() {
+  auto conv = cast<CausalConv1dOp>(op);
+  // The W - 1 inputs before the slice (fewer at the start) are read again,
+  // and their outputs dropped: from the slice's start on, the outputs see
+  // only inputs.
+  Value halo = kb.mins(start, kb.sub(dims["W"], kb.idx(1)));
+  Value from = kb.sub(start, halo);
+  SmallVector<Value> operands(op->getOperands());
+  operands[conv.getXMutable().getOperandNumber()] =
+      sliceSteps(conv.getX(), from, kb.add(halo, length), {});
+  Substitutions subs;
+  subs["T"] = ShapedType::kDynamic;
+  Operation *mine = rerun(operands, conv.getInit(), subs);
+  Value y = sliceSteps(mine->getResult(0), halo, length, staticLength);
+
+  // `last` is the last rank's.
+  Value lastRank = kb.cmp(arith::CmpIPredicate::eq, rank, kb.idx(ranks - 1));
+  Value last = conv.getLast();
+  auto lastType = cast<RankedTensorType>(last.getType());
+  Value mineLast = mine->getResult(1);
+  if (mineLast.getType() != lastType)
+    mineLast = tensor::CastOp::create(b, lastType, mineLast);
+  Value zeros = kb.zeros(lastType, dims.of("last"));
+  Value kept = arith::SelectOp::create(b, lastRank, mineLast, zeros);
+  Value shared = shard::AllReduceOp::create(b, kept, kGridName,
+                                            ArrayRef<shard::GridAxis>{0},
+                                            shard::ReductionKind::Sum)
+                     .getResult();
+  return {wholeSteps(y, conv.getY()), shared};
+}
+
+SmallVector<Value> StepDistribution::distributeAttention() {
+  auto attention = cast<AttentionOp>(op);
+  Value q = localSteps(attention.getQ());
+  Value k = attention.getK(), v = attention.getV();
+  if (attention.getCausal()) {
+    // Queries are aligned to the end of the keys: the slice's last query
+    // sees keys up to end + S - T.
+    Value end = kb.add(start, length);
+    Value seen = kb.sub(kb.add(end, dims["S"]), dims["T"]);
+    seen = arith::MaxSIOp::create(b, kb.idx(0), seen);
+    k = sliceSteps(k, kb.idx(0), seen, {});
+    v = sliceSteps(v, kb.idx(0), seen, {});
+  }
+  Operation *clone = b.clone(*op);
+  auto mine = cast<AttentionOp>(clone);
+  mine.getQMutable().assign(q);
+  mine.getKMutable().assign(k);
+  mine.getVMutable().assign(v);
+  auto type = cast<RankedTensorType>(attention.getO().getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[1] = staticLength ? *staticLength : ShapedType::kDynamic;
+  clone->getResult(0).setType(
+      RankedTensorType::get(shape, type.getElementType()));
+  return {wholeSteps(clone->getResult(0), attention.getO())};
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Why `op` runs whole on every rank, or "" when it splits.
+std::string whyWhole(Operation *op) {
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    if (!attention.getCausal() && attention.getWindow() > 0)
+      return "a window without causal aligns every query to the keys' end";
+    return "";
+  }
+  if (isa<CausalConv1dOp>(op))
+    return "";
+  std::string why;
+  if (succeeded(transitionFormOf(op, why)))
+    return "";
+  return why;
+}
+
+struct SeqDistributeSteps
+    : seqc::impl::SeqDistributeStepsBase<SeqDistributeSteps> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (ranks < 1) {
+      module.emitError() << "seq-distribute-steps needs ranks >= 1, not "
+                         << ranks;
+      return signalPassFailure();
+    }
+    if (failed(rejectUnexpandedSequences(module, "seq-distribute-steps")))
+      return signalPassFailure();
+    SmallVector<Operation *> ops;
+    module.walk([&](Operation *op) {
+      // Every op with a time axis can take segments.
+      if (isa<PackedSequencesOpInterface>(op))
+        ops.push_back(op);
+    });
+    if (ops.empty())
+      return;
+    OpBuilder top(module.getBodyRegion());
+    if (!module.lookupSymbol(kGridName))
+      shard::GridOp::create(top, module.getLoc(), kGridName,
+                            ArrayRef<int64_t>{ranks});
+    bool failedAny = false;
+    for (Operation *op : ops)
+      failedAny |= failed(distribute(op));
+    if (failedAny)
+      signalPassFailure();
+  }
+
+  LogicalResult distribute(Operation *op) {
+    if (std::string why = whyWhole(op); !why.empty()) {
+      InFlightDiagnostic diag = strict ? op->emitError() : op->emitRemark();
+      diag << op->getName() << " runs whole on every rank under sequence "
+           << "parallelism: " << why;
+      return strict ? failure() : success();
+    }
+    IRRewriter rewriter(op->getContext());
+    rewriter.setInsertionPoint(op);
+    ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+    KernelBuilder kb(b);
+    DimSizes dims = DimSizes::checkAndCollect(kb, op);
+    StepDistribution split(op, b, kb, dims, ranks);
+    SmallVector<Value> results;
+    std::string unused;
+    if (isa<CausalConv1dOp>(op))
+      results = split.distributeConv();
+    else if (isa<AttentionOp>(op))
+      results = split.distributeAttention();
+    else
+      results = split.distributeState(*transitionFormOf(op, unused));
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+} // namespace

@@ -1,0 +1,42 @@
+//===- Mpi.h - the MPI library of distributed runs, opened at run time ----===//
+//
+// Distributed code (seq-distribute-steps) calls MPI; single-process code
+// does not. So seqc does not link MPI: a distributed run opens OpenMPI's
+// libmpi here, with its symbols global, before the code loads, and the
+// JIT resolves the code's MPI calls to it. Hosts that run distributed
+// functions call mpiInit() first (seqc-run --parallel does).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SEQC_RUNTIME_MPI_H
+#define SEQC_RUNTIME_MPI_H
+
+#include <cstdint>
+#include <string>
+
+namespace seqc::rt {
+
+/// This process's place among the processes of MPI_COMM_WORLD.
+struct MpiWorld {
+  int rank = 0;
+  int size = 1;
+};
+
+/// Opens libmpi (SEQC_LIBMPI, else libmpi.so.40: OpenMPI 4, Debian 12's)
+/// and initializes MPI once per process (threads: MPI_THREAD_FUNNELED).
+/// False with `error` set when the library cannot be opened or MPI fails
+/// to start.
+bool mpiInit(MpiWorld &world, std::string &error);
+
+/// Element-wise maximum of `values` over every process (in place).
+bool mpiMaxAll(uint64_t *values, int count, std::string &error);
+
+/// Ends MPI (once; after the last distributed call).
+void mpiFinalize();
+
+/// Ends every process of the run with `code` (a rank that cannot go on).
+[[noreturn]] void mpiAbort(int code);
+
+} // namespace seqc::rt
+
+#endif // SEQC_RUNTIME_MPI_H

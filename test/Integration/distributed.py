@@ -1,0 +1,293 @@
+# Sequence parallelism (seqc-run --parallel sequence under mpirun, SPEC
+# section 3): every op with a time axis split over R = 1, 2, 4 processes
+# equals float64 numpy on the whole sequence, and the single-process run.
+# Lengths that do not divide by R (37), fewer steps than ranks (3: some
+# ranks have none), init states, reverse scans, the delta rules' matrix
+# transitions, the conv's halo, attention's keys (GQA, S > T, a window), a
+# graph with glue around two ops, and the bad inputs: ranks that disagree on
+# the inputs, a rank that dies, --parallel on the wrong target.
+# REQUIRES: mpi
+# UNSUPPORTED: sanitizer
+# RUN: %python %s
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+import refs
+from seqc_testing import (SEQC_RUN, Checker, error_lines, f32, func, rng,
+                          seq_op, type_of)
+
+c = Checker()
+r = rng(20)
+
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+# Shared memory between the ranks on this machine; no single-copy (CMA
+# needs ptrace rights containers often lack).
+ENV = dict(os.environ, OMPI_MCA_btl="self,vader",
+           OMPI_MCA_btl_vader_single_copy_mechanism="none",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+
+
+def run(mlir, inputs, ranks, extra=(), expect_error=False, timeout=240):
+    """seqc-run under mpirun -np ranks (0: without mpirun or --parallel);
+    the results rank 0 wrote, or (returncode, stderr) with expect_error."""
+    with tempfile.TemporaryDirectory(prefix="seqc-mpi-") as tmp:
+        src = os.path.join(tmp, "graph.mlir")
+        with open(src, "w") as f:
+            f.write(mlir)
+        cmd = [SEQC_RUN, src, "--output-dir", os.path.join(tmp, "out")]
+        for i, a in enumerate(inputs):
+            path = os.path.join(tmp, f"in{i}.npy")
+            np.save(path, np.ascontiguousarray(a))
+            cmd += ["--input", path]
+        cmd += list(extra)
+        if ranks:
+            cmd = MPIRUN + ["-np", str(ranks)] + cmd + ["--parallel", "sequence"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV,
+                              timeout=timeout)
+        if expect_error:
+            return proc.returncode, proc.stderr
+        if proc.returncode != 0:
+            raise AssertionError(f"exit {proc.returncode}: {proc.stderr[-2000:]}")
+        out, results = os.path.join(tmp, "out"), []
+        while os.path.exists(os.path.join(out, f"result{len(results)}.npy")):
+            results.append(np.load(os.path.join(out, f"result{len(results)}.npy")))
+        return results
+
+
+def case(name, mlir, inputs, refs_out, ranks=(1, 2, 4), tol=1e-4):
+    def body():
+        single = run(mlir, inputs, 0)
+        for R in ranks:
+            got = run(mlir, inputs, R)
+            for i, (g, ref) in enumerate(zip(got, refs_out)):
+                c.close(f"{name} R={R} result{i} vs float64", g, ref, tol)
+                c.close(f"{name} R={R} result{i} vs one process", g, single[i], tol)
+    c.run(name, body)
+
+
+def op_module(op, operands, optional, results, attrs=""):
+    """A function of one op: `operands` and `optional` (keyword, array) its
+    arguments in order, `results` the result types."""
+    args = [(f"a{i}", type_of(a)) for i, (_, a) in enumerate(operands + optional)]
+    names = [f"%a{i}" for i in range(len(args))]
+    required = names[:len(operands)]
+    opt = [(kw, [n]) for (kw, _), n in zip(optional, names[len(operands):])]
+    body = [seq_op("r", op, required, opt, attrs, [t for _, t in args], results)]
+    outs = [(f"%r#{i}" if len(results) > 1 else "%r", t) for i, t in enumerate(results)]
+    return func(args, body, outs), [a for _, a in operands + optional]
+
+
+def t(*shape):
+    return "tensor<" + "".join(f"{s}x" for s in shape) + "f32>"
+
+
+for T in (37, 3):
+    B = 2
+    # linear_scan, forward and reverse, with a state of two dims.
+    a = f32(r.uniform(0.6, 1.0, (B, T, 3, 2)))
+    b = f32(r.standard_normal((B, T, 3, 2)))
+    h0 = f32(r.standard_normal((B, 3, 2)))
+    for reverse in (False, True):
+        mlir, ins = op_module("linear_scan", [("", a), ("", b)], [("init", h0)],
+                              [t(B, T, 3, 2), t(B, 3, 2)],
+                              f"reverse = {str(reverse).lower()}")
+        case(f"linear_scan T={T} reverse={reverse}", mlir, ins,
+             refs.linear_scan(a, b, h0, reverse))
+
+    # selective_scan with skip, gate, bias and init.
+    D, N = 6, 4
+    u = f32(r.standard_normal((B, T, D)))
+    delta = f32(r.standard_normal((B, T, D)) * 0.5)
+    A = f32(-r.uniform(0.5, 1.5, (D, N)))
+    Bm = f32(r.standard_normal((B, T, 1, N)))
+    Cm = f32(r.standard_normal((B, T, 1, N)))
+    Dk = f32(r.standard_normal(D))
+    z = f32(r.standard_normal((B, T, D)))
+    db = f32(r.standard_normal(D) * 0.1)
+    hs = f32(r.standard_normal((B, D, N)))
+    mlir, ins = op_module("selective_scan", [("", u), ("", delta), ("", A), ("", Bm), ("", Cm)],
+                          [("skip", Dk), ("gate", z), ("delta_bias", db), ("init", hs)],
+                          [t(B, T, D), t(B, D, N)], "delta_softplus = true")
+    case(f"selective_scan T={T}", mlir, ins,
+         refs.selective_scan(u, delta, A, Bm, Cm, Dk, z, db, hs, softplus_dt=True))
+
+    # ssd with a per-head-and-channel skip, a gate and init.
+    H, P, N = 2, 3, 4
+    x = f32(r.standard_normal((B, T, H, P)))
+    dt = f32(r.uniform(0.1, 0.8, (B, T, H)))
+    Ah = f32(-r.uniform(0.5, 1.5, H))
+    Bs = f32(r.standard_normal((B, T, 1, N)))
+    Cs = f32(r.standard_normal((B, T, 1, N)))
+    Dhp = f32(r.standard_normal((H, P)))
+    zs = f32(r.standard_normal((B, T, H, P)))
+    h0s = f32(r.standard_normal((B, H, P, N)))
+    mlir, ins = op_module("ssd", [("", x), ("", dt), ("", Ah), ("", Bs), ("", Cs)],
+                          [("skip", Dhp), ("gate", zs), ("init", h0s)],
+                          [t(B, T, H, P), t(B, H, P, N)], "chunk_size = 16")
+    case(f"ssd T={T}", mlir, ins, refs.ssd(x, dt, Ah, Bs, Cs, Dhp, zs, None, h0s))
+
+    # linear_attention: per-key decay (GLA) with init, scalar decay with a
+    # bonus (RWKV-6).
+    H, K, V = 2, 4, 3
+    q = f32(r.standard_normal((B, T, H, K)))
+    k = f32(r.standard_normal((B, T, H, K)))
+    v = f32(r.standard_normal((B, T, H, V)))
+    gk = f32(-r.uniform(0.05, 0.5, (B, T, H, K)))
+    S0 = f32(r.standard_normal((B, H, K, V)))
+    mlir, ins = op_module("linear_attention", [("", q), ("", k), ("", v)],
+                          [("decay", gk), ("init", S0)], [t(B, T, H, V), t(B, H, K, V)])
+    case(f"linear_attention GLA T={T}", mlir, ins,
+         refs.linear_attention(q, k, v, gk, S0))
+    gs = f32(-r.uniform(0.05, 0.5, (B, T, H)))
+    bonus = f32(r.standard_normal((H, K)))
+    mlir, ins = op_module("linear_attention", [("", q), ("", k), ("", v)],
+                          [("decay", gs), ("bonus", bonus)], [t(B, T, H, V), t(B, H, K, V)],
+                          "scale = 0.5 : f32")
+    case(f"linear_attention bonus T={T}", mlir, ins,
+         refs.linear_attention(q, k, v, gs, scale=0.5, bonus=bonus))
+
+    # delta_rule: Gated DeltaNet with HV = 2 H, l2-normalized q and k, init;
+    # KDA's per-key decay.
+    H, HV, K, V = 1, 2, 4, 5
+    q = f32(r.standard_normal((B, T, H, K)))
+    k = f32(r.standard_normal((B, T, H, K)))
+    v = f32(r.standard_normal((B, T, HV, V)))
+    beta = f32(r.uniform(0.1, 0.9, (B, T, HV)))
+    g = f32(-r.uniform(0.01, 0.3, (B, T, HV)))
+    S0 = f32(r.standard_normal((B, HV, K, V)))
+    mlir, ins = op_module("delta_rule", [("", q), ("", k), ("", v), ("", beta)],
+                          [("decay", g), ("init", S0)], [t(B, T, HV, V), t(B, HV, K, V)],
+                          "qk_l2norm = true, scale = 0.5 : f32")
+    case(f"delta_rule gated T={T}", mlir, ins,
+         refs.delta_rule(q, k, v, beta, g, S0, qk_l2norm=True, scale=0.5))
+    gkk = f32(-r.uniform(0.01, 0.3, (B, T, HV, K)))
+    mlir, ins = op_module("delta_rule", [("", q), ("", k), ("", v), ("", beta)],
+                          [("decay", gkk)], [t(B, T, HV, V), t(B, HV, K, V)],
+                          "qk_l2norm = true")
+    case(f"delta_rule KDA T={T}", mlir, ins,
+         refs.delta_rule(q, k, v, beta, gkk, qk_l2norm=True))
+
+    # generalized_delta_rule (RWKV-7's a = -kappa, b = kappa * a_rwkv).
+    H, K, V = 2, 4, 3
+    q = f32(r.standard_normal((B, T, H, K)))
+    k = f32(r.standard_normal((B, T, H, K)) * 0.5)
+    v = f32(r.standard_normal((B, T, H, V)))
+    kappa = r.standard_normal((B, T, H, K))
+    kappa /= np.linalg.norm(kappa, axis=-1, keepdims=True)
+    ga = f32(-kappa)
+    gb = f32(kappa * r.uniform(0.0, 1.0, (B, T, H, K)))
+    gw = f32(-r.uniform(0.01, 0.3, (B, T, H, K)))
+    S0 = f32(r.standard_normal((B, H, K, V)))
+    mlir, ins = op_module("generalized_delta_rule",
+                          [("", q), ("", k), ("", v), ("", ga), ("", gb)],
+                          [("decay", gw), ("init", S0)], [t(B, T, H, V), t(B, H, K, V)])
+    case(f"generalized_delta_rule T={T}", mlir, ins,
+         refs.generalized_delta_rule(q, k, v, ga, gb, gw, S0))
+
+    # causal_conv1d, W = 4 (halos of 3 steps), with bias, init and SiLU.
+    D, W = 5, 4
+    xc = f32(r.standard_normal((B, T, D)))
+    wc = f32(r.standard_normal((D, W)))
+    bc = f32(r.standard_normal(D))
+    s0 = f32(r.standard_normal((B, D, W - 1)))
+    mlir, ins = op_module("causal_conv1d", [("", xc), ("", wc)],
+                          [("bias", bc), ("init", s0)], [t(B, T, D), t(B, D, W - 1)],
+                          "activation = #seq.activation<silu>")
+    case(f"causal_conv1d T={T}", mlir, ins, refs.causal_conv1d(xc, wc, bc, s0, "silu"))
+
+    # attention: causal GQA with more keys than queries (a KV prefix), a
+    # window, and non-causal.
+    H, Hkv, K, S = 4, 2, 8, T + 5
+    qa = f32(r.standard_normal((B, T, H, K)))
+    ka = f32(r.standard_normal((B, S, Hkv, K)))
+    va = f32(r.standard_normal((B, S, Hkv, K)))
+    for attrs, causal, window in (("causal = true", True, 0),
+                                  ("causal = true, window = 6", True, 6),
+                                  ("causal = false", False, 0)):
+        mlir, ins = op_module("attention", [("", qa), ("", ka), ("", va)], [],
+                              [t(B, T, H, K)], attrs + ", scale = 0.3 : f32")
+        case(f"attention {attrs} T={T}", mlir, ins,
+             [refs.attention(qa, ka, va, causal, window, 0.3)])
+
+# A graph: glue (a matmul and SiLU) around a conv and an ssd whose results
+# feed each other, dynamic T.
+T, D, H, P, N = 45, 6, 2, 3, 4
+xg = f32(r.standard_normal((1, T, D)))
+wg = f32(r.standard_normal((D, D)) * 0.4)
+wconv = f32(r.standard_normal((D, 4)))
+dtg = f32(r.uniform(0.1, 0.8, (1, T, H)))
+Ag = f32(-r.uniform(0.5, 1.5, H))
+Bg = f32(r.standard_normal((1, T, 1, N)))
+Cg = f32(r.standard_normal((1, T, 1, N)))
+graph = f"""
+func.func @main(%x: tensor<1x?x{D}xf32>, %w: tensor<{D}x{D}xf32>, %wc: tensor<{D}x4xf32>,
+                %dt: tensor<1x?x{H}xf32>, %A: tensor<{H}xf32>, %B: tensor<1x?x1x{N}xf32>,
+                %C: tensor<1x?x1x{N}xf32>) -> tensor<1x?x{H}x{P}xf32> {{
+  %c1 = arith.constant 1 : index
+  %T = tensor.dim %x, %c1 : tensor<1x?x{D}xf32>
+  %x2 = tensor.collapse_shape %x [[0, 1], [2]] : tensor<1x?x{D}xf32> into tensor<?x{D}xf32>
+  %e = tensor.empty(%T) : tensor<?x{D}xf32>
+  %zero = arith.constant 0.0 : f32
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<?x{D}xf32>) -> tensor<?x{D}xf32>
+  %m = linalg.matmul ins(%x2, %w : tensor<?x{D}xf32>, tensor<{D}x{D}xf32>) outs(%z : tensor<?x{D}xf32>) -> tensor<?x{D}xf32>
+  %m3 = tensor.expand_shape %m [[0, 1], [2]] output_shape [1, %T, {D}] : tensor<?x{D}xf32> into tensor<1x?x{D}xf32>
+  %y, %last = seq.causal_conv1d %m3, %wc {{activation = #seq.activation<silu>}}
+    : (tensor<1x?x{D}xf32>, tensor<{D}x4xf32>) -> (tensor<1x?x{D}xf32>, tensor<1x{D}x3xf32>)
+  %xs = tensor.expand_shape %y [[0], [1], [2, 3]] output_shape [1, %T, {H}, {P}] : tensor<1x?x{D}xf32> into tensor<1x?x{H}x{P}xf32>
+  %o, %h = seq.ssd %xs, %dt, %A, %B, %C {{chunk_size = 8}}
+    : (tensor<1x?x{H}x{P}xf32>, tensor<1x?x{H}xf32>, tensor<{H}xf32>, tensor<1x?x1x{N}xf32>, tensor<1x?x1x{N}xf32>)
+      -> (tensor<1x?x{H}x{P}xf32>, tensor<1x{H}x{P}x{N}xf32>)
+  return %o : tensor<1x?x{H}x{P}xf32>
+}}
+"""
+yg, _ = refs.causal_conv1d((xg[0] @ wg)[None], wconv, activation="silu")
+og, _ = refs.ssd(yg.reshape(1, T, H, P), dtg, Ag, Bg, Cg)
+case("graph conv -> ssd", graph, [xg, wg, wconv, dtg, Ag, Bg, Cg], [og])
+
+
+def bad_inputs():
+    mlir, ins = op_module("linear_scan", [("", a), ("", b)], [], [t(2, 3, 3, 2), t(2, 3, 2)])
+    with tempfile.TemporaryDirectory(prefix="seqc-mpi-") as tmp:
+        src = os.path.join(tmp, "g.mlir")
+        with open(src, "w") as f:
+            f.write(mlir)
+        paths = []
+        for i, arr in enumerate(ins):
+            paths.append(os.path.join(tmp, f"in{i}.npy"))
+            np.save(paths[-1], arr)
+        other = os.path.join(tmp, "other.npy")
+        np.save(other, ins[1] + 1)
+        # Rank 1 reads other inputs than rank 0: every rank says so, exit 1.
+        script = (f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then b={other}; else b={paths[1]}; fi; '
+                  f'exec {SEQC_RUN} {src} --input {paths[0]} --input "$b" --parallel sequence')
+        proc = subprocess.run(MPIRUN + ["-np", "2", "sh", "-c", script],
+                              capture_output=True, text=True, env=ENV, timeout=120)
+        lines = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
+        c.expect("disagreeing ranks exit non-zero", proc.returncode != 0, str(proc.returncode))
+        c.expect("every rank names the disagreement",
+                 len(lines) == 2 and all("disagree" in l for l in lines), str(lines))
+        # A rank that dies before its first collective: the others do not
+        # hang (mpirun ends the job, or their --timeout does).
+        script = (f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exit 3; fi; '
+                  f'exec {SEQC_RUN} {src} --input {paths[0]} --input {paths[1]} '
+                  f'--parallel sequence --timeout 30')
+        proc = subprocess.run(MPIRUN + ["-np", "2", "sh", "-c", script],
+                              capture_output=True, text=True, env=ENV, timeout=120)
+        c.expect("a dead rank ends the run with an error", proc.returncode != 0,
+                 str(proc.returncode))
+    code, err = run(mlir, ins, 0, ["--parallel", "sequence", "--target", "cuda"],
+                    expect_error=True)
+    c.expect("--parallel on cuda is an error", code == 1 and
+             error_lines(err) == "error: --parallel runs on the CPU target only (MPI)",
+             error_lines(err))
+    code, err = run(mlir, ins, 0, ["--parallel", "experts"], expect_error=True)
+    c.expect("--parallel experts says it is not built", code == 1 and "experts" in err, err)
+    code, err = run(mlir, ins, 0, ["--parallel", "tokens"], expect_error=True)
+    c.expect("an unknown --parallel mode is an error", code == 1 and "sequence or experts" in err,
+             err)
+
+
+c.run("bad inputs", bad_inputs)
+c.finish()

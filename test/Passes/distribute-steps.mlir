@@ -1,0 +1,83 @@
+// seq-distribute-steps: each of R ranks computes its steps of every op. Ops
+// with a state compute their own state and their transition (the op with
+// its additive input zero: ssd's x of width 1 from ones, the delta rule's
+// v of width K from the identity), all-gather both, fold the ranks before
+// them into their incoming state and rerun their steps from it; the conv
+// reads a halo, attention its queries' keys; results are all-gathered.
+// RUN: seqc-opt %s --seq-distribute-steps=ranks=4 | FileCheck %s
+// RUN: seqc-opt %s --seq-distribute-steps=ranks=2 --seq-collectives-to-mpi --convert-shard-to-mpi | FileCheck %s --check-prefix=MPI
+
+// CHECK: shard.grid @seq_ranks(shape = 4)
+
+// CHECK-LABEL: func.func @ssd
+// CHECK: %[[R:.*]] = shard.process_linear_index on @seq_ranks : index
+// CHECK: %[[X:.*]] = tensor.extract_slice %arg0[0, %{{.*}}, 0, 0] [1, 16, 2, 3]
+// CHECK: seq.ssd %[[X]], {{.*}} skip(%arg5) : ({{.*}}) -> (tensor<1x16x2x3xf32>, tensor<1x2x3x4xf32>)
+// CHECK: seq.ssd {{.*}} skip(%{{.*}}) init(%{{.*}}) : (tensor<1x16x2x1xf32>, {{.*}}, tensor<2x1xf32>, tensor<1x2x1x4xf32>) -> (tensor<1x16x2x1xf32>, tensor<1x2x1x4xf32>)
+// CHECK: shard.all_reduce {{.*}} : tensor<4x1x2x1x4xf32> -> tensor<4x1x2x1x4xf32>
+// CHECK: shard.all_reduce {{.*}} : tensor<4x1x2x3x4xf32> -> tensor<4x1x2x3x4xf32>
+// CHECK: %[[IN:.*]] = scf.for %{{.*}} = %{{.*}} to %[[R]]
+// CHECK: linalg.generic {indexing_maps = [#[[BCAST:.*]], #[[ID:.*]], #[[ID]]]
+// CHECK: seq.ssd {{.*}} init(%[[IN]])
+// CHECK: scf.for %{{.*}} = %[[R]] to %c4
+// CHECK: shard.all_reduce {{.*}} : tensor<1x64x2x3xf32> -> tensor<1x64x2x3xf32>
+func.func @ssd(%x: tensor<1x64x2x3xf32>, %dt: tensor<1x64x2xf32>, %A: tensor<2xf32>, %B: tensor<1x64x1x4xf32>, %C: tensor<1x64x1x4xf32>, %D: tensor<2x3xf32>) -> (tensor<1x64x2x3xf32>, tensor<1x2x3x4xf32>) {
+  %y, %last = seq.ssd %x, %dt, %A, %B, %C skip(%D) : (tensor<1x64x2x3xf32>, tensor<1x64x2xf32>, tensor<2xf32>, tensor<1x64x1x4xf32>, tensor<1x64x1x4xf32>, tensor<2x3xf32>) -> (tensor<1x64x2x3xf32>, tensor<1x2x3x4xf32>)
+  return %y, %last : tensor<1x64x2x3xf32>, tensor<1x2x3x4xf32>
+}
+
+// The delta rule's transition is K x K: from the identity, applied as a
+// product over the rows.
+// CHECK-LABEL: func.func @delta
+// CHECK: seq.delta_rule {{.*}} : ({{.*}}) -> (tensor<1x?x1x5xf32>, tensor<1x1x4x5xf32>)
+// CHECK: linalg.index 2
+// CHECK: linalg.index 3
+// CHECK: seq.delta_rule {{.*}} init(%{{.*}}) : (tensor<1x?x1x4xf32>, tensor<1x?x1x4xf32>, tensor<1x?x1x4xf32>, tensor<1x?x1xf32>, tensor<1x1x4x4xf32>) -> (tensor<1x?x1x4xf32>, tensor<1x1x4x4xf32>)
+// CHECK: scf.for
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]
+func.func @delta(%q: tensor<1x?x1x4xf32>, %k: tensor<1x?x1x4xf32>, %v: tensor<1x?x1x5xf32>, %beta: tensor<1x?x1xf32>) -> (tensor<1x?x1x5xf32>, tensor<1x1x4x5xf32>) {
+  %o, %last = seq.delta_rule %q, %k, %v, %beta : (tensor<1x?x1x4xf32>, tensor<1x?x1x4xf32>, tensor<1x?x1x5xf32>, tensor<1x?x1xf32>) -> (tensor<1x?x1x5xf32>, tensor<1x1x4x5xf32>)
+  return %o, %last : tensor<1x?x1x5xf32>, tensor<1x1x4x5xf32>
+}
+
+// The conv reads min(start, W - 1) steps before its slice; last is the
+// last rank's (selected, then summed).
+// CHECK-LABEL: func.func @conv
+// CHECK: %[[HALO:.*]] = arith.minsi
+// CHECK: %[[FROM:.*]] = arith.subi %{{.*}}, %[[HALO]]
+// CHECK: tensor.extract_slice %arg0[0, %[[FROM]], 0]
+// CHECK: seq.causal_conv1d
+// CHECK: arith.select
+// CHECK: shard.all_reduce {{.*}} : tensor<1x3x3xf32>
+// CHECK: shard.all_reduce {{.*}} : tensor<1x32x3xf32>
+func.func @conv(%x: tensor<1x32x3xf32>, %w: tensor<3x4xf32>) -> (tensor<1x32x3xf32>, tensor<1x3x3xf32>) {
+  %y, %last = seq.causal_conv1d %x, %w : (tensor<1x32x3xf32>, tensor<3x4xf32>) -> (tensor<1x32x3xf32>, tensor<1x3x3xf32>)
+  return %y, %last : tensor<1x32x3xf32>, tensor<1x3x3xf32>
+}
+
+// Causal attention: a slice's queries see the keys up to its end, aligned
+// to the keys' end.
+// CHECK-LABEL: func.func @attn
+// CHECK: tensor.extract_slice %arg0[0, %{{.*}}, 0, 0] [1, 8, 2, 8]
+// CHECK: tensor.extract_slice %arg1[0, %{{.*}}, 0, 0] [1, %{{.*}}, 1, 8]
+// CHECK: seq.attention {{.*}} : (tensor<1x8x2x8xf32>, tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> tensor<1x8x2x8xf32>
+// CHECK: shard.all_reduce {{.*}} : tensor<1x32x2x8xf32>
+func.func @attn(%q: tensor<1x32x2x8xf32>, %k: tensor<1x40x1x8xf32>, %v: tensor<1x40x1x8xf32>) -> tensor<1x32x2x8xf32> {
+  %o = seq.attention %q, %k, %v {causal = true} : (tensor<1x32x2x8xf32>, tensor<1x40x1x8xf32>, tensor<1x40x1x8xf32>) -> tensor<1x32x2x8xf32>
+  return %o : tensor<1x32x2x8xf32>
+}
+
+// Lowered for MPI, each all-reduce is MPI_Allreduce on MPI_COMM_WORLD between flat
+// buffers, the rank MPI_Comm_rank; nothing of shard's collectives is left.
+// MPI: module attributes {dlti.map = #dlti.map<"MPI:Implementation" = "OpenMPI">}
+// MPI-LABEL: func.func @ssd
+// MPI: mpi.comm_rank
+// MPI: %[[SEND:.*]] = bufferization.to_buffer
+// MPI: %[[RECV:.*]] = memref.alloc
+// MPI: %[[WORLD:.*]] = mpi.comm_world
+// MPI-DAG: %[[S:.*]] = memref.collapse_shape %[[SEND]]
+// MPI-DAG: %[[D:.*]] = memref.collapse_shape %[[RECV]]
+// MPI: mpi.allreduce(%[[S]], %[[D]], MPI_SUM, %[[WORLD]])
+// MPI: bufferization.to_tensor %[[RECV]] restrict writable
+// MPI-NOT: shard.all_reduce
+// MPI-NOT: mpi.comm_split
