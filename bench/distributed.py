@@ -21,9 +21,8 @@ import tempfile
 
 import numpy as np
 
-MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
-ENV = dict(os.environ, OMPI_MCA_btl="self,vader",
-           OMPI_MCA_btl_vader_single_copy_mechanism="none")
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
+ENV = dict(os.environ, OMPI_MCA_btl="self,vader")
 
 
 def ssd_module(T, H, P, N):
@@ -58,18 +57,28 @@ def main():
               -r.uniform(0.5, 1.5, H), r.standard_normal((1, T, 1, N)),
               r.standard_normal((1, T, 1, N))]
     with tempfile.TemporaryDirectory(prefix="seqc-dist-") as tmp:
-        src = os.path.join(tmp, "ssd.mlir")
-        with open(src, "w") as f:
-            f.write(ssd_module(T, H, P, N))
-        base = [args.seqc_run, src, "--bench", str(args.runs)]
-        for i, a in enumerate(inputs):
-            path = os.path.join(tmp, f"in{i}.npy")
-            np.save(path, a.astype(np.float32))
-            base += ["--input", path]
+        def command(steps):
+            src = os.path.join(tmp, f"ssd{steps}.mlir")
+            with open(src, "w") as f:
+                f.write(ssd_module(steps, H, P, N))
+            cmd = [args.seqc_run, src, "--bench", str(args.runs)]
+            for i, a in enumerate(inputs):
+                path = os.path.join(tmp, f"in{steps}_{i}.npy")
+                np.save(path, a[:, :steps].astype(np.float32) if a.ndim > 1 else
+                        a.astype(np.float32))
+                cmd += ["--input", path]
+            return cmd
+
+        base = command(T)
         cores = os.cpu_count() or 1
         rows = []
         one = bench(base, dict(ENV, SEQC_NUM_THREADS=str(cores)))
         rows.append((f"1 process, {cores} threads (no MPI)", one))
+        # What one of 2 ranks would take for its steps alone: the split's
+        # floor, before the rank's reruns and the exchange.
+        threads = max(1, cores // 2)
+        rows.append((f"1 process, T/2 steps, {threads} thread(s)",
+                     bench(command(T // 2), dict(ENV, SEQC_NUM_THREADS=str(threads)))))
         for R in (1, 2):
             threads = max(1, cores // R)
             cmd = MPIRUN + ["-np", str(R)] + base + ["--parallel", "sequence"]

@@ -6,7 +6,10 @@
 # --quick for smaller shapes, --only NAME for the cases whose names contain
 # NAME. SEQC_BENCH_PEERS=0 skips the peers (and their install). Last, the
 # Python package's benchmark (bench/python.py: per-call overhead, seqc.compat
-# against pure-PyTorch loops); --only python runs that alone.
+# against pure-PyTorch loops); --only python runs that alone. Then sequence
+# parallelism over MPI ranks (bench/distributed.py: strong scaling of a long
+# ssd over 1 and 2 ranks, bytes exchanged); --only distributed runs that
+# alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build.sh
@@ -29,7 +32,7 @@ for a in "$@"; do
   [ "$a" = --quick ] && QUICK=--quick
   prev=$a
 done
-if [ "$ONLY" != python ]; then
+if [ "$ONLY" != python ] && [ "$ONLY" != distributed ]; then
   RESULTS=$(mktemp)
   trap 'rm -f "$RESULTS"' EXIT
   "$BUILD_DIR/bin/seqc-bench" --results "$RESULTS" "$@"
@@ -39,4 +42,7 @@ if [ "$ONLY" != python ]; then
 fi
 if [ -z "$ONLY" ] || [ "$ONLY" = python ]; then
   PYTHONPATH="$BUILD_DIR/python" $PY bench/python.py $QUICK
+fi
+if { [ -z "$ONLY" ] || [ "$ONLY" = distributed ]; } && command -v mpirun >/dev/null; then
+  $PY bench/distributed.py --seqc-run "$BUILD_DIR/bin/seqc-run" $([ -n "$QUICK" ] && echo --T 8192)
 fi

@@ -610,6 +610,9 @@ struct SeqDistributeSteps
                          << ranks;
       return signalPassFailure();
     }
+    // One rank holds every step: nothing to split or exchange.
+    if (ranks == 1)
+      return;
     if (failed(rejectUnexpandedSequences(module, "seq-distribute-steps")))
       return signalPassFailure();
     SmallVector<Operation *> ops;

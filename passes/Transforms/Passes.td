@@ -76,7 +76,8 @@ def SeqDistributeSteps : Pass<"seq-distribute-steps", "::mlir::ModuleOp"> {
     lowers to its engine. Ops it does not split (`associative_scan`,
     non-causal or normalized `linear_attention`, non-causal windowed
     attention) run whole on every rank with a remark, an error under
-    `strict`. Runs after `seq-expand-sequences`.
+    `strict`. With `ranks = 1` the module is left as it is. Runs after
+    `seq-expand-sequences`.
   }];
   let options = [
     Option<"ranks", "ranks", "int64_t", /*default=*/"1",
