@@ -116,7 +116,7 @@ FailureOr<TransitionForm> transitionFormOf(Operation *op, std::string &whyNot) {
       });
 }
 
-/// A shape with dimensions of a declared tensor replaced by symbol.
+/// New sizes of declared dimensions, by symbol (kDynamic: known at run time).
 using Substitutions = llvm::StringMap<int64_t>;
 
 class StepDistribution {
@@ -164,8 +164,8 @@ private:
   }
 
   // The state exchange.
-  Value stateType(const Substitutions &subs, Value like) const;
   Value transitionStart(const TransitionForm &form);
+  Value transition(const TransitionForm &form, ArrayRef<Value> local);
   Value allGather(Value local);
   Value combine(const TransitionForm &form, Value m, Value state, Value s);
   Value foldRanks(const TransitionForm &form, Value gatheredM, Value gatheredS,
@@ -339,6 +339,45 @@ Value StepDistribution::transitionStart(const TransitionForm &form) {
       .getResult(0);
 }
 
+/// The op's transition over the rank's steps: the op with its additive
+/// operand zero, from transitionStart, its width operands narrowed to the
+/// transition's width (1, or K for the delta rules).
+Value StepDistribution::transition(const TransitionForm &form,
+                                   ArrayRef<Value> local) {
+  auto lastType =
+      cast<RankedTensorType>(cast<StatefulOpInterface>(op).getLast().getType());
+  const TensorDecl *lastDecl = declOf(cast<StatefulOpInterface>(op).getLast());
+  Substitutions subs = localSubstitutions();
+  Value widthSize = kb.idx(1);
+  if (form.mixesRows) {
+    int64_t rows = lastType.getRank() - 2;
+    subs[form.width] = lastType.getDimSize(rows);
+    widthSize = dims[lastDecl->dims[rows].symbol];
+  } else if (!form.width.empty()) {
+    subs[form.width] = 1;
+  }
+  SmallVector<Value> operands(local);
+  SmallVector<unsigned, 3> zeroed(form.widthOperands);
+  if (!llvm::is_contained(zeroed, form.additive))
+    zeroed.push_back(form.additive);
+  for (unsigned number : zeroed) {
+    Value operand = local[number];
+    auto type = cast<RankedTensorType>(operand.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    SmallVector<Value> sizes;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      sizes.push_back(kb.dim(operand, i));
+    if (llvm::is_contained(form.widthOperands, number)) {
+      shape.back() = subs[form.width];
+      sizes.back() = widthSize;
+    }
+    operands[number] =
+        kb.zeros(RankedTensorType::get(shape, type.getElementType()), sizes);
+  }
+  return cast<StatefulOpInterface>(rerun(operands, transitionStart(form), subs))
+      .getLast();
+}
+
 /// R x local on every rank, row j rank j's: the rank's row set, the others
 /// zero, summed over the ranks.
 Value StepDistribution::allGather(Value local) {
@@ -462,38 +501,9 @@ StepDistribution::distributeState(const TransitionForm &form) {
   // The rank's own state and its transition.
   Substitutions steps = localSubstitutions();
   Value own = cast<StatefulOpInterface>(rerun(local, Value(), steps)).getLast();
+  Value m = transition(form, local);
   const TensorDecl *lastDecl = declOf(last);
   auto lastType = cast<RankedTensorType>(last.getType());
-  Substitutions transitionSubs = steps;
-  Value widthSize = kb.idx(1);
-  if (form.mixesRows) {
-    int64_t rows = lastType.getRank() - 2;
-    transitionSubs[form.width] = lastType.getDimSize(rows);
-    widthSize = dims[lastDecl->dims[rows].symbol];
-  } else if (!form.width.empty()) {
-    transitionSubs[form.width] = 1;
-  }
-  SmallVector<Value> transition(local);
-  SmallVector<unsigned, 3> zeroed(form.widthOperands);
-  if (!llvm::is_contained(zeroed, form.additive))
-    zeroed.push_back(form.additive);
-  for (unsigned number : zeroed) {
-    Value operand = local[number];
-    auto type = cast<RankedTensorType>(operand.getType());
-    SmallVector<int64_t> shape(type.getShape());
-    SmallVector<Value> sizes;
-    for (int64_t i = 0; i < type.getRank(); ++i)
-      sizes.push_back(kb.dim(operand, i));
-    if (llvm::is_contained(form.widthOperands, number)) {
-      shape.back() = transitionSubs[form.width];
-      sizes.back() = widthSize;
-    }
-    transition[number] =
-        kb.zeros(RankedTensorType::get(shape, type.getElementType()), sizes);
-  }
-  Value m = cast<StatefulOpInterface>(
-                rerun(transition, transitionStart(form), transitionSubs))
-                .getLast();
 
   // Everyone's, the incoming state, the rank's steps from it, and the
   // final state.
