@@ -27,7 +27,7 @@ using AbortFn = int (*)(void *, int);
 struct MpiLibrary {
   void *handle = nullptr;
   InitThreadFn initThread = nullptr;
-  InitializedFn finalized = nullptr;
+  InitializedFn initialized = nullptr, finalized = nullptr;
   CommQueryFn commRank = nullptr, commSize = nullptr;
   AllreduceFn allreduce = nullptr;
   FinalizeFn finalize = nullptr;
@@ -36,6 +36,8 @@ struct MpiLibrary {
   void *inPlace = reinterpret_cast<void *>(1); // OpenMPI's MPI_IN_PLACE
   MpiWorld world;
   bool started = false;
+  /// MPI was started here (not by the host): it is ended here too.
+  bool owned = false;
   std::string error;
 };
 
@@ -66,6 +68,7 @@ bool open(MpiLibrary &lib) {
     return false;
   }
   return find(lib, lib.initThread, "MPI_Init_thread") &&
+         find(lib, lib.initialized, "MPI_Initialized") &&
          find(lib, lib.finalized, "MPI_Finalized") &&
          find(lib, lib.commRank, "MPI_Comm_rank") &&
          find(lib, lib.commSize, "MPI_Comm_size") &&
@@ -80,12 +83,20 @@ bool open(MpiLibrary &lib) {
 bool start(MpiLibrary &lib) {
   if (!open(lib))
     return false;
-  int provided = 0;
-  // Funneled: only the calling thread's compiled code calls MPI.
-  constexpr int kThreadFunneled = 1;
-  if (lib.initThread(nullptr, nullptr, kThreadFunneled, &provided) != 0) {
-    lib.error = "MPI_Init_thread failed";
-    return false;
+  int already = 0;
+  lib.initialized(&already);
+  if (!already) {
+    int provided = 0;
+    // Funneled: only the calling thread's compiled code calls MPI.
+    constexpr int kThreadFunneled = 1;
+    if (lib.initThread(nullptr, nullptr, kThreadFunneled, &provided) != 0) {
+      lib.error = "MPI_Init_thread failed";
+      return false;
+    }
+    lib.owned = true;
+    // Every process that starts MPI must end it, or mpirun calls the exit
+    // abnormal: hosts (C, C++, Python) need not call mpiFinalize.
+    std::atexit(seqc::rt::mpiFinalize);
   }
   if (lib.commRank(lib.commWorld, &lib.world.rank) != 0 ||
       lib.commSize(lib.commWorld, &lib.world.size) != 0) {
@@ -127,7 +138,7 @@ bool seqc::rt::mpiMaxAll(uint64_t *values, int count, std::string &error) {
 void seqc::rt::mpiFinalize() {
   MpiLibrary &lib = library();
   int done = 0;
-  if (lib.started && lib.finalized(&done) == 0 && !done)
+  if (lib.started && lib.owned && lib.finalized(&done) == 0 && !done)
     lib.finalize();
 }
 

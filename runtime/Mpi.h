@@ -23,15 +23,16 @@ struct MpiWorld {
 };
 
 /// Opens libmpi (SEQC_LIBMPI, else libmpi.so.40: OpenMPI 4, Debian 12's)
-/// and initializes MPI once per process (threads: MPI_THREAD_FUNNELED).
-/// False with `error` set when the library cannot be opened or MPI fails
-/// to start.
+/// and initializes MPI once per process (threads: MPI_THREAD_FUNNELED)
+/// unless the host has; MPI started here is ended at exit. False with
+/// `error` set when the library cannot be opened or MPI fails to start.
 bool mpiInit(MpiWorld &world, std::string &error);
 
 /// Element-wise maximum of `values` over every process (in place).
 bool mpiMaxAll(uint64_t *values, int count, std::string &error);
 
-/// Ends MPI (once; after the last distributed call).
+/// Ends MPI if it was started here (once; after the last distributed call;
+/// also run at exit).
 void mpiFinalize();
 
 /// Ends every process of the run with `code` (a rank that cannot go on).

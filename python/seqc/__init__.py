@@ -99,7 +99,7 @@ class Module:
 
 def compile(text_or_path, target="cpu", *, name=None, reference=False,
             opt_level=3, num_threads=0, cache=True, cache_dir=None, fuse=True,
-            strict=False, memory_limit=0):
+            strict=False, memory_limit=0, ranks=0):
     """Compiles MLIR text (or the file at a path) for `target` ("cpu",
     "cuda", "cuda-emulated").
 
@@ -108,8 +108,11 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
     and disk compile cache; repeated compiles of the same text are served
     from it), `cache_dir`, `fuse` (elementwise glue fused into ops), `strict`
     (an op without its fast lowering is an error), `memory_limit` (bytes one
-    call may hold, 0 for the machine's memory). Raises CompileError with
-    seqc's diagnostics."""
+    call may hold, 0 for the machine's memory), `ranks` (sequence
+    parallelism over MPI_COMM_WORLD's `ranks` processes, under mpirun: every
+    process compiles and calls with the same whole arguments and gets the
+    whole results, docs/distributed.md; 0, the default: one process).
+    Raises CompileError with seqc's diagnostics."""
     if target not in _TARGETS:
         raise ValueError(f"seqc: unknown target '{target}' "
                          f"(one of {', '.join(_TARGETS)})")
@@ -122,7 +125,8 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
     core = _core.compile(source, is_path, name or "", target, bool(reference),
                          int(opt_level), int(num_threads), bool(cache),
                          _os.fspath(cache_dir) if cache_dir else "",
-                         bool(fuse), bool(strict), int(memory_limit))
+                         bool(fuse), bool(strict), int(memory_limit),
+                         int(ranks))
     return Module(core)
 
 

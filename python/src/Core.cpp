@@ -543,7 +543,7 @@ seqc_target targetOf(const std::string &name) {
 Module compile(const std::string &source, bool isPath, const std::string &name,
                const std::string &target, bool reference, int optLevel,
                int numThreads, bool cache, const std::string &cacheDir,
-               bool fuse, bool strict, size_t memoryLimit) {
+               bool fuse, bool strict, size_t memoryLimit, int ranks) {
   seqc_compile_options o;
   seqc_compile_options_init(&o);
   o.target = targetOf(target);
@@ -555,6 +555,7 @@ Module compile(const std::string &source, bool isPath, const std::string &name,
   o.fuse = fuse;
   o.strict = strict;
   o.memory_limit = memoryLimit;
+  o.ranks = ranks;
   seqc_module *m = nullptr;
   seqc_status status;
   {
@@ -644,7 +645,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("name"), py::arg("target"), py::arg("reference"),
         py::arg("opt_level"), py::arg("num_threads"), py::arg("cache"),
         py::arg("cache_dir"), py::arg("fuse"), py::arg("strict"),
-        py::arg("memory_limit"));
+        py::arg("memory_limit"), py::arg("ranks"));
   m.def("load_weights", &loadWeights, py::arg("path"));
   m.def("set_num_threads", [](int64_t n) { check(seqc_set_num_threads(n)); });
   m.def("get_num_threads", [] { return seqc_get_num_threads(); });

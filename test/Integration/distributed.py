@@ -5,7 +5,8 @@
 # ranks have none), init states, reverse scans, the delta rules' matrix
 # transitions, the conv's halo, attention's keys (GQA, S > T, a window), a
 # graph with glue around two ops, and the bad inputs: ranks that disagree on
-# the inputs, a rank that dies, --parallel on the wrong target.
+# the inputs, a rank that dies, a rank that fails alone, --parallel on the
+# wrong target.
 # REQUIRES: mpi
 # UNSUPPORTED: sanitizer
 # RUN: %python %s
@@ -277,6 +278,16 @@ def bad_inputs():
                               capture_output=True, text=True, env=ENV, timeout=120)
         c.expect("a dead rank ends the run with an error", proc.returncode != 0,
                  str(proc.returncode))
+        # A rank that fails on its own (an input it cannot read) says why and
+        # the run ends at once (it does not wait in MPI_Finalize for ranks
+        # that wait for it).
+        script = (f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then b=/nonexistent.npy; '
+                  f'else b={paths[1]}; fi; '
+                  f'exec {SEQC_RUN} {src} --input {paths[0]} --input "$b" --parallel sequence')
+        proc = subprocess.run(MPIRUN + ["-np", "2", "sh", "-c", script],
+                              capture_output=True, text=True, env=ENV, timeout=120)
+        c.expect("a rank's own error ends the run", proc.returncode != 0 and
+                 "error: cannot open '/nonexistent.npy'" in proc.stderr, proc.stderr[-300:])
     code, err = run(mlir, ins, 0, ["--parallel", "sequence", "--target", "cuda"],
                     expect_error=True)
     c.expect("--parallel on cuda is an error", code == 1 and

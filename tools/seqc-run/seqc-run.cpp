@@ -31,6 +31,7 @@
 #include <string_view>
 #include <sys/stat.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 using namespace seqc;
@@ -126,8 +127,17 @@ const char *kUsage =
     "libmpi.so.40,\n"
     "                     OpenMPI)\n";
 
+/// Set once MPI is up (--parallel): a failing rank then leaves at once,
+/// without MPI_Finalize, which would wait for ranks that wait for it; mpirun
+/// ends the others.
+bool distributedRun = false;
+
 [[noreturn]] void fail(const std::string &message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
+  if (distributedRun) {
+    std::fflush(nullptr);
+    _exit(1);
+  }
   std::exit(1);
 }
 
@@ -521,6 +531,7 @@ int main(int argc, char **argv) {
     std::string error;
     if (!rt::mpiInit(world, error))
       fail(error);
+    distributedRun = true;
     startWatchdog(world, opts.timeoutSeconds);
   }
   // Rank 0 writes, prints and reports.
