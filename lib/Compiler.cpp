@@ -289,9 +289,6 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     cpu.ranks = options.ranks;
     buildCpuPipeline(pm, cpu);
   } else {
-    if (options.ranks > 0)
-      return Status::error("distributed runs (ranks) are built for the CPU "
-                           "target only");
     if (options.reference)
       return Status::error("the reference lowering runs on the CPU only");
     CudaPipelineOptions cuda;

@@ -264,6 +264,9 @@ Engine::compile(std::string_view source, const CompileOptions &options,
   }
   if (options.ranks < 0)
     return Status::error("ranks must be >= 0");
+  if (options.ranks > 0 && options.target != Target::CPU)
+    return Status::error("distributed runs (ranks) are built for the CPU "
+                         "target only");
   if (options.ranks > 0) {
     // The code's MPI calls resolve to the library opened here.
     rt::MpiWorld world;

@@ -88,6 +88,10 @@ struct WholeGridAllReduce : OpRewritePattern<shard::AllReduceOp> {
     auto type = dyn_cast<RankedTensorType>(reduce.getInput().getType());
     if (!type || type != reduce.getResult().getType())
       return rewriter.notifyMatchFailure(reduce, "not tensor to same tensor");
+    Type elt = type.getElementType();
+    if (!elt.isF32() && !elt.isF64() && !elt.isInteger(32) &&
+        !elt.isInteger(64))
+      return rewriter.notifyMatchFailure(reduce, "no MPI datatype");
     std::optional<mpi::MPI_ReductionOpEnum> kind =
         mpiReduction(reduce.getReduction());
     if (!kind)
@@ -131,6 +135,17 @@ struct SeqCollectivesToMpi
     patterns.add<WholeGridAllReduce>(ctx);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
+    // Anything left would reach upstream's lowering, which splits the
+    // communicator (see above), or MPIToLLVM without a datatype.
+    WalkResult left = module.walk([](shard::AllReduceOp reduce) {
+      reduce.emitError() << "this all-reduce has no MPI lowering here: "
+                         << reduce.getInput().getType()
+                         << " over the whole of a one-dimensional grid, in "
+                            "f32, f64, i32 or i64, is what seqc lowers";
+      return WalkResult::interrupt();
+    });
+    if (left.wasInterrupted())
+      signalPassFailure();
   }
 };
 
@@ -157,7 +172,8 @@ struct SeqMpiToLLVM : seqc::impl::SeqMpiToLLVMBase<SeqMpiToLLVM> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     for (auto grid : llvm::make_early_inc_range(module.getOps<shard::GridOp>()))
-      grid.erase();
+      if (SymbolTable::symbolKnownUseEmpty(grid, module))
+        grid.erase();
     bool hasMpi = false;
     module.walk([&](Operation *op) {
       if (isa<mpi::MPIDialect>(op->getDialect()))

@@ -129,8 +129,8 @@ def SeqCollectivesToMpi : Pass<"seq-collectives-to-mpi", "::mlir::ModuleOp"> {
 def SeqMpiToLLVM : Pass<"seq-mpi-to-llvm", "::mlir::ModuleOp"> {
   let summary = "MPI ops as calls to the MPI library (upstream MPIToLLVM), grids erased";
   let description = [{
-    Applies upstream MPIToLLVM to the `mpi` ops, erases `shard.grid`
-    symbols (nothing refers to them once the collectives are lowered), and
+    Applies upstream MPIToLLVM to the `mpi` ops, erases the `shard.grid`
+    symbols nothing refers to (none, once the collectives are lowered), and
     renames the predefined reductions MLIR 22 declares as `ompi_mpi_<op>`
     to the `ompi_mpi_op_<op>` OpenMPI exports.
   }];

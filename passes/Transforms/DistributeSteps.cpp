@@ -158,10 +158,6 @@ private:
   Operation *rerun(ArrayRef<Value> operands, Value init,
                    const Substitutions &subs);
   Substitutions localSubstitutions() const;
-  bool isResult(Value v) const {
-    auto result = dyn_cast<OpResult>(v);
-    return result && result.getOwner() == op;
-  }
 
   // The state exchange.
   Value transitionStart(const TransitionForm &form);
@@ -207,23 +203,13 @@ int64_t StepDistribution::dimOf(const TensorDecl &decl,
 // Slices
 //===----------------------------------------------------------------------===//
 
-static SmallVector<OpFoldResult> sizesOf(KernelBuilder &kb, Value tensor) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  SmallVector<OpFoldResult> sizes;
-  for (int64_t i = 0; i < type.getRank(); ++i)
-    sizes.push_back(
-        type.isDynamicDim(i)
-            ? OpFoldResult(kb.dim(tensor, i))
-            : OpFoldResult(kb.builder().getIndexAttr(type.getDimSize(i))));
-  return sizes;
-}
-
 Value StepDistribution::sliceSteps(Value tensor, Value from, Value count,
                                    std::optional<int64_t> staticCount) {
   auto type = cast<RankedTensorType>(tensor.getType());
   SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
   SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-  SmallVector<OpFoldResult> sizes = sizesOf(kb, tensor);
+  SmallVector<OpFoldResult> sizes =
+      tensor::getMixedSizes(b, b.getLoc(), tensor);
   offsets[1] = from;
   sizes[1] = staticCount ? OpFoldResult(b.getIndexAttr(*staticCount))
                          : OpFoldResult(count);
@@ -232,19 +218,36 @@ Value StepDistribution::sliceSteps(Value tensor, Value from, Value count,
 
 /// The rank's steps placed in the whole result on every rank: zeros
 /// elsewhere, summed over the ranks (an all-gather of unequal slices).
+/// bf16 and f16 steps travel as f32 (exactly: every value is one rank's),
+/// since MPI has no 16-bit float type.
 Value StepDistribution::wholeSteps(Value local, Value declared) {
   auto type = cast<RankedTensorType>(declared.getType());
   const TensorDecl *decl = declOf(declared);
-  Value whole = kb.zeros(type, dims.of(decl->name));
+  SmallVector<Value> sizes = dims.of(decl->name);
+  bool narrow = type.getElementType().isBF16() || type.getElementType().isF16();
+  auto wideType =
+      narrow ? RankedTensorType::get(type.getShape(), b.getF32Type()) : type;
+  if (narrow) {
+    SmallVector<Value> localSizes;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      localSizes.push_back(kb.dim(local, i));
+    auto localType = cast<RankedTensorType>(local.getType());
+    local = kb.castTensor(
+        local, RankedTensorType::get(localType.getShape(), b.getF32Type()),
+        localSizes);
+  }
+  Value whole = kb.zeros(wideType, sizes);
   SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
   SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
   offsets[1] = start;
-  whole = tensor::InsertSliceOp::create(b, local, whole, offsets,
-                                        sizesOf(kb, local), strides);
-  return shard::AllReduceOp::create(b, whole, kGridName,
-                                    ArrayRef<shard::GridAxis>{0},
-                                    shard::ReductionKind::Sum)
-      .getResult();
+  whole = tensor::InsertSliceOp::create(
+      b, local, whole, offsets, tensor::getMixedSizes(b, b.getLoc(), local),
+      strides);
+  Value gathered = shard::AllReduceOp::create(b, whole, kGridName,
+                                              ArrayRef<shard::GridAxis>{0},
+                                              shard::ReductionKind::Sum)
+                       .getResult();
+  return narrow ? kb.castTensor(gathered, type, sizes) : gathered;
 }
 
 //===----------------------------------------------------------------------===//
@@ -392,7 +395,7 @@ Value StepDistribution::allGather(Value local) {
   SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0));
   SmallVector<OpFoldResult> strides(shape.size(), b.getIndexAttr(1));
   SmallVector<OpFoldResult> rowSizes{b.getIndexAttr(1)};
-  llvm::append_range(rowSizes, sizesOf(kb, local));
+  llvm::append_range(rowSizes, tensor::getMixedSizes(b, b.getLoc(), local));
   offsets[0] = rank;
   rows =
       tensor::InsertSliceOp::create(b, local, rows, offsets, rowSizes, strides);
@@ -465,7 +468,8 @@ Value StepDistribution::foldRanks(const TransitionForm &form, Value gatheredM,
                                          type.getElementType());
     SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
     SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-    SmallVector<OpFoldResult> sizes = sizesOf(kb, gathered);
+    SmallVector<OpFoldResult> sizes =
+        tensor::getMixedSizes(b, b.getLoc(), gathered);
     offsets[0] = j;
     sizes[0] = b.getIndexAttr(1);
     return tensor::ExtractSliceOp::create(b, rowType, gathered, offsets, sizes,

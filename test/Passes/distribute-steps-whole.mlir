@@ -4,6 +4,7 @@
 // RUN: seqc-opt %s --seq-distribute-steps=ranks=2 -verify-diagnostics -split-input-file
 // RUN: not seqc-opt %s --seq-distribute-steps="ranks=2 strict=1" -split-input-file 2>&1 | FileCheck %s --check-prefix=STRICT
 // RUN: seqc-opt %s --seq-mpi-to-llvm -split-input-file 2>&1 | FileCheck %s --check-prefix=LLVM
+// RUN: not seqc-opt %s --seq-collectives-to-mpi -split-input-file 2>&1 | FileCheck %s --check-prefix=NOMPI
 
 // STRICT: error: seq.associative_scan runs whole on every rank under sequence parallelism: it has no transition over steps
 func.func @scan(%x: tensor<1x8xf32>) -> tensor<1x8xf32> {
@@ -38,4 +39,14 @@ module attributes {dlti.map = #dlti.map<"MPI:Implementation" = "OpenMPI">} {
     mpi.allreduce(%send, %recv, MPI_SUM, %world) : memref<8xf32>, memref<8xf32>
     return
   }
+}
+
+// -----
+
+// An element type MPI has no datatype for is an error, not invalid IR.
+// NOMPI: error: this all-reduce has no MPI lowering here: 'tensor<4xbf16>'
+shard.grid @g(shape = 2)
+func.func @narrow(%x: tensor<4xbf16>) -> tensor<4xbf16> {
+  %y = shard.all_reduce %x on @g grid_axes = [0] : tensor<4xbf16> -> tensor<4xbf16>
+  return %y : tensor<4xbf16>
 }
