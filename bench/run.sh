@@ -18,7 +18,11 @@ PY=/usr/bin/python3
 if [ "${SEQC_BENCH_PEERS:-1}" != 0 ]; then
   # The peers are the benchmark's, not seqc's: Debian's numpy (OpenBLAS)
   # and PyTorch, installed here only.
-  if ! $PY -c "import numpy, torch" 2>/dev/null; then
+  # numpy and torch alone bring the reference BLAS (libblas3, 40x slower
+  # than OpenBLAS): the OpenBLAS package is checked for itself.
+  if ! $PY -c "import numpy, torch" 2>/dev/null ||
+     ! dpkg-query -W -f='${Status}' libopenblas0-pthread 2>/dev/null |
+       grep -q 'install ok installed'; then
     SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
     $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq --no-install-recommends python3-numpy \

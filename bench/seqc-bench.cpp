@@ -281,18 +281,24 @@ Function compile(Engine &engine, const std::string &mlir, bool reference,
   return *fn;
 }
 
-/// Which products bf16 and f16 operands take on this host. Only the
-/// convert-to-f32 path exists so far: the AMX and AVX-512 BF16 ones are
-/// named where the host has them, to say that they were not taken.
-const char *lowPrecisionPath() {
+/// Which products bf16 and f16 operands take on this host: the compiler's
+/// choice (resolveBf16Products: SEQC_CPU_BF16, else AVX-512 BF16 where the
+/// host has it). f16 operands are always widened.
+std::string lowPrecisionPath() {
+  const char *env = std::getenv("SEQC_CPU_BF16");
+  std::string forced = env ? env : "";
+  bool dot = false, amx = false;
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (__builtin_cpu_supports("amx-bf16"))
-    return "widened to f32 FMA (the host has AMX, which seqc does not use "
-           "yet)";
-  if (__builtin_cpu_supports("avx512bf16"))
-    return "widened to f32 FMA (the host has AVX-512 BF16, which seqc does "
-           "not use yet)";
+  dot = __builtin_cpu_supports("avx512bf16");
+  amx = __builtin_cpu_supports("amx-bf16");
 #endif
+  if (forced == "widen")
+    return "bf16: widened to f32 FMA (SEQC_CPU_BF16=widen); f16: widened";
+  if (dot)
+    return std::string("bf16: AVX-512 BF16 dot products (vdpbf16ps) in "
+                       "matmuls and experts, widened to f32 FMA elsewhere") +
+           (forced == "dot" ? " (SEQC_CPU_BF16=dot)" : "") + "; f16: widened" +
+           (amx ? "; the host has AMX, which seqc does not use yet" : "");
   return "widened to f32 FMA (the host has neither AMX nor AVX-512 BF16)";
 }
 
@@ -433,7 +439,7 @@ int main(int argc, char **argv) {
   double peak = fmaPeakGFLOPs(threads);
   std::printf("ceilings: triad %.1f GB/s, fp32 FMA peak %.1f GFLOP/s\n", triad,
               peak);
-  std::printf("bf16/f16 products: %s\n\n", lowPrecisionPath());
+  std::printf("bf16/f16 products: %s\n\n", lowPrecisionPath().c_str());
   std::unique_ptr<FILE, int (*)(FILE *)> results(nullptr, std::fclose);
   if (!resultsPath.empty()) {
     results.reset(std::fopen(resultsPath.c_str(), "w"));

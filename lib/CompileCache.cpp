@@ -1,6 +1,7 @@
 //===- CompileCache.cpp - compiled objects on disk ------------------------===//
 
 #include "CompileCache.h"
+#include "Compiler.h"
 #include "FileIO.h"
 #include "PerfMap.h"
 #include "seqc/Passes.h"
@@ -92,6 +93,10 @@ static const std::string &buildIdentity() {
 std::string seqc::cacheKey(std::string_view source, std::string_view bufferName,
                            const CompileOptions &options,
                            const llvm::TargetMachine &tm) {
+  // The products bf16 operands take (SEQC_CPU_BF16 may change them); a
+  // value the compile will reject keys as itself.
+  Expected<std::string> resolved = resolveBf16Products(options, tm);
+  std::string bf16Products = resolved ? *resolved : resolved.message();
   std::string material;
   llvm::raw_string_ostream os(material);
   os << "seqc-cache-key 1\nseqc " << seqcVersion() << "\nbuild "
@@ -101,9 +106,9 @@ std::string seqc::cacheKey(std::string_view source, std::string_view bufferName,
      << options.reference << "\nopt " << options.optLevel << "\nprofile "
      << static_cast<int>(options.profile) << "\nfuse " << options.fuse
      << "\nstrict " << options.strict << "\nranks " << options.ranks
-     << "\nperf-map " << perfMapRequested() << "\ntarget "
-     << static_cast<int>(options.target) << "\nchip " << options.cudaChip
-     << "\nblock-threads "
+     << "\nbf16 " << bf16Products << "\nperf-map " << perfMapRequested()
+     << "\ntarget " << static_cast<int>(options.target) << "\nchip "
+     << options.cudaChip << "\nblock-threads "
      << options.cudaBlockThreads
      // The CUDA object embeds a cubin or, without ptxas, PTX: installing
      // the toolkit must not keep serving the PTX build.

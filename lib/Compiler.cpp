@@ -28,6 +28,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdlib>
 #include <dlfcn.h>
 #include <mutex>
 #include <unistd.h>
@@ -86,6 +87,42 @@ seqc::hostTargetMachine(int optLevel, const std::string &cpu) {
     return Status::error("cannot target the host CPU: " +
                          llvm::toString(tm.takeError()));
   return std::move(*tm);
+}
+
+Expected<std::string> seqc::resolveBf16Products(const CompileOptions &options,
+                                                const llvm::TargetMachine &tm) {
+  Bf16Products requested = options.bf16Products;
+  const char *source = "bf16Products";
+  if (requested == Bf16Products::Auto) {
+    if (const char *env = std::getenv("SEQC_CPU_BF16"); env && *env) {
+      std::string value = env;
+      source = "SEQC_CPU_BF16";
+      if (value == "dot")
+        requested = Bf16Products::Dot;
+      else if (value == "widen")
+        requested = Bf16Products::Widen;
+      else if (value != "auto")
+        return Status::error("SEQC_CPU_BF16='" + value +
+                             "' is not one of dot, widen, auto (the AMX "
+                             "path is not built)");
+    }
+  }
+  bool hasDot = tm.getMCSubtargetInfo()->checkFeatures("+avx512bf16");
+  switch (requested) {
+  case Bf16Products::Auto:
+    return std::string(hasDot ? "dot" : "widen");
+  case Bf16Products::Widen:
+    return std::string("widen");
+  case Bf16Products::Dot:
+    if (!hasDot)
+      return Status::error(
+          std::string(source) +
+          " asks for bf16 dot products, which need AVX-512 BF16: the CPU "
+          "code is generated for (" +
+          tm.getTargetCPU().str() + ") lacks avx512bf16");
+    return std::string("dot");
+  }
+  return std::string("widen");
 }
 
 //===----------------------------------------------------------------------===//
@@ -287,6 +324,10 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     cpu.fuse = options.fuse;
     cpu.strict = options.strict;
     cpu.ranks = options.ranks;
+    Expected<std::string> products = resolveBf16Products(options, tm);
+    if (!products)
+      return products.status();
+    cpu.bf16Products = *products;
     buildCpuPipeline(pm, cpu);
   } else {
     if (options.reference)

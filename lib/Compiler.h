@@ -46,6 +46,13 @@ struct CompiledObject {
 Expected<std::unique_ptr<llvm::TargetMachine>>
 hostTargetMachine(int optLevel, const std::string &cpu = "");
 
+/// The products bf16 operands take in code for `tm`: options.bf16Products,
+/// Auto resolved ($SEQC_CPU_BF16, else the CPU's AVX-512 BF16); "dot" or
+/// "widen" (the CPU pipeline's bf16-products), or an error naming what the
+/// CPU lacks or the unknown value.
+Expected<std::string> resolveBf16Products(const CompileOptions &options,
+                                          const llvm::TargetMachine &tm);
+
 /// Edits the LLVM module before it is optimized (ahead-of-time entry
 /// points), given the signatures of the public functions.
 using ModuleHook =

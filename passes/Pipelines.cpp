@@ -54,7 +54,10 @@ void seqc::buildLowerToLLVMPipeline(OpPassManager &pm, bool gpuHost) {
   bf16Arithmetic.targetTypeStr = "f32";
   pm.addPass(arith::createArithEmulateUnsupportedFloats(bf16Arithmetic));
   pm.addPass(createSeqExpandBf16());
-  pm.addPass(createConvertVectorToLLVMPass());
+  // The CPU kernels' bf16 dot products are x86vector ops.
+  ConvertVectorToLLVMPassOptions vectorToLLVM;
+  vectorToLLVM.x86Vector = true;
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createSeqMpiToLLVM());
   FinalizeMemRefToLLVMConversionPassOptions memrefOpts;
   // Allocations go through seqc's runtime, which tracks them per call.
@@ -229,6 +232,7 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
     cpu.vectorWidth = opts.vectorWidth;
     cpu.fuse = opts.fuse;
     cpu.strict = opts.strict;
+    cpu.bf16Products = opts.bf16Products;
     pm.addPass(createSeqLowerToCpu(cpu));
   }
   // No canonicalization or CSE between the CPU kernels and bufferization:
@@ -303,6 +307,11 @@ struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
       llvm::cl::desc("split the steps over this many MPI processes (0: one "
                      "process)"),
       llvm::cl::init(0)};
+  Option<std::string> bf16Products{
+      *this, "bf16-products",
+      llvm::cl::desc("products of bf16 operands: dot (AVX-512 BF16), widen "
+                     "(f32 FMAs), auto (dot where the host has it)"),
+      llvm::cl::init("auto")};
 };
 } // namespace
 
@@ -335,6 +344,7 @@ void seqc::registerPasses() {
         opts.fuse = cl.fuse;
         opts.strict = cl.strict;
         opts.ranks = cl.ranks;
+        opts.bf16Products = cl.bf16Products;
         buildCpuPipeline(pm, opts);
       });
   PassPipelineRegistration<>(

@@ -60,3 +60,12 @@ if os.path.exists(ptxas):
 import shutil  # noqa: E402
 if shutil.which("mpirun") and ctypes.util.find_library("mpi"):
     config.available_features.add("mpi")
+
+# The CPU's bf16 dot-product path runs where the host has AVX-512 BF16
+# (seqc's own choice reads LLVM's host features; /proc/cpuinfo says the same).
+try:
+    with open("/proc/cpuinfo") as f:
+        if " avx512_bf16" in f.read():
+            config.available_features.add("avx512bf16")
+except OSError:
+    pass

@@ -49,6 +49,18 @@ struct CompileEvent {
   double seconds = 0;
 };
 
+/// How the CPU kernels multiply bf16 operands.
+enum class Bf16Products {
+  /// $SEQC_CPU_BF16 when set ("dot" or "widen"), else dot products where
+  /// the CPU code is generated for has AVX-512 BF16.
+  Auto,
+  /// AVX-512 BF16 dot products of bf16 pairs (vdpbf16ps), f32 accumulation;
+  /// an error where the CPU lacks them.
+  Dot,
+  /// f32 FMAs on operands widened to f32 (every CPU).
+  Widen,
+};
+
 struct CompileOptions {
   Target target = Target::CPU;
   /// The GPU architecture for Target::CUDA (sm_80, sm_90a, ...); empty:
@@ -92,6 +104,9 @@ struct CompileOptions {
   /// arguments, and gets the whole results. 0: one process, no MPI. The
   /// engine opens and initializes MPI (OpenMPI's libmpi) when it is not.
   int ranks = 0;
+  /// Products of bf16 operands in the CPU kernels (matmuls and experts):
+  /// see Bf16Products.
+  Bf16Products bf16Products = Bf16Products::Auto;
   /// Called on the compiling thread as the compile proceeds (may be empty).
   std::function<void(const CompileEvent &)> onEvent;
 };

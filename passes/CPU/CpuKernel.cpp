@@ -11,6 +11,7 @@ CpuTarget CpuTarget::host() {
   t.vectorWidth = host.vectorWidth;
   t.l1Bytes = host.l1Bytes;
   t.l2Bytes = host.l2Bytes;
+  t.bf16Dot = host.avx512bf16;
   return t;
 }
 

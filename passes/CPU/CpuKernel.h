@@ -24,6 +24,9 @@ struct CpuTarget {
   /// Per-core data cache sizes in bytes.
   int64_t l1Bytes = 32 * 1024;
   int64_t l2Bytes = 1024 * 1024;
+  /// Whether products of bf16 operands take AVX-512 BF16's dot product of
+  /// bf16 pairs (vdpbf16ps) instead of f32 FMAs on widened operands.
+  bool bf16Dot = false;
 
   /// The host, from its CPU features and cache geometry.
   static CpuTarget host();

@@ -126,9 +126,11 @@ static Value evenBlock(KernelBuilder &k, Value n, int64_t largest,
 class MatmulLowering {
 public:
   MatmulLowering(ImplicitLocOpBuilder &b, KernelBuilder &kb,
-                 const CpuTarget &target, bool batched, Fusion fusion)
-      : b(b), kb(kb), target(target), blocking(GemmBlocking::forTarget(target)),
-        batched(batched), off(batched ? 1 : 0), fusion(std::move(fusion)) {}
+                 const CpuTarget &target, GemmProducts products, bool batched,
+                 Fusion fusion)
+      : b(b), kb(kb), target(target),
+        blocking(GemmBlocking::forTarget(target, products)), batched(batched),
+        off(batched ? 1 : 0), fusion(std::move(fusion)) {}
 
   /// Checks the shapes and emits every kernel; the product as a tensor.
   Value emit(Value A, Value B, Value init, RankedTensorType resultType);
@@ -201,7 +203,7 @@ void MatmulLowering::checkShapes(Value aShape, Value B, Value init) {
 Value MatmulLowering::allocPanels(Value packOnce) {
   return allocPacked(
       {batch, reductionSlots(packOnce), blocksOf(kb, N, blocking.columns())},
-      blocking.reduction, blocking.columns());
+      blocking.panelRows(), blocking.panelColumns());
 }
 
 /// The reduction blocks a packed operand holds: all of them when it is
@@ -212,12 +214,14 @@ Value MatmulLowering::reductionSlots(Value packOnce) {
   return kb.select(packOnce, kBlocks, kb.idx(1));
 }
 
-/// A 64-byte aligned f32 buffer [lead...][rows][cols].
+/// A 64-byte aligned buffer [lead...][rows][cols] of the packed type (f32,
+/// or bf16 for pairs).
 Value MatmulLowering::allocPacked(ValueRange lead, int64_t rows, int64_t cols) {
   SmallVector<int64_t> shape(lead.size(), ShapedType::kDynamic);
   shape.append({rows, cols});
-  return memref::AllocOp::create(b, MemRefType::get(shape, b.getF32Type()),
-                                 lead, b.getI64IntegerAttr(64));
+  return memref::AllocOp::create(
+      b, MemRefType::get(shape, blocking.packedType(b.getContext())), lead,
+      b.getI64IntegerAttr(64));
 }
 
 /// All of B into its panels, a task per (batch, reduction block).
@@ -279,12 +283,13 @@ KernelArgs MatmulLowering::collectArgs(Value A, Value B, Value cBuf,
 }
 
 /// A's rows, packed: [batch][row block][reduction block][mc][kc], row-major
-/// blocks in f32, computed there from a fused prologue's inputs or copied
-/// (rows K elements apart would put the micro-kernel's rows in one L1 set
-/// and as many pages). When several column blocks read A (packOnce), all
-/// of it is packed before the product, so that neither the copy nor the
-/// prologue is repeated per column block; otherwise each task packs its rows
-/// block by block into the first reduction slot, which stays in L2.
+/// blocks in the packed type (bf16 pairs: an odd block's pad step zero),
+/// computed there from a fused prologue's inputs or copied (rows K elements
+/// apart would put the micro-kernel's rows in one L1 set and as many pages).
+/// When several column blocks read A (packOnce), all of it is packed before the
+/// product, so that neither the copy nor the prologue is repeated per column
+/// block; otherwise each task packs its rows block by block into the first
+/// reduction slot, which stays in L2.
 Value MatmulLowering::allocRowsOfA(Value packOnce) {
   return allocPacked(
       {batch, blocksOf(kb, M, rowBlockSize(kb, M)), reductionSlots(packOnce)},
@@ -318,6 +323,7 @@ void MatmulLowering::copyRowsOfA(KernelBuilder &k, ValueRange aIns,
         return k.vloadMasked(a.memref, a.at(r, k.add(k0, kk)), lanes, mask);
       },
       dst);
+  padOddStep(k, blocking, rows, k.sub(k1, k0), dst);
 }
 
 /// All of A's rows packed, a task per (batch, row block, reduction block).
@@ -420,7 +426,7 @@ void MatmulLowering::emitProductTask(KernelBuilder &k, Value task,
           return SmallVector<Value>{bi, row, slot, r, k.sub(kk, k0)};
         }};
   };
-  emitGemm(k, target, {rows, cols, nK}, a, bMat, c,
+  emitGemm(k, blocking, {rows, cols, nK}, a, bMat, c,
            overwrite ? GemmMode::Overwrite : GemmMode::Accumulate, prepareA,
            prepareB);
   if (!fusion.epilogue)
@@ -550,7 +556,13 @@ template <typename OpTy> struct CpuMatmul : OpRewritePattern<OpTy> {
     KernelBuilder kb(b);
     kb.checksFor(op);
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
-    MatmulLowering lowering(b, kb, target, batched, fusion);
+    // bf16 pairs when A (as materialized: a fused prologue's result type)
+    // and B are bf16 and the target has the dot product.
+    Type aType = fusion.prologue ? fusion.prologue->op->getResult(0).getType()
+                                 : A.getType();
+    GemmProducts products = gemmProductsFor(target, getElementTypeOrSelf(aType),
+                                            getElementTypeOrSelf(B.getType()));
+    MatmulLowering lowering(b, kb, target, products, batched, fusion);
     Value product = lowering.emit(A, B, init, resultType);
 
     if (fusion.prologue)

@@ -47,7 +47,16 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
     Value cap =
         expertCapacity(kb, op.getCapacityFactor().convertToDouble(), T, K, E);
     const int64_t lanes = target.vectorWidth;
-    const GemmBlocking blocking = GemmBlocking::forTarget(target);
+    // With bf16 tokens and weights on a host with the dot product, both
+    // projections take bf16 pairs, and the hidden activations are kept in
+    // bf16 between them (what a bf16 framework materializes).
+    auto elementOf = [](Value v) { return getElementTypeOrSelf(v.getType()); };
+    const GemmBlocking upBlocking = GemmBlocking::forTarget(
+        target,
+        gemmProductsFor(target, elementOf(op.getX()), elementOf(op.getWUp())));
+    Type hiddenType = upBlocking.packedType(b.getContext());
+    const GemmBlocking downBlocking = GemmBlocking::forTarget(
+        target, gemmProductsFor(target, hiddenType, elementOf(op.getWDown())));
     bool gated = static_cast<bool>(op.getWGate());
     seq::Activation act = op.getActivation();
 
@@ -171,9 +180,9 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
     };
 
     // Up (and gate) projections: H[rows, F] = act(X Wg) (X Wu).
-    Value hBuf = memref::AllocOp::create(b, MemRefType::get({dyn, dyn}, f32),
-                                         ValueRange{choices, F},
-                                         b.getI64IntegerAttr(64));
+    Value hBuf = memref::AllocOp::create(
+        b, MemRefType::get({dyn, dyn}, hiddenType), ValueRange{choices, F},
+        b.getI64IntegerAttr(64));
     Value fBlocks = kb.divs(kb.add(F, kb.idx(ColBlock - 1)), kb.idx(ColBlock));
     SmallVector<Value> upArgs{
         xIn, readBuffer(b, op.getWUp()), hBuf, tokenOf, blocks, offsets};
@@ -204,10 +213,10 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
           // are packed into rows.
           auto project = [&](Value W, Value out) {
             MatrixRef w = weights(W);
-            emitGemm(k, target, {bl.rows, cols, nD}, xRows, w, rowMajor(out),
-                     GemmMode::Overwrite,
-                     packEachBlockOfA(k, blocking, xRows, bl.rows, RowBlock),
-                     packEachBlockOfB(k, blocking, w, cols, ColBlock));
+            emitGemm(k, upBlocking, {bl.rows, cols, nD}, xRows, w,
+                     rowMajor(out), GemmMode::Overwrite,
+                     packEachBlockOfA(k, upBlocking, xRows, bl.rows, RowBlock),
+                     packEachBlockOfB(k, upBlocking, w, cols, ColBlock));
           };
           Value up = k.stackBuffer({RowBlock, ColBlock});
           project(Wu, up);
@@ -258,9 +267,15 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
               Yr, [&, bl](Value r, Value d) {
                 return SmallVector<Value>{k.add(bl.row0, r), k.add(d0, d)};
               }};
-          emitGemm(k, target, {bl.rows, cols, nF}, hRows, w, out,
-                   GemmMode::Overwrite, nullptr,
-                   packEachBlockOfB(k, blocking, w, cols, ColBlock));
+          // bf16 pairs read A packed (each block padded to whole pairs);
+          // f32 rows are read where they are.
+          PrepareA prepareA =
+              downBlocking.pairs()
+                  ? packEachBlockOfA(k, downBlocking, hRows, bl.rows, RowBlock)
+                  : nullptr;
+          emitGemm(k, downBlocking, {bl.rows, cols, nF}, hRows, w, out,
+                   GemmMode::Overwrite, prepareA,
+                   packEachBlockOfB(k, downBlocking, w, cols, ColBlock));
         });
 
     // Combine: y[t] = sum_j w[t, j] Y[row(t, j)].

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
@@ -75,55 +76,130 @@ void seqc::transposeInto(KernelBuilder &kb, const CpuTarget &target,
 
 namespace {
 
+/// `lanes` bf16 elements of `m` from `ivs` on, loaded as they are when `m`
+/// holds bf16 (else widened and rounded); lanes past `active` (when given)
+/// are zero.
+Value loadBf16(KernelBuilder &kb, Value m, ValueRange ivs, int64_t lanes,
+               Value active) {
+  OpBuilder &b = kb.builder();
+  Location loc = m.getLoc();
+  auto type = VectorType::get({lanes}, b.getBF16Type());
+  if (!cast<MemRefType>(m.getType()).getElementType().isBF16()) {
+    Value v = active ? kb.vloadMasked(m, ivs, lanes, kb.vmask(active, lanes))
+                     : kb.vload(m, ivs, lanes);
+    return arith::TruncFOp::create(b, loc, type, v);
+  }
+  if (!active)
+    return vector::LoadOp::create(b, loc, type, m, ivs);
+  Value zero = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getZeroAttr(b.getBF16Type())));
+  return vector::MaskedLoadOp::create(b, loc, type, m, ivs,
+                                      kb.vmask(active, lanes), zero);
+}
+
+/// The pair of bf16 steps (k, k + 1) of A's row at `ivs` (the element of
+/// step k) in every 32-bit lane: vdpbf16ps's broadcast operand.
+Value broadcastPair(KernelBuilder &kb, Value m, ValueRange ivs, int64_t lanes) {
+  OpBuilder &b = kb.builder();
+  Location loc = m.getLoc();
+  Value pair = vector::LoadOp::create(
+      b, loc, VectorType::get({2}, b.getBF16Type()), m, ivs);
+  Value word = vector::BitCastOp::create(
+      b, loc, VectorType::get({1}, b.getI32Type()), pair);
+  Value words = vector::BroadcastOp::create(
+      b, loc, VectorType::get({lanes}, b.getI32Type()),
+      vector::ExtractOp::create(b, loc, word, 0));
+  return vector::BitCastOp::create(
+      b, loc, VectorType::get({2 * lanes}, b.getBF16Type()), words);
+}
+
 /// The micro-kernel: `rows` rows starting at i0, `vecs` vectors of columns
 /// starting at j0, reduction range [k0, k1). C's tile starts from C itself
 /// when `addToC` (an i1) is true, from zero otherwise.
 struct MicroKernel {
   KernelBuilder &kb;
-  int64_t lanes;
+  const GemmBlocking &g;
   const MatrixRef &A, &B, &C;
   Value k0, k1, addToC;
 
   void emit(Value i0, Value j0, int64_t rows, int64_t vecs,
             ArrayRef<Value> masks) {
-    auto col = [&](int64_t v) { return kb.add(j0, kb.idx(v * lanes)); };
-    auto row = [&](int64_t r) { return kb.add(i0, kb.idx(r)); };
-    auto load = [&](const MatrixRef &m, Value r, int64_t v) {
-      SmallVector<Value> ivs = m.at(r, col(v));
-      return masks.empty() ? kb.vload(m.memref, ivs, lanes)
-                           : kb.vloadMasked(m.memref, ivs, lanes, masks[v]);
-    };
     // The tile accumulates from zero and C is added after the reduction:
     // C's lines, prefetched now, arrive while the loop runs instead of
     // stalling its first steps (a task's C is larger than L2).
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t v = 0; v < vecs; ++v)
-        memref::PrefetchOp::create(kb.builder(), C.memref, C.at(row(r), col(v)),
+        memref::PrefetchOp::create(kb.builder(), C.memref,
+                                   C.at(row(i0, r), col(j0, v)),
                                    /*isWrite=*/true, /*localityHint=*/3,
                                    /*isDataCache=*/true);
-    SmallVector<Value> acc(rows * vecs, kb.vconst(0.0, lanes));
-    SmallVector<Value> done = kb.loop(k0, k1, acc, [&](Value k, ValueRange c) {
-      SmallVector<Value> bv;
-      for (int64_t v = 0; v < vecs; ++v)
-        bv.push_back(load(B, k, v));
-      SmallVector<Value> next;
-      for (int64_t r = 0; r < rows; ++r) {
-        Value a = kb.splat(kb.mload(A.memref, A.at(row(r), k)), lanes);
-        for (int64_t v = 0; v < vecs; ++v)
-          next.push_back(kb.vfma(a, bv[v], c[r * vecs + v]));
-      }
-      return next;
-    });
+    SmallVector<Value> sums = g.pairs() ? reducePairs(i0, j0, rows, vecs)
+                                        : reduceF32(i0, j0, rows, vecs, masks);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t v = 0; v < vecs; ++v) {
-        Value sum = done[r * vecs + v];
-        sum = kb.select(addToC, kb.fadd(load(C, row(r), v), sum), sum);
-        SmallVector<Value> ivs = C.at(row(r), col(v));
+        Value sum = sums[r * vecs + v];
+        sum = kb.select(addToC, kb.fadd(load(C, row(i0, r), j0, v, masks), sum),
+                        sum);
+        SmallVector<Value> ivs = C.at(row(i0, r), col(j0, v));
         if (masks.empty())
           kb.vstore(sum, C.memref, ivs);
         else
           kb.vstoreMasked(sum, C.memref, ivs, masks[v]);
       }
+  }
+
+private:
+  Value col(Value j0, int64_t v) { return kb.add(j0, kb.idx(v * g.lanes)); }
+  Value row(Value i0, int64_t r) { return kb.add(i0, kb.idx(r)); }
+  Value load(const MatrixRef &m, Value r, Value j0, int64_t v,
+             ArrayRef<Value> masks) {
+    SmallVector<Value> ivs = m.at(r, col(j0, v));
+    return masks.empty() ? kb.vload(m.memref, ivs, g.lanes)
+                         : kb.vloadMasked(m.memref, ivs, g.lanes, masks[v]);
+  }
+
+  /// Step by step: a broadcast of A times each vector of B, f32 FMAs.
+  SmallVector<Value> reduceF32(Value i0, Value j0, int64_t rows, int64_t vecs,
+                               ArrayRef<Value> masks) {
+    SmallVector<Value> acc(rows * vecs, kb.vconst(0.0, g.lanes));
+    return kb.loop(k0, k1, acc, [&](Value k, ValueRange c) {
+      SmallVector<Value> bv;
+      for (int64_t v = 0; v < vecs; ++v)
+        bv.push_back(load(B, k, j0, v, masks));
+      SmallVector<Value> next;
+      for (int64_t r = 0; r < rows; ++r) {
+        Value a = kb.splat(kb.mload(A.memref, A.at(row(i0, r), k)), g.lanes);
+        for (int64_t v = 0; v < vecs; ++v)
+          next.push_back(kb.vfma(a, bv[v], c[r * vecs + v]));
+      }
+      return next;
+    });
+  }
+
+  /// Two steps at a time: A's pair of bf16 steps broadcast, times B's
+  /// interleaved pairs of each column (zero-padded panels: no masks).
+  SmallVector<Value> reducePairs(Value i0, Value j0, int64_t rows,
+                                 int64_t vecs) {
+    OpBuilder &b = kb.builder();
+    auto pairType = VectorType::get({2 * g.lanes}, b.getBF16Type());
+    Value pairs = kb.divs(kb.add(kb.sub(k1, k0), kb.idx(1)), kb.idx(2));
+    SmallVector<Value> acc(rows * vecs, kb.vconst(0.0, g.lanes));
+    return kb.loop(kb.idx(0), pairs, acc, [&](Value kp, ValueRange c) {
+      Value k = kb.add(k0, kb.mul(kp, kb.idx(2)));
+      SmallVector<Value> bv;
+      for (int64_t v = 0; v < vecs; ++v)
+        bv.push_back(vector::LoadOp::create(b, B.memref.getLoc(), pairType,
+                                            B.memref, B.at(k, col(j0, v))));
+      SmallVector<Value> next;
+      for (int64_t r = 0; r < rows; ++r) {
+        Value a = broadcastPair(kb, A.memref, A.at(row(i0, r), k), g.lanes);
+        for (int64_t v = 0; v < vecs; ++v)
+          next.push_back(x86vector::DotBF16Op::create(
+              b, B.memref.getLoc(), c[r * vecs + v].getType(), c[r * vecs + v],
+              a, bv[v]));
+      }
+      return next;
+    });
   }
 };
 
@@ -173,29 +249,44 @@ void emitPass(KernelBuilder &kb, MicroKernel &mk, Value M, Value N,
 
 } // namespace
 
-GemmBlocking GemmBlocking::forTarget(const CpuTarget &target) {
+GemmProducts seqc::gemmProductsFor(const CpuTarget &target, Type a, Type b) {
+  return target.bf16Dot && a.isBF16() && b.isBF16() ? GemmProducts::Bf16Pairs
+                                                    : GemmProducts::F32;
+}
+
+Type GemmBlocking::packedType(MLIRContext *ctx) const {
+  return pairs() ? Type(BFloat16Type::get(ctx)) : Type(Float32Type::get(ctx));
+}
+
+GemmBlocking GemmBlocking::forTarget(const CpuTarget &target,
+                                     GemmProducts products) {
   GemmBlocking g;
+  g.products = products;
   g.lanes = target.vectorWidth;
   g.vecs = 2;
   g.rows = g.lanes >= 16 ? 8 : 6;
-  const int64_t panelRowBytes = g.columns() * 4;
-  // kc: a multiple of 8 steps, 64 to 512.
-  g.reduction =
-      std::clamp<int64_t>(target.l1Bytes / 2 / panelRowBytes / 8 * 8, 64, 512);
+  // Bytes of one step of a panel and of a packed row of A: bf16 pairs take
+  // half of f32's, so their blocks hold twice the steps.
+  const int64_t elementBytes = g.pairs() ? 2 : 4;
+  const int64_t panelRowBytes = g.columns() * elementBytes;
+  // kc: a multiple of 8 steps, 64 to 512 (1024 in bf16).
+  g.reduction = std::clamp<int64_t>(target.l1Bytes / 2 / panelRowBytes / 8 * 8,
+                                    64, 2048 / elementBytes);
   // nc: whole panels, one to 512 columns (wider blocks would leave too few
   // tasks for the cores on the projections of a small batch).
   int64_t panels = target.l2Bytes / 2 / (g.reduction * panelRowBytes);
   g.packedColumns =
       g.columns() * std::clamp<int64_t>(panels, 1, 512 / g.columns());
-  int64_t rowsInL2 = target.l2Bytes / 2 / (g.reduction * 4);
+  int64_t rowsInL2 = target.l2Bytes / 2 / (g.reduction * elementBytes);
   g.packedRows =
       g.rows * std::clamp<int64_t>(rowsInL2 / g.rows, 1, 512 / g.rows);
   return g;
 }
 
-void seqc::packBPanels(KernelBuilder &kb, const GemmBlocking &g,
-                       const MatrixRef &B, Value N, Value k0, Value k1,
-                       const PanelRef &panels) {
+/// packBPanels in f32: each step of a block is a row of every panel.
+static void packF32Panels(KernelBuilder &kb, const GemmBlocking &g,
+                          const MatrixRef &B, Value N, Value k0, Value k1,
+                          const PanelRef &panels) {
   const int64_t lanes = g.lanes, nr = g.columns();
   Value fullPanels = kb.divs(N, kb.idx(nr));
   kb.forEach(k0, k1, kb.idx(1), [&](Value k) {
@@ -219,6 +310,59 @@ void seqc::packBPanels(KernelBuilder &kb, const GemmBlocking &g,
   });
 }
 
+/// packBPanels in bf16 pairs: steps k and k + 1 of each column side by side
+/// in the panel's row k / 2 (vdpbf16ps's layout of its second operand).
+static void packPairPanels(KernelBuilder &kb, const GemmBlocking &g,
+                           const MatrixRef &B, Value N, Value k0, Value k1,
+                           const PanelRef &panels) {
+  const int64_t lanes = g.lanes, nr = g.columns();
+  OpBuilder &b = kb.builder();
+  Location loc = B.memref.getLoc();
+  auto halfType = VectorType::get({lanes}, b.getBF16Type());
+  Value zeros = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(halfType, b.getZeroAttr(b.getBF16Type())));
+  Value fullPanels = kb.divs(N, kb.idx(nr));
+  // Row kp of every panel; `second`: step k + 1 is in the block.
+  auto copyPairRow = [&](Value kp, bool second) {
+    Value k = kb.add(k0, kb.mul(kp, kb.idx(2)));
+    auto copyPanel = [&](Value p, bool masked) {
+      Value c0 = kb.mul(p, kb.idx(nr));
+      for (int64_t v = 0; v < g.vecs; ++v) {
+        Value c = kb.add(c0, kb.idx(v * lanes));
+        // Masked lanes load as zeros: the padding the micro-kernel reads.
+        Value active = masked ? kb.sub(N, c) : Value();
+        Value first = loadBf16(kb, B.memref, B.at(k, c), lanes, active);
+        Value next = second
+                         ? loadBf16(kb, B.memref, B.at(kb.add(k, kb.idx(1)), c),
+                                    lanes, active)
+                         : zeros;
+        Value pair = vector::InterleaveOp::create(b, loc, first, next);
+        vector::StoreOp::create(b, loc, pair, panels.memref,
+                                panels.at(p, kp, kb.idx(2 * v * lanes)));
+      }
+    };
+    kb.forEach(kb.idx(0), fullPanels, kb.idx(1),
+               [&](Value p) { copyPanel(p, false); });
+    kb.ifThen(kb.cmp(CmpIPredicate::slt, kb.mul(fullPanels, kb.idx(nr)), N),
+              [&] { copyPanel(fullPanels, true); });
+  };
+  Value len = kb.sub(k1, k0);
+  Value wholePairs = kb.divs(len, kb.idx(2));
+  kb.forEach(kb.idx(0), wholePairs, kb.idx(1),
+             [&](Value kp) { copyPairRow(kp, true); });
+  kb.ifThen(kb.cmp(CmpIPredicate::ne, kb.rems(len, kb.idx(2)), kb.idx(0)),
+            [&] { copyPairRow(wholePairs, false); });
+}
+
+void seqc::packBPanels(KernelBuilder &kb, const GemmBlocking &g,
+                       const MatrixRef &B, Value N, Value k0, Value k1,
+                       const PanelRef &panels) {
+  if (g.pairs())
+    packPairPanels(kb, g, B, N, k0, k1, panels);
+  else
+    packF32Panels(kb, g, B, N, k0, k1, panels);
+}
+
 MatrixRef seqc::panelsAsMatrix(KernelBuilder &kb, const GemmBlocking &g,
                                const PanelRef &panels, Value k0,
                                Value column0) {
@@ -226,11 +370,18 @@ MatrixRef seqc::panelsAsMatrix(KernelBuilder &kb, const GemmBlocking &g,
   Value firstPanel = kb.divs(column0, kb.idx(nr));
   // The micro-kernel asks for columns j0 + v * lanes, j0 a multiple of nr:
   // the divisions fold into its loop-invariant panel address.
-  return MatrixRef{
-      panels.memref, [&kb, panels, k0, nr, firstPanel](Value k, Value c) {
-        Value panel = kb.add(firstPanel, kb.divs(c, kb.idx(nr)));
-        return panels.at(panel, kb.sub(k, k0), kb.rems(c, kb.idx(nr)));
-      }};
+  const int64_t steps = g.stepsPerProduct();
+  return MatrixRef{panels.memref,
+                   [&kb, panels, k0, nr, steps, firstPanel](Value k, Value c) {
+                     Value panel = kb.add(firstPanel, kb.divs(c, kb.idx(nr)));
+                     Value lane = kb.rems(c, kb.idx(nr));
+                     if (steps == 1)
+                       return panels.at(panel, kb.sub(k, k0), lane);
+                     // k - k0 is even: the pair's first step.
+                     return panels.at(panel,
+                                      kb.divs(kb.sub(k, k0), kb.idx(steps)),
+                                      kb.mul(lane, kb.idx(steps)));
+                   }};
 }
 
 void seqc::copyRows(
@@ -250,18 +401,32 @@ void seqc::copyRows(
   });
 }
 
+void seqc::padOddStep(KernelBuilder &kb, const GemmBlocking &g, Value rows,
+                      Value len, const MatrixRef &packedA) {
+  if (!g.pairs())
+    return;
+  kb.ifThen(kb.cmp(CmpIPredicate::ne, kb.rems(len, kb.idx(2)), kb.idx(0)), [&] {
+    kb.forEach(kb.idx(0), rows, kb.idx(1), [&](Value r) {
+      kb.mstore(kb.f32(0), packedA.memref, packedA.at(r, len));
+    });
+  });
+}
+
 PrepareA seqc::packEachBlockOfA(KernelBuilder &kb, const GemmBlocking &g,
                                 const MatrixRef &A, Value rows,
                                 int64_t maxRows) {
-  Value buffer = kb.stackBuffer({maxRows, g.reduction});
-  const int64_t lanes = g.lanes;
-  return [&kb, A, rows, buffer, lanes](Value k0, Value k1) {
+  Value buffer = kb.stackBuffer({maxRows, g.reduction},
+                                g.packedType(kb.builder().getContext()));
+  return [&kb, g, A, rows, buffer](Value k0, Value k1) {
+    Value len = kb.sub(k1, k0);
     copyRows(
-        kb, lanes, rows, kb.sub(k1, k0),
+        kb, g.lanes, rows, len,
         [&](Value r, Value kk, Value mask) {
-          return kb.vloadMasked(A.memref, A.at(r, kb.add(k0, kk)), lanes, mask);
+          return kb.vloadMasked(A.memref, A.at(r, kb.add(k0, kk)), g.lanes,
+                                mask);
         },
         rowMajor(buffer));
+    padOddStep(kb, g, rows, len, rowMajor(buffer));
     return MatrixRef{buffer, [&kb, k0](Value r, Value k) {
                        return SmallVector<Value>{r, kb.sub(k, k0)};
                      }};
@@ -271,7 +436,8 @@ PrepareA seqc::packEachBlockOfA(KernelBuilder &kb, const GemmBlocking &g,
 PrepareB seqc::packEachBlockOfB(KernelBuilder &kb, const GemmBlocking &g,
                                 const MatrixRef &B, Value N, int64_t columns) {
   int64_t panels = (columns + g.columns() - 1) / g.columns();
-  Value buffer = kb.stackBuffer({panels, g.reduction, g.columns()});
+  Value buffer = kb.stackBuffer({panels, g.panelRows(), g.panelColumns()},
+                                g.packedType(kb.builder().getContext()));
   PanelRef ref{buffer, [](Value panel, Value k, Value lane) {
                  return SmallVector<Value>{panel, k, lane};
                }};
@@ -285,9 +451,17 @@ void seqc::emitGemm(KernelBuilder &kb, const CpuTarget &target, GemmShape shape,
                     const MatrixRef &A, const MatrixRef &B, const MatrixRef &C,
                     GemmMode mode, const PrepareA &prepareA,
                     const PrepareB &prepareB) {
-  const GemmBlocking g = GemmBlocking::forTarget(target);
-  const int64_t kc = g.reduction;
+  emitGemm(kb, GemmBlocking::forTarget(target), shape, A, B, C, mode, prepareA,
+           prepareB);
+}
 
+void seqc::emitGemm(KernelBuilder &kb, const GemmBlocking &g, GemmShape shape,
+                    const MatrixRef &A, const MatrixRef &B, const MatrixRef &C,
+                    GemmMode mode, const PrepareA &prepareA,
+                    const PrepareB &prepareB) {
+  assert((!g.pairs() || (prepareA && prepareB)) &&
+         "bf16 pairs read packed operands");
+  const int64_t kc = g.reduction;
   Value M = shape.M, N = shape.N, K = shape.K;
   // At least one pass, so an empty reduction still writes C = 0.
   Value passes = kb.divs(kb.add(K, kb.idx(kc - 1)), kb.idx(kc));
@@ -300,7 +474,7 @@ void seqc::emitGemm(KernelBuilder &kb, const CpuTarget &target, GemmShape shape,
                        : kb.cmp(CmpIPredicate::sgt, p, kb.idx(0));
     MatrixRef passA = prepareA ? prepareA(k0, k1) : A;
     MatrixRef passB = prepareB ? prepareB(k0, k1) : B;
-    MicroKernel mk{kb, g.lanes, passA, passB, C, k0, k1, addToC};
+    MicroKernel mk{kb, g, passA, passB, C, k0, k1, addToC};
     emitPass(kb, mk, M, N, g.rows, g.vecs, g.columns(), g.lanes);
   });
 }

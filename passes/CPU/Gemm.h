@@ -7,6 +7,12 @@
 // over the whole reduction, a broadcast of A and two vector loads of B per
 // step, masked vectors on the last columns and single rows on the last rows.
 //
+// The micro-kernel multiplies in one of two ways (GemmProducts), chosen per
+// product from its operands' types and the target (GemmBlocking::forTarget):
+// f32 FMAs on operands widened to f32, or AVX-512 BF16 dot products of bf16
+// pairs. Only the packed layouts and the micro-kernel's inner step differ;
+// the blocking, the passes over C and the tails are the same code.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef SEQC_PASSES_GEMM_H
@@ -34,11 +40,29 @@ enum class GemmMode {
   Accumulate, ///< C += A B
 };
 
+/// What the micro-kernel multiplies with.
+enum class GemmProducts {
+  /// f32 FMAs; narrower operands are widened to f32 where they are packed.
+  F32,
+  /// AVX-512 BF16 dot products (vdpbf16ps, `x86vector.avx512.dot`): one
+  /// instruction multiplies two consecutive reduction steps of A and B in
+  /// bf16 and adds both products to f32 accumulators. A and B are packed in
+  /// bf16, B with each pair of steps interleaved per column, and a block
+  /// with an odd number of steps is padded with a zero step.
+  Bf16Pairs,
+};
+
+/// The products for operands of element types `a` and `b` on `target`: bf16
+/// pairs when both are bf16 and the target has the dot product, else f32.
+GemmProducts gemmProductsFor(const CpuTarget &target, mlir::Type a,
+                             mlir::Type b);
+
 /// The blocking of emitGemm's loops on one target, chosen here from its
 /// vector width, register file and cache sizes (CpuTarget::host reads them
 /// from the OS), so that no kernel carries its own constants.
 struct GemmBlocking {
-  /// f32 lanes per vector.
+  GemmProducts products = GemmProducts::F32;
+  /// f32 lanes per vector (accumulator lanes).
   int64_t lanes;
   /// The micro-kernel's tile of C held in registers: `rows` rows of `vecs`
   /// vectors. Accumulators + B's vectors + a broadcast of A fill the
@@ -57,7 +81,18 @@ struct GemmBlocking {
 
   /// Columns of the micro-kernel's tile (nr).
   int64_t columns() const { return vecs * lanes; }
-  static GemmBlocking forTarget(const CpuTarget &target);
+  bool pairs() const { return products == GemmProducts::Bf16Pairs; }
+  /// Reduction steps per product of the micro-kernel's inner loop.
+  int64_t stepsPerProduct() const { return pairs() ? 2 : 1; }
+  /// One reduction block of a packed panel of B is panelRows() x
+  /// panelColumns() elements: kc x nr in f32, or (kc / 2) x (2 nr) bf16
+  /// pairs.
+  int64_t panelRows() const { return reduction / stepsPerProduct(); }
+  int64_t panelColumns() const { return columns() * stepsPerProduct(); }
+  /// The element type of packed operands (f32, or bf16 for pairs).
+  mlir::Type packedType(mlir::MLIRContext *ctx) const;
+  static GemmBlocking forTarget(const CpuTarget &target,
+                                GemmProducts products = GemmProducts::F32);
 };
 
 /// Called at the start of each block [k0, k1) of the reduction (at most
@@ -73,14 +108,24 @@ void emitGemm(KernelBuilder &kb, const CpuTarget &target, GemmShape shape,
               const MatrixRef &A, const MatrixRef &B, const MatrixRef &C,
               GemmMode mode, const PrepareA &prepareA = nullptr,
               const PrepareB &prepareB = nullptr);
+/// The same with a given blocking. With bf16 pairs both operands must come
+/// packed (prepareA, prepareB): A's rows in bf16 with each block's steps
+/// padded to an even count, B in pair panels.
+void emitGemm(KernelBuilder &kb, const GemmBlocking &blocking, GemmShape shape,
+              const MatrixRef &A, const MatrixRef &B, const MatrixRef &C,
+              GemmMode mode, const PrepareA &prepareA,
+              const PrepareB &prepareB);
 
 /// B in the micro-kernel's layout: each reduction block of B as contiguous
-/// kc x nr panels, in f32, the last zero-padded. The micro-kernel then
+/// kc x nr panels, in f32, the last zero-padded (with bf16 pairs, (kc / 2)
+/// x (2 nr) bf16 panels: row `k / 2` holds steps k and k + 1 of each column
+/// side by side, zero for a step past the block's end). The micro-kernel then
 /// streams a panel from L1 instead of loading rows that lie N elements
 /// apart (a 2048-wide f32 weight puts every row of a panel in the same L1
 /// set and a different page), and a bf16 B is widened once, not once per
 /// row block of A. `at(panel, k, lane)` gives the memref indices of element
-/// (k0 + k, panel * nr + lane) of the block that starts at step k0.
+/// (k0 + k, panel * nr + lane) of the block that starts at step k0; with
+/// bf16 pairs, `at(panel, k / 2, 2 lane + k % 2)`.
 struct PanelRef {
   Value memref;
   std::function<llvm::SmallVector<Value>(Value panel, Value k, Value lane)> at;
@@ -102,8 +147,13 @@ void copyRows(
     KernelBuilder &kb, int64_t lanes, Value rows, Value len,
     const std::function<Value(Value r, Value column, Value mask)> &vectorAt,
     const MatrixRef &dst);
+/// Zeroes step `len` (the pad of a block of odd length) of the first `rows`
+/// rows of a packed block of A, for bf16 pairs; nothing otherwise.
+void padOddStep(KernelBuilder &kb, const GemmBlocking &blocking, Value rows,
+                Value len, const MatrixRef &packedA);
 /// A PrepareA that copies each reduction block of A's first `rows` rows (at
-/// most `maxRows`; each row contiguous) into a row-major f32 stack buffer:
+/// most `maxRows`; each row contiguous) into a row-major stack buffer of
+/// the blocking's packed type (f32, or bf16 padded to whole pairs):
 /// for an A whose rows lie far apart (gathered tokens) or are narrow (bf16
 /// and f16 are widened once per block, not at every broadcast).
 PrepareA packEachBlockOfA(KernelBuilder &kb, const GemmBlocking &blocking,

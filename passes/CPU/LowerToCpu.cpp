@@ -14,6 +14,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace seqc {
@@ -34,6 +35,15 @@ struct SeqLowerToCpu : seqc::impl::SeqLowerToCpuBase<SeqLowerToCpu> {
     seqc::CpuTarget target = seqc::CpuTarget::host();
     if (vectorWidth > 0)
       target.vectorWidth = vectorWidth;
+    // "dot" emits AVX-512 BF16 whatever the host (IR for another machine);
+    // the compiler checks the machine it generates code for.
+    if (bf16Products == "dot" || bf16Products == "widen") {
+      target.bf16Dot = bf16Products == "dot";
+    } else if (bf16Products != "auto") {
+      getOperation().emitError() << "seq-lower-to-cpu: unknown bf16-products '"
+                                 << bf16Products << "' (dot, widen or auto)";
+      return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
     seqc::populateCpuScanPatterns(patterns, target);
     seqc::populateCpuSsdPatterns(patterns, target);

@@ -22,15 +22,18 @@ def SeqLowerToCpu : Pass<"seq-lower-to-cpu", "::mlir::ModuleOp"> {
     Option<"fuse", "fuse", "bool", /*default=*/"true",
            "Apply elementwise producers and consumers inside matmul kernels">,
     Option<"strict", "strict", "bool", /*default=*/"false",
-           "An op without a fast kernel is an error (else a remark)">
+           "An op without a fast kernel is an error (else a remark)">,
+    Option<"bf16Products", "bf16-products", "std::string", /*default=*/"\"auto\"",
+           "Products of bf16 operands: dot (AVX-512 BF16 vdpbf16ps on bf16 "
+           "pairs), widen (f32 FMAs), auto (dot where the host has it)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
     "::mlir::func::FuncDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
-    "::mlir::vector::VectorDialect", "::seqc::seq::SeqDialect",
-    "::seqc::seq_rt::SeqRtDialect"
+    "::mlir::vector::VectorDialect", "::mlir::x86vector::X86VectorDialect",
+    "::seqc::seq::SeqDialect", "::seqc::seq_rt::SeqRtDialect"
   ];
 }
 

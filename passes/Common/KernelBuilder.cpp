@@ -345,12 +345,13 @@ Value KernelBuilder::hmax(Value v) {
   return vector::ReductionOp::create(b, vector::CombiningKind::MAXNUMF, v);
 }
 
-Value KernelBuilder::stackBuffer(ArrayRef<int64_t> shape) {
+Value KernelBuilder::stackBuffer(ArrayRef<int64_t> shape, Type elementType) {
   assert(allocaBlock && "stack buffers need a kernel entry block");
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(allocaBlock);
-  return memref::AllocaOp::create(b, MemRefType::get(shape, f32Type()),
-                                  b.getI64IntegerAttr(64));
+  return memref::AllocaOp::create(
+      b, MemRefType::get(shape, elementType ? elementType : f32Type()),
+      b.getI64IntegerAttr(64));
 }
 
 void KernelBuilder::forEach(Value lb, Value ub, Value step,

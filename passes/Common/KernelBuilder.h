@@ -118,9 +118,10 @@ public:
   Value vfma(Value a, Value b, Value c);
   Value hsum(Value v);
   Value hmax(Value v);
-  /// A 64-byte aligned f32 stack buffer of static `shape`, allocated once at
+  /// A 64-byte aligned stack buffer of static `shape` (f32 unless
+  /// `elementType` says otherwise), allocated once at
   /// the start of the kernel's entry block (so loops do not grow the stack).
-  Value stackBuffer(llvm::ArrayRef<int64_t> shape);
+  Value stackBuffer(llvm::ArrayRef<int64_t> shape, mlir::Type elementType = {});
   /// The block stack buffers are allocated in (a kernel's entry block).
   void setAllocaBlock(mlir::Block *block) { allocaBlock = block; }
   /// In fast-math mode (the CPU kernels), exp is an inline polynomial

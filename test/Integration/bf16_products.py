@@ -1,0 +1,151 @@
+# The CPU's two products of bf16 operands, each forced (SEQC_CPU_BF16):
+# AVX-512 BF16 dot products of bf16 pairs where the host has them, and f32
+# FMAs on widened operands everywhere. Matmuls, batch matmuls and experts at
+# the edges of every block (M, N, K not multiples of 16 or 32, an odd K, a
+# reduction longer than one block ending in a single step, B packed once,
+# A packed once, fused producers and consumers, bf16 results), against
+# float64 numpy on the rounded operands. Asking for the dot product in code
+# for a CPU without it is an error that names the feature.
+# RUN: %python %s
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from refs import moe_ffn
+from seqc_testing import Checker, bf16, rel_rms, rng, run_seqc
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+import gpu_graphs  # noqa: E402
+
+c = Checker()
+
+
+def host_has_dot():
+    with open("/proc/cpuinfo") as f:
+        return " avx512_bf16" in f.read()
+
+
+def t(shape, e="f32"):
+    return f"tensor<{'x'.join(map(str, shape))}x{e}>"
+
+
+def matmul(products, M, K, N, batch=None, out="f32", prologue=True, epilogue=False,
+           seed=40):
+    """init + A B with bf16 A and B; `prologue`: A rounded inside the matmul
+    (a fused producer), else A is also returned (materialized);
+    `epilogue`: a residual added to the product (a fused consumer)."""
+    r = rng(seed)
+    lead = [batch] if batch else []
+    a = r.standard_normal(lead + [M, K]).astype(np.float32)
+    b = r.standard_normal(lead + [K, N]).astype(np.float32)
+    init = r.standard_normal(lead + [M, N]).astype(np.float32)
+    res = r.standard_normal(lead + [M, N]).astype(np.float32)
+    op = "linalg.batch_matmul" if batch else "linalg.matmul"
+    ta, tb, tc = lead + [M, K], lead + [K, N], lead + [M, N]
+    results = [t(tc)] + ([] if prologue else [t(ta, "bf16")])
+    lines = [f"func.func @main(%a: {t(ta)}, %b: {t(tb)}, %c: {t(tc)}, %res: {t(tc)}) -> "
+             f"({', '.join(results)}) {{",
+             f"  %an = arith.truncf %a : {t(ta)} to {t(ta, 'bf16')}",
+             f"  %bn = arith.truncf %b : {t(tb)} to {t(tb, 'bf16')}"]
+    if out == "f32":
+        lines.append(f"  %p = {op} ins(%an, %bn : {t(ta, 'bf16')}, {t(tb, 'bf16')}) "
+                     f"outs(%c : {t(tc)}) -> {t(tc)}")
+    else:
+        lines += [f"  %cn = arith.truncf %c : {t(tc)} to {t(tc, out)}",
+                  f"  %pn = {op} ins(%an, %bn : {t(ta, 'bf16')}, {t(tb, 'bf16')}) "
+                  f"outs(%cn : {t(tc, out)}) -> {t(tc, out)}",
+                  f"  %p = arith.extf %pn : {t(tc, out)} to {t(tc)}"]
+    if epilogue:
+        lines.append(f"  %r = arith.addf %p, %res : {t(tc)}")
+    else:
+        lines.append(f"  %r = arith.addf %p, %p : {t(tc)}")
+    rets = ["%r"] + ([] if prologue else ["%an"])
+    lines += [f"  return {', '.join(rets)} : {', '.join(results)}", "}", ""]
+    got = run_seqc("\n".join(lines), [a, b, init, res], tol=2e-2)[0]
+    cin = init if out == "f32" else bf16(init)
+    ref = cin.astype(np.float64) + np.matmul(bf16(a).astype(np.float64), bf16(b))
+    if out != "f32":
+        ref = bf16(ref.astype(np.float32)).astype(np.float64)
+    ref = ref + res if epilogue else 2 * ref
+    name = (f"{products}: {op} bf16 {'x'.join(map(str, lead + [M, K, N]))} -> {out}"
+            f"{'' if prologue else ', A materialized'}{', residual' if epilogue else ''}")
+    if out == "f32":
+        err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+        c.expect(f"{name}: max error {err:.1e} <= 1e-5 of max |ref|", err <= 1e-5)
+    else:
+        err = rel_rms(got, ref)
+        c.expect(f"{name}: relative RMS {err:.2e} <= 1e-2", err <= 1e-2)
+
+
+def experts(products, T, D, F, E, k, seed=41):
+    r = rng(seed)
+    x = r.standard_normal((T, D)).astype(np.float32)
+    w = r.uniform(0.1, 1.0, (T, k)).astype(np.float32)
+    idx = np.stack([r.integers(0, E - 1, T), r.integers(0, E - 1, T)], 1).astype(np.int32)
+    idx[:, 1] = np.where(idx[:, 1] == idx[:, 0], (idx[:, 0] + 1) % (E - 1), idx[:, 1])
+    up = (r.standard_normal((E, D, F)) / np.sqrt(D)).astype(np.float32)
+    down = (r.standard_normal((E, F, D)) / np.sqrt(F)).astype(np.float32)
+    gate = (r.standard_normal((E, D, F)) / np.sqrt(D)).astype(np.float32)
+    y, load = run_seqc(gpu_graphs.moe_ffn(T, D, F, E, k, form="narrowed"),
+                       [x, w, idx, up, down, gate], tol=2e-2)
+    ry, rload = moe_ffn(bf16(x), bf16(w), idx, bf16(up), bf16(down), bf16(gate))
+    err = rel_rms(y, ry)
+    c.expect(f"{products}: moe_ffn bf16 T={T} D={D} F={F} E={E}: relative RMS "
+             f"{err:.2e} <= 1e-2", err <= 1e-2)
+    c.expect(f"{products}: moe_ffn load {list(load)}", np.array_equal(load, rload))
+
+
+def cases(products):
+    os.environ["SEQC_CPU_BF16"] = products
+    matmul(products, 1, 1, 1)
+    matmul(products, 17, 33, 15, seed=42)
+    matmul(products, 100, 70, 90, seed=43)
+    # A reduction of several blocks whose last is one step (kc is 256 or
+    # 512 steps in bf16), B packed once for many row blocks.
+    matmul(products, 1040, 513, 70, seed=44)
+    # A packed once for several column blocks.
+    matmul(products, 40, 301, 600, seed=45)
+    matmul(products, 33, 17, 41, batch=3, seed=46)
+    matmul(products, 70, 40, 66, out="bf16", seed=47)
+    matmul(products, 65, 129, 47, prologue=False, seed=48)
+    matmul(products, 65, 129, 47, epilogue=True, seed=49)
+    experts(products, 150, 70, 90, 5, 2)
+    experts(products, 64, 33, 47, 3, 2, seed=50)
+
+
+def case_dot_needs_the_feature():
+    src = "\n".join([
+        f"func.func @main(%a: {t([8, 8], 'bf16')}, %b: {t([8, 8], 'bf16')}, %c: {t([8, 8])}) "
+        f"-> {t([8, 8])} {{",
+        f"  %r = linalg.matmul ins(%a, %b : {t([8, 8], 'bf16')}, {t([8, 8], 'bf16')}) "
+        f"outs(%c : {t([8, 8])}) -> {t([8, 8])}",
+        f"  return %r : {t([8, 8])}", "}", ""])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.mlir")
+        with open(path, "w") as f:
+            f.write(src)
+        env = dict(os.environ, SEQC_CPU_BF16="dot")
+        p = subprocess.run(["seqc-compile", path, "-o", os.path.join(tmp, "m.o"),
+                            "--cpu", "x86-64-v3"], env=env, capture_output=True, text=True)
+        c.expect(f"dot products for x86-64-v3: exit 1 naming avx512bf16 ({p.stderr.strip()})",
+                 p.returncode == 1 and "error:" in p.stderr and "avx512bf16" in p.stderr)
+        env["SEQC_CPU_BF16"] = "amx"
+        p = subprocess.run(["seqc-compile", path, "-o", os.path.join(tmp, "m.o")],
+                           env=env, capture_output=True, text=True)
+        c.expect(f"SEQC_CPU_BF16=amx: exit 1 naming the value ({p.stderr.strip()})",
+                 p.returncode == 1 and "SEQC_CPU_BF16='amx'" in p.stderr)
+        env["SEQC_CPU_BF16"] = "widen"
+        p = subprocess.run(["seqc-compile", path, "-o", os.path.join(tmp, "m.o"),
+                            "--cpu", "x86-64-v3"], env=env, capture_output=True, text=True)
+        c.expect(f"widen for x86-64-v3 compiles ({p.stderr.strip()})", p.returncode == 0)
+
+
+c.run("widened products", lambda: cases("widen"))
+if host_has_dot():
+    c.run("AVX-512 BF16 dot products", lambda: cases("dot"))
+else:
+    print("note: the host lacks AVX-512 BF16; only the widened products ran")
+c.run("forcing the dot product", case_dot_needs_the_feature)
+c.finish()

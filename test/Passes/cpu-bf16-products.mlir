@@ -1,0 +1,65 @@
+// The CPU's products of bf16 operands: with bf16-products=dot, matmuls and
+// experts multiply bf16 pairs with AVX-512 BF16 (x86vector.avx512.dot) from
+// bf16 panels whose pairs of steps are interleaved; with widen, f32 FMAs on
+// widened operands. f32 or mixed operands never take the dot product.
+// RUN: seqc-opt %s --seq-lower-to-cpu="vector-width=16 bf16-products=dot" --split-input-file | FileCheck %s --check-prefix=DOT
+// RUN: seqc-opt %s --seq-lower-to-cpu="vector-width=16 bf16-products=widen" --split-input-file | FileCheck %s --check-prefix=WIDEN
+// RUN: seqc-opt %s --seqc-cpu-pipeline="bf16-products=dot" --split-input-file | FileCheck %s --check-prefix=LLVM
+// RUN: not seqc-opt %s --seq-lower-to-cpu="bf16-products=amx" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+
+// B packed once into bf16 pair panels, A's rows into bf16 blocks, the
+// product from both.
+// DOT-LABEL: func.func @matmul_bf16
+// DOT: memref.alloc({{.*}}) {alignment = 64 : i64} : memref<?x?x?x{{[0-9]+}}x64xbf16>
+// DOT: func.func private @__seqc_matmul_pack_b(
+// DOT: vector.interleave %{{.*}}, %{{.*}} : vector<16xbf16> -> vector<32xbf16>
+// DOT: func.func private @__seqc_matmul_pack_a(
+// DOT: func.func private @__seqc_matmul(
+// DOT: vector.bitcast %{{.*}} : vector<16xi32> to vector<32xbf16>
+// DOT: x86vector.avx512.dot %{{.*}}, %{{.*}}, %{{.*}} : vector<32xbf16> -> vector<16xf32>
+// WIDEN-LABEL: func.func @matmul_bf16
+// WIDEN-NOT: x86vector
+// WIDEN: memref<?x?x?x{{[0-9]+}}x32xf32>
+// WIDEN-NOT: x86vector
+// LLVM: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
+// BAD: unknown bf16-products 'amx' (dot, widen or auto)
+func.func @matmul_bf16(%a: tensor<300x333xbf16>, %b: tensor<333x70xbf16>) -> tensor<300x70xf32> {
+  %e = tensor.empty() : tensor<300x70xf32>
+  %z = arith.constant 0.0 : f32
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<300x70xf32>) -> tensor<300x70xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<300x333xbf16>, tensor<333x70xbf16>) outs(%c : tensor<300x70xf32>) -> tensor<300x70xf32>
+  return %r : tensor<300x70xf32>
+}
+
+// -----
+
+// An f32 A with a bf16 B keeps f32 products (rounding A would change the
+// op's answer).
+// DOT-LABEL: func.func @matmul_mixed
+// DOT-NOT: x86vector
+// DOT: func.func private @__seqc_matmul(
+// DOT-NOT: x86vector
+// DOT-LABEL: func.func @experts_bf16
+func.func @matmul_mixed(%a: tensor<64x64xf32>, %b: tensor<64x64xbf16>) -> tensor<64x64xf32> {
+  %e = tensor.empty() : tensor<64x64xf32>
+  %z = arith.constant 0.0 : f32
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<64x64xf32>, tensor<64x64xbf16>) outs(%c : tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %r : tensor<64x64xf32>
+}
+
+// -----
+
+// Experts: both projections in pairs, the hidden activations kept in bf16.
+// DOT: memref.alloc({{.*}}) {alignment = 64 : i64} : memref<?x?xbf16>
+// DOT: func.func private @__seqc_moe_up(
+// DOT: x86vector.avx512.dot
+// DOT: func.func private @__seqc_moe_down(
+// DOT: x86vector.avx512.dot
+func.func @experts_bf16(%x: tensor<64x48xbf16>, %w: tensor<64x2xbf16>, %i: tensor<64x2xi32>,
+                        %wu: tensor<4x48x80xbf16>, %wd: tensor<4x80x48xbf16>) -> tensor<64x48xbf16> {
+  %y, %load = seq.moe_ffn %x, %w, %i, %wu, %wd
+    : (tensor<64x48xbf16>, tensor<64x2xbf16>, tensor<64x2xi32>, tensor<4x48x80xbf16>, tensor<4x80x48xbf16>)
+      -> (tensor<64x48xbf16>, tensor<4xi64>)
+  return %y : tensor<64x48xbf16>
+}
