@@ -598,13 +598,13 @@ int main(int argc, char **argv) {
            E};
     add(c);
   }
-  {
+  for (const char *elt : {"f32", "bf16"}) {
     int64_t T = quick ? 1024 : 4096, H = 8, K = 64;
-    add({"attention", "B=1 T=" + std::to_string(T) + " H=8 K=V=64 causal",
-         graph("attention",
-               {tensorType({1, T, H, K}), tensorType({1, T, H, K}),
-                tensorType({1, T, H, K})},
-               {tensorType({1, T, H, K})}, "", "causal = true"),
+    std::string name =
+        std::string("attention") + (std::string(elt) == "f32" ? "" : "_bf16");
+    auto t = tensorType({1, T, H, K}, elt);
+    add({name, "B=1 T=" + std::to_string(T) + " H=8 K=V=64 causal " + elt,
+         graph("attention", {t, t, t}, {t}, "", "causal = true"),
          2.0 * T * T * H * (K + K) / 2, 0});
   }
   {

@@ -1,6 +1,8 @@
 # The CPU's two products of bf16 operands, each forced (SEQC_CPU_BF16):
 # AVX-512 BF16 dot products of bf16 pairs where the host has them, and f32
-# FMAs on widened operands everywhere. Matmuls, batch matmuls and experts at
+# FMAs on widened operands everywhere. Matmuls, batch matmuls, experts and
+# attention (odd head sizes, a last key tile of odd length, GQA, a KV cache,
+# windows, non-causal) at
 # the edges of every block (M, N, K not multiples of 16 or 32, an odd K, a
 # reduction longer than one block ending in a single step, B packed once,
 # A packed once, fused producers and consumers, bf16 results), against
@@ -13,7 +15,7 @@ import sys
 import tempfile
 
 import numpy as np
-from refs import moe_ffn
+from refs import attention, moe_ffn
 from seqc_testing import Checker, bf16, rel_rms, rng, run_seqc
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
@@ -97,6 +99,31 @@ def experts(products, T, D, F, E, k, seed=41):
     c.expect(f"{products}: moe_ffn load {list(load)}", np.array_equal(load, rload))
 
 
+def attention_case(products, Bs, T, S, H, Hkv, K, V, causal=True, window=0, seed=60):
+    """The CPU's result (not the GPU emulation's) against float64."""
+    r = rng(seed)
+    q = r.standard_normal((Bs, T, H, K)).astype(np.float32)
+    k = r.standard_normal((Bs, S, Hkv, K)).astype(np.float32)
+    v = r.standard_normal((Bs, S, Hkv, V)).astype(np.float32)
+    to = t((Bs, T, H, V), "{}")
+    mlir = "\n".join([
+        f"func.func @main(%q: {t(q.shape)}, %k: {t(k.shape)}, %v: {t(v.shape)}) -> "
+        f"{to.format('f32')} {{",
+        f"  %qn = arith.truncf %q : {t(q.shape)} to {t(q.shape, 'bf16')}",
+        f"  %kn = arith.truncf %k : {t(k.shape)} to {t(k.shape, 'bf16')}",
+        f"  %vn = arith.truncf %v : {t(v.shape)} to {t(v.shape, 'bf16')}",
+        f"  %o = seq.attention %qn, %kn, %vn {{causal = {str(causal).lower()}, "
+        f"window = {window} : i64}} : ({t(q.shape, 'bf16')}, {t(k.shape, 'bf16')}, "
+        f"{t(v.shape, 'bf16')}) -> {to.format('bf16')}",
+        f"  %of = arith.extf %o : {to.format('bf16')} to {to.format('f32')}",
+        f"  return %of : {to.format('f32')}", "}", ""])
+    (o,) = run_seqc(mlir, [q, k, v], tol=2e-2)
+    err = rel_rms(o, attention(bf16(q), bf16(k), bf16(v), causal, window))
+    c.expect(f"{products}: attention bf16 B={Bs} T={T} S={S} H={H} Hkv={Hkv} K={K} "
+             f"V={V} causal={causal} window={window}: relative RMS {err:.2e} <= 1e-2",
+             err <= 1e-2)
+
+
 def cases(products):
     os.environ["SEQC_CPU_BF16"] = products
     matmul(products, 1, 1, 1)
@@ -113,6 +140,11 @@ def cases(products):
     matmul(products, 65, 129, 47, epilogue=True, seed=49)
     experts(products, 150, 70, 90, 5, 2)
     experts(products, 64, 33, 47, 3, 2, seed=50)
+    attention_case(products, 1, 100, 151, 4, 2, 41, 33)
+    attention_case(products, 2, 70, 70, 2, 2, 64, 128, seed=61)
+    attention_case(products, 1, 90, 90, 2, 1, 32, 32, window=20, seed=62)
+    attention_case(products, 1, 33, 51, 2, 2, 17, 24, causal=False, seed=63)
+    attention_case(products, 1, 1, 129, 2, 1, 128, 64, seed=64)
 
 
 def case_dot_needs_the_feature():

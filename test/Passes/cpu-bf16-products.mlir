@@ -63,3 +63,24 @@ func.func @experts_bf16(%x: tensor<64x48xbf16>, %w: tensor<64x2xbf16>, %i: tenso
       -> (tensor<64x48xbf16>, tensor<4xi64>)
   return %y : tensor<64x48xbf16>
 }
+
+// -----
+
+// Attention: K and V packed per key tile into pair panels, both products
+// (scores, P V) in pairs; the f32 form's kernels are not emitted.
+// DOT-LABEL: func.func @attention_bf16
+// DOT: seq_rt.parallel_for %{{.*}}, @__seqc_attention_pack_pairs(
+// DOT: seq_rt.parallel_for %{{.*}}, @__seqc_attention_pairs(
+// DOT: func.func private @__seqc_attention_pack_pairs(
+// DOT: vector.interleave
+// DOT: func.func private @__seqc_attention_pairs(
+// DOT-COUNT-2: x86vector.avx512.dot
+// WIDEN-LABEL: func.func @attention_bf16
+// WIDEN: @__seqc_attention_pack(
+// WIDEN-NOT: x86vector
+func.func @attention_bf16(%q: tensor<1x100x4x40xbf16>, %k: tensor<1x150x2x40xbf16>,
+                          %v: tensor<1x150x2x70xbf16>) -> tensor<1x100x4x70xbf16> {
+  %o = seq.attention %q, %k, %v {causal = true}
+    : (tensor<1x100x4x40xbf16>, tensor<1x150x2x40xbf16>, tensor<1x150x2x70xbf16>) -> tensor<1x100x4x70xbf16>
+  return %o : tensor<1x100x4x70xbf16>
+}
