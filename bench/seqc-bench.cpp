@@ -296,7 +296,8 @@ std::string lowPrecisionPath() {
     return "bf16: widened to f32 FMA (SEQC_CPU_BF16=widen); f16: widened";
   if (dot)
     return std::string("bf16: AVX-512 BF16 dot products (vdpbf16ps) in "
-                       "matmuls and experts, widened to f32 FMA elsewhere") +
+                       "matmuls, experts and attention, widened to f32 FMA "
+                       "elsewhere") +
            (forced == "dot" ? " (SEQC_CPU_BF16=dot)" : "") + "; f16: widened" +
            (amx ? "; the host has AMX, which seqc does not use yet" : "");
   return "widened to f32 FMA (the host has neither AMX nor AVX-512 BF16)";

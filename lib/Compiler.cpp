@@ -312,6 +312,9 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     Expected<FunctionSignature> sig = describe(fn);
     if (sig) {
       sig->cuda = options.target == Target::CUDA;
+      for (const std::string &f : knownCpuFeatures())
+        if (tm.getMCSubtargetInfo()->checkFeatures("+" + f))
+          sig->cpuFeatures.push_back(f);
       result.functions.push_back(*sig);
     } else
       result.unsupported.push_back({fn.getSymName().str(), sig.message()});

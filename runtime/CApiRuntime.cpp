@@ -295,6 +295,14 @@ extern "C" seqc_status seqc_rt_invoke_c(void (*packed)(void **),
   for (const FunctionSignature &sig : *sigs) {
     if (sig.name != name)
       continue;
+    if (std::string missing = missingCpuFeatures(sig.cpuFeatures);
+        !missing.empty())
+      return capi::fail(
+          SEQC_ERROR_CALL,
+          std::string(name) + " was compiled for a CPU with " + missing +
+              ", which this CPU lacks: compile it for this one (seqc-compile "
+              "--cpu NAME, e.g. x86-64-v3; SEQC_CPU_BF16=widen keeps bf16 "
+              "products off AVX-512 BF16)");
     return capi::call(
         [&](const std::vector<TensorView> &views) {
           return invokePacked(packed, sig, views, physicalMemoryBytes(),

@@ -45,6 +45,70 @@ size_t seqc::physicalMemoryBytes() {
 }
 
 //===----------------------------------------------------------------------===//
+// CPU features
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A feature and whether this CPU has it (__builtin_cpu_supports takes
+/// only literals, hence the table).
+struct CpuFeature {
+  const char *name;
+  bool present;
+};
+} // namespace
+
+static const std::vector<CpuFeature> &cpuFeatureTable() {
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SEQC_FEATURE(name)                                                     \
+  { name, __builtin_cpu_supports(name) != 0 }
+#else
+#define SEQC_FEATURE(name)                                                     \
+  { name, false }
+#endif
+  static const std::vector<CpuFeature> table = {
+      SEQC_FEATURE("sse4.2"),
+      SEQC_FEATURE("avx"),
+      SEQC_FEATURE("avx2"),
+      SEQC_FEATURE("fma"),
+      SEQC_FEATURE("f16c"),
+      SEQC_FEATURE("bmi2"),
+      SEQC_FEATURE("avx512f"),
+      SEQC_FEATURE("avx512dq"),
+      SEQC_FEATURE("avx512bw"),
+      SEQC_FEATURE("avx512vl"),
+      SEQC_FEATURE("avx512bf16"),
+      SEQC_FEATURE("avx512fp16"),
+      SEQC_FEATURE("amx-tile"),
+      SEQC_FEATURE("amx-bf16"),
+      SEQC_FEATURE("avx512vp2intersect"),
+  };
+#undef SEQC_FEATURE
+  return table;
+}
+
+const std::vector<std::string> &seqc::knownCpuFeatures() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const CpuFeature &f : cpuFeatureTable())
+      v.push_back(f.name);
+    return v;
+  }();
+  return names;
+}
+
+std::string seqc::missingCpuFeatures(const std::vector<std::string> &required) {
+  std::string missing;
+  for (const std::string &name : required) {
+    bool present = false;
+    for (const CpuFeature &f : cpuFeatureTable())
+      present |= name == f.name && f.present;
+    if (!present)
+      missing += (missing.empty() ? "" : " ") + name;
+  }
+  return missing;
+}
+
+//===----------------------------------------------------------------------===//
 // Text form of signatures
 //===----------------------------------------------------------------------===//
 
@@ -69,6 +133,12 @@ seqc::serializeSignatures(const std::vector<FunctionSignature> &sigs) {
       tensor("input", t);
     for (const TensorSpec &t : s.outputs)
       tensor("output", t);
+    if (!s.cpuFeatures.empty()) {
+      os << "cpu-features";
+      for (const std::string &f : s.cpuFeatures)
+        os << ' ' << f;
+      os << '\n';
+    }
     for (std::string r : s.profileRegions) {
       for (char &c : r)
         if (c == '\n')
@@ -105,6 +175,12 @@ seqc::parseSignatures(const std::string &text) {
     }
     if (kind == "cuda" && !sigs.empty()) {
       sigs.back().cuda = true;
+      continue;
+    }
+    if (kind == "cpu-features" && !sigs.empty()) {
+      std::string f;
+      while (ls >> f)
+        sigs.back().cpuFeatures.push_back(f);
       continue;
     }
     if (kind == "region" && !sigs.empty()) {

@@ -39,7 +39,19 @@ struct FunctionSignature {
   /// Compiled for the CUDA target: calls stage their inputs in managed
   /// memory and synchronize the device (invokePacked's `cudaMemory`).
   bool cuda = false;
+  /// The x86-64 features of knownCpuFeatures() the code was generated for
+  /// (the host's, or seqc-compile --cpu's): an ahead-of-time object called
+  /// on a CPU without one of them fails with an error naming it instead of
+  /// dying on an illegal instruction.
+  std::vector<std::string> cpuFeatures;
 };
+
+/// The x86-64 features (LLVM's names, which GCC's and Clang's
+/// __builtin_cpu_supports share) that seqc records and checks.
+const std::vector<std::string> &knownCpuFeatures();
+/// Those of `required` this CPU lacks, space-separated ("" when none; a
+/// CPU other than x86-64 lacks every one).
+std::string missingCpuFeatures(const std::vector<std::string> &required);
 
 /// What one call measured: time per profile region (accumulated over the
 /// region's executions in the call), and the bytes the call allocated.
@@ -55,7 +67,8 @@ struct CallStats {
 
 /// Text forms of signatures (compile cache metadata, AOT tables): one
 /// `function NAME` line, then one `input|output DTYPE RANK DIMS... NAME`
-/// line per tensor and one `region NAME` line per profile region.
+/// line per tensor, one `region NAME` line per profile region and one
+/// `cpu-features F...` line.
 std::string serializeSignatures(const std::vector<FunctionSignature> &sigs);
 Expected<std::vector<FunctionSignature>>
 parseSignatures(const std::string &text);
