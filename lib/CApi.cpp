@@ -42,6 +42,7 @@ extern "C" void seqc_compile_options_init(seqc_compile_options *o) {
   o->profile = SEQC_PROFILE_NONE;
   o->strict = 0;
   o->ranks = 0;
+  o->bf16_products = SEQC_BF16_AUTO;
 }
 
 extern "C" seqc_status seqc_engine_create(seqc_engine **engine) {
@@ -79,6 +80,13 @@ static Expected<CompileOptions> toOptions(const seqc_compile_options *o) {
   if (profile != SEQC_PROFILE_NONE && profile != SEQC_PROFILE_CALLS &&
       profile != SEQC_PROFILE_OPS)
     return Status::error("unknown profile " + std::to_string(profile));
+  int products = rawEnum(o->bf16_products);
+  if (products != SEQC_BF16_AUTO && products != SEQC_BF16_DOT &&
+      products != SEQC_BF16_WIDEN)
+    return Status::error("unknown bf16_products " + std::to_string(products));
+  opts.bf16Products = products == SEQC_BF16_DOT     ? Bf16Products::Dot
+                      : products == SEQC_BF16_WIDEN ? Bf16Products::Widen
+                                                    : Bf16Products::Auto;
   opts.target = o->target == SEQC_TARGET_CUDA            ? Target::CUDA
                 : o->target == SEQC_TARGET_CUDA_EMULATED ? Target::CUDAEmulated
                                                          : Target::CPU;

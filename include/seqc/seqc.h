@@ -51,6 +51,15 @@ typedef enum seqc_profile {
   SEQC_PROFILE_OPS = 2    /* every compute op, each run on its own */
 } seqc_profile;
 
+/* How the CPU kernels multiply bf16 operands (matmuls, experts, attention). */
+typedef enum seqc_bf16_products {
+  SEQC_BF16_AUTO = 0, /* $SEQC_CPU_BF16 (dot, widen) if set, else dot where
+                         the CPU has AVX-512 BF16 */
+  SEQC_BF16_DOT = 1,  /* AVX-512 BF16 vdpbf16ps on bf16 pairs; an error for
+                         a CPU without it */
+  SEQC_BF16_WIDEN = 2 /* f32 FMAs on operands widened to f32 */
+} seqc_bf16_products;
+
 typedef struct seqc_compile_options {
   seqc_target target;
   int reference;         /* nonzero: the reference lowering (the oracle) */
@@ -67,6 +76,7 @@ typedef struct seqc_compile_options {
                 module on the same arguments, each computes its share of
                 the steps; the engine opens OpenMPI's libmpi and calls
                 MPI_Init_thread unless MPI is up). 0 (default): one process */
+  seqc_bf16_products bf16_products; /* default SEQC_BF16_AUTO */
 } seqc_compile_options;
 
 /* The defaults: CPU, fast pipeline, -O3, cache on, fused, no profile. */

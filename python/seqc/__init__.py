@@ -99,7 +99,7 @@ class Module:
 
 def compile(text_or_path, target="cpu", *, name=None, reference=False,
             opt_level=3, num_threads=0, cache=True, cache_dir=None, fuse=True,
-            strict=False, memory_limit=0, ranks=0):
+            strict=False, memory_limit=0, ranks=0, bf16_products="auto"):
     """Compiles MLIR text (or the file at a path) for `target` ("cpu",
     "cuda", "cuda-emulated").
 
@@ -111,8 +111,11 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
     call may hold, 0 for the machine's memory), `ranks` (sequence
     parallelism over MPI_COMM_WORLD's `ranks` processes, under mpirun: every
     process compiles and calls with the same whole arguments and gets the
-    whole results, docs/distributed.md; 0, the default: one process).
-    Raises CompileError with seqc's diagnostics."""
+    whole results, docs/distributed.md; 0, the default: one process),
+    `bf16_products` (how the CPU kernels multiply bf16 operands: "dot",
+    AVX-512 BF16 on bf16 pairs, an error where the CPU lacks it; "widen",
+    f32 FMAs; "auto", the default: $SEQC_CPU_BF16 if set, else dot where the
+    CPU has it). Raises CompileError with seqc's diagnostics."""
     if target not in _TARGETS:
         raise ValueError(f"seqc: unknown target '{target}' "
                          f"(one of {', '.join(_TARGETS)})")
@@ -126,7 +129,7 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
                          int(opt_level), int(num_threads), bool(cache),
                          _os.fspath(cache_dir) if cache_dir else "",
                          bool(fuse), bool(strict), int(memory_limit),
-                         int(ranks))
+                         int(ranks), str(bf16_products))
     return Module(core)
 
 

@@ -543,7 +543,8 @@ seqc_target targetOf(const std::string &name) {
 Module compile(const std::string &source, bool isPath, const std::string &name,
                const std::string &target, bool reference, int optLevel,
                int numThreads, bool cache, const std::string &cacheDir,
-               bool fuse, bool strict, size_t memoryLimit, int ranks) {
+               bool fuse, bool strict, size_t memoryLimit, int ranks,
+               const std::string &bf16Products) {
   seqc_compile_options o;
   seqc_compile_options_init(&o);
   o.target = targetOf(target);
@@ -556,6 +557,13 @@ Module compile(const std::string &source, bool isPath, const std::string &name,
   o.strict = strict;
   o.memory_limit = memoryLimit;
   o.ranks = ranks;
+  if (bf16Products == "dot")
+    o.bf16_products = SEQC_BF16_DOT;
+  else if (bf16Products == "widen")
+    o.bf16_products = SEQC_BF16_WIDEN;
+  else if (bf16Products != "auto")
+    throw py::value_error("seqc: unknown bf16_products '" + bf16Products +
+                          "' (auto, dot or widen)");
   seqc_module *m = nullptr;
   seqc_status status;
   {
@@ -645,7 +653,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("name"), py::arg("target"), py::arg("reference"),
         py::arg("opt_level"), py::arg("num_threads"), py::arg("cache"),
         py::arg("cache_dir"), py::arg("fuse"), py::arg("strict"),
-        py::arg("memory_limit"), py::arg("ranks"));
+        py::arg("memory_limit"), py::arg("ranks"), py::arg("bf16_products"));
   m.def("load_weights", &loadWeights, py::arg("path"));
   m.def("set_num_threads", [](int64_t n) { check(seqc_set_num_threads(n)); });
   m.def("get_num_threads", [] { return seqc_get_num_threads(); });
