@@ -9,10 +9,12 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,11 +29,51 @@ static std::string paramName(const std::string &name, size_t i) {
          (name.empty() ? "" : "_" + cIdentifier(name));
 }
 
+/// The C names of the fallback code's entry points (`<prefix>fallback__`
+/// + the function's C name).
+static std::string fallbackPrefix(const std::string &prefix) {
+  return prefix + "fallback__";
+}
+
+/// At the start of entry point `fn`: when this CPU lacks one of
+/// `features`, return what `fallbackName` (same type, same arguments)
+/// returns; `b` continues where it has them.
+static void addFallbackDispatch(llvm::Module &m, llvm::IRBuilder<> &b,
+                                llvm::Function *fn,
+                                const std::string &fallbackName,
+                                const std::vector<std::string> &features) {
+  llvm::LLVMContext &ctx = m.getContext();
+  llvm::Type *ptr = llvm::PointerType::getUnqual(ctx);
+  llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
+  std::string list;
+  for (const std::string &f : features)
+    list += (list.empty() ? "" : " ") + f;
+  llvm::FunctionCallee cpuHas = m.getOrInsertFunction(
+      seqc::rt::entry::kCpuHas, llvm::FunctionType::get(i32, {ptr}, false));
+  llvm::FunctionCallee other =
+      m.getOrInsertFunction(fallbackName, fn->getFunctionType());
+  llvm::Value *has =
+      b.CreateCall(cpuHas, {b.CreateGlobalString(list, "seqc_cpu_features")});
+  auto *useFallback = llvm::BasicBlock::Create(ctx, "fallback", fn);
+  auto *useMain = llvm::BasicBlock::Create(ctx, "main", fn);
+  b.CreateCondBr(b.CreateICmpNE(has, b.getInt32(0)), useMain, useFallback);
+  b.SetInsertPoint(useFallback);
+  llvm::SmallVector<llvm::Value *> args;
+  for (llvm::Argument &a : fn->args())
+    args.push_back(&a);
+  b.CreateRet(b.CreateCall(other, args));
+  b.SetInsertPoint(useMain);
+}
+
 /// For every function, `int <prefix><name>(const seqc_view *, size_t,
 /// seqc_tensor **, size_t)` calling seqc_rt_invoke_c with the packed entry
-/// point and the signature text, both in the object.
+/// point and the signature text, both in the object. With `fallback` (the
+/// prefix of the same functions compiled for a lesser CPU), each first
+/// asks seqc_rt_cpu_has whether this CPU has its code's features and calls
+/// the fallback's entry point when not.
 static void addEntryPoints(llvm::Module &m, const std::string &prefix,
-                           const std::vector<FunctionSignature> &sigs) {
+                           const std::vector<FunctionSignature> &sigs,
+                           const std::string &fallback = "") {
   llvm::LLVMContext &ctx = m.getContext();
   llvm::Type *ptr = llvm::PointerType::getUnqual(ctx);
   llvm::Type *i64 = llvm::Type::getInt64Ty(ctx);
@@ -59,6 +101,9 @@ static void addEntryPoints(llvm::Module &m, const std::string &prefix,
         llvm::FunctionType::get(i32, {ptr, i64, ptr, i64}, false),
         llvm::GlobalValue::ExternalLinkage, prefix + cIdentifier(sig.name), m);
     llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+    if (!fallback.empty())
+      addFallbackDispatch(m, b, fn, fallback + cIdentifier(sig.name),
+                          sig.cpuFeatures);
     llvm::Value *sigText = textGlobal;
     llvm::Value *name = b.CreateGlobalString(sig.name, "seqc_name");
     auto args = fn->arg_begin();
@@ -204,6 +249,81 @@ static Status run(const std::vector<std::string> &argv) {
   return Status::ok();
 }
 
+/// The fallback code of a CPU object: its functions compiled for
+/// options.fallbackCpu with bf16 products widened, entry points named with
+/// fallbackPrefix; none when the object is not for the CPU, no fallback CPU
+/// is set, or the main code (for `tm`) needs no feature the fallback's CPU
+/// lacks.
+static Expected<std::optional<CompiledObject>>
+compileFallback(std::string_view source, const std::string &bufferName,
+                const AotOptions &options, const llvm::TargetMachine &tm) {
+  using Result = std::optional<CompiledObject>;
+  if (options.compile.target != Target::CPU || options.fallbackCpu.empty())
+    return Result();
+  Expected<std::unique_ptr<llvm::TargetMachine>> lesser =
+      hostTargetMachine(options.compile.optLevel, options.fallbackCpu);
+  if (!lesser)
+    return lesser.status();
+  std::vector<std::string> lesserFeatures = cpuFeaturesOf(**lesser);
+  bool needsMore = false;
+  for (const std::string &f : cpuFeaturesOf(tm))
+    needsMore |= std::find(lesserFeatures.begin(), lesserFeatures.end(), f) ==
+                 lesserFeatures.end();
+  if (!needsMore)
+    return Result();
+  CompileOptions compile = options.compile;
+  compile.bf16Products = Bf16Products::Widen;
+  Expected<CompiledObject> object = compileToObject(
+      source, bufferName, compile, **lesser,
+      [&](llvm::Module &m, const std::vector<FunctionSignature> &sigs) {
+        addEntryPoints(m, fallbackPrefix(options.prefix), sigs);
+      },
+      /*gatherCudaStructors=*/false);
+  if (!object)
+    return Status::error("the fallback code for " + options.fallbackCpu + ": " +
+                         object.message());
+  return Result(object.take());
+}
+
+/// Writes options.output: the main object (and the fallback's, when
+/// given) as one object file, or linked with the runtime into a shared
+/// library.
+static Status writeObjects(const AotOptions &options, const std::string &main,
+                           const std::string *fallback) {
+  const std::string &out = options.output;
+  bool shared = out.size() >= 3 && out.compare(out.size() - 3, 3, ".so") == 0;
+  if (!shared && !fallback)
+    return writeFileAtomically(out, main);
+  std::vector<std::string> objects{out + ".o"};
+  if (fallback)
+    objects.push_back(out + ".fallback.o");
+  auto removeObjects = [&] {
+    for (const std::string &path : objects)
+      std::remove(path.c_str());
+  };
+  Status written = writeFileAtomically(objects[0], main);
+  if (written && fallback)
+    written = writeFileAtomically(objects[1], *fallback);
+  if (!written) {
+    removeObjects();
+    return written;
+  }
+  // A shared library with the runtime, or one relocatable object of both.
+  std::vector<std::string> link{"c++"};
+  if (shared)
+    link.push_back("-shared");
+  else
+    link.insert(link.end(), {"-r", "-nostdlib"});
+  link.insert(link.end(), {"-o", out});
+  link.insert(link.end(), objects.begin(), objects.end());
+  if (shared)
+    link.insert(link.end(), {options.runtimeLibraryDir + "/libseqc_runtime.a",
+                             "-lm", "-lpthread", "-ldl"});
+  Status linked = run(link);
+  removeObjects();
+  return linked;
+}
+
 Status seqc::compileAheadOfTime(std::string_view source,
                                 const std::string &bufferName,
                                 const AotOptions &options) {
@@ -223,12 +343,17 @@ Status seqc::compileAheadOfTime(std::string_view source,
       hostTargetMachine(options.compile.optLevel, options.cpu);
   if (!tm)
     return tm.status();
+  Expected<std::optional<CompiledObject>> fallback =
+      compileFallback(source, bufferName, options, **tm);
+  if (!fallback)
+    return fallback.status();
+  std::string dispatchTo = *fallback ? fallbackPrefix(options.prefix) : "";
   // No device to ask at compile time: the chip is named or the CUDA
   // pipeline's default (Hopper's).
   Expected<CompiledObject> object = compileToObject(
       source, bufferName, options.compile, **tm,
       [&](llvm::Module &m, const std::vector<FunctionSignature> &sigs) {
-        addEntryPoints(m, options.prefix, sigs);
+        addEntryPoints(m, options.prefix, sigs, dispatchTo);
       },
       /*gatherCudaStructors=*/false);
   if (!object)
@@ -250,26 +375,20 @@ Status seqc::compileAheadOfTime(std::string_view source,
                            " would both be the C function " + it->first +
                            "; rename one");
   }
+  if (*fallback)
+    for (const FunctionSignature &sig : object->functions) {
+      std::string cName =
+          fallbackPrefix(options.prefix) + cIdentifier(sig.name);
+      if (cNames.count(cName))
+        return Status::error("@" + cNames[cName] + " would be the C function " +
+                             cName + ", the fallback entry point of @" +
+                             sig.name + "; rename it");
+    }
 
-  auto endsWith = [](const std::string &s, const std::string &suffix) {
-    return s.size() >= suffix.size() &&
-           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  if (endsWith(options.output, ".so")) {
-    std::string objPath = options.output + ".o";
-    if (Status s = writeFileAtomically(objPath, object->object); !s)
-      return s;
-    std::string runtimeDir = options.runtimeLibraryDir;
-    Status linked =
-        run({"c++", "-shared", "-o", options.output, objPath,
-             runtimeDir + "/libseqc_runtime.a", "-lm", "-lpthread", "-ldl"});
-    std::remove(objPath.c_str());
-    if (!linked)
-      return linked;
-  } else if (Status s = writeFileAtomically(options.output, object->object);
-             !s) {
+  if (Status s = writeObjects(options, object->object,
+                              *fallback ? &(*fallback)->object : nullptr);
+      !s)
     return s;
-  }
   if (!options.header.empty())
     return writeFileAtomically(options.header,
                                header(bufferName, options.prefix,

@@ -89,6 +89,14 @@ seqc::hostTargetMachine(int optLevel, const std::string &cpu) {
   return std::move(*tm);
 }
 
+std::vector<std::string> seqc::cpuFeaturesOf(const llvm::TargetMachine &tm) {
+  std::vector<std::string> features;
+  for (const std::string &f : knownCpuFeatures())
+    if (tm.getMCSubtargetInfo()->checkFeatures("+" + f))
+      features.push_back(f);
+  return features;
+}
+
 Expected<std::string> seqc::resolveBf16Products(const CompileOptions &options,
                                                 const llvm::TargetMachine &tm) {
   Bf16Products requested = options.bf16Products;
@@ -312,9 +320,7 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     Expected<FunctionSignature> sig = describe(fn);
     if (sig) {
       sig->cuda = options.target == Target::CUDA;
-      for (const std::string &f : knownCpuFeatures())
-        if (tm.getMCSubtargetInfo()->checkFeatures("+" + f))
-          sig->cpuFeatures.push_back(f);
+      sig->cpuFeatures = cpuFeaturesOf(tm);
       result.functions.push_back(*sig);
     } else
       result.unsupported.push_back({fn.getSymName().str(), sig.message()});
@@ -370,11 +376,9 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     gatherStructors(*llvmModule, "llvm.global_ctors", cudaInitSymbol(), false);
     gatherStructors(*llvmModule, "llvm.global_dtors", cudaFiniSymbol(), true);
   }
-  if (hook)
-    hook(*llvmModule, result.functions);
-
   // Every function the code calls must exist at run time: seqc's runtime or
-  // the C library (libm).
+  // the C library (libm). (The hook's entry points call seqc's runtime and
+  // the fallback code linked beside them.)
   std::string missing;
   for (llvm::Function &f : llvmModule->functions()) {
     if (!f.isDeclaration() || f.isIntrinsic())
@@ -387,6 +391,9 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     return Status::error("the compiled code calls functions seqc does not "
                          "provide: " +
                          missing);
+
+  if (hook)
+    hook(*llvmModule, result.functions);
 
   auto optimize =
       mlir::makeOptimizingTransformer(options.optLevel, /*sizeLevel=*/0, &tm);

@@ -53,6 +53,9 @@ hostTargetMachine(int optLevel, const std::string &cpu = "");
 Expected<std::string> resolveBf16Products(const CompileOptions &options,
                                           const llvm::TargetMachine &tm);
 
+/// The features of knownCpuFeatures() code for `tm` may use.
+std::vector<std::string> cpuFeaturesOf(const llvm::TargetMachine &tm);
+
 /// Edits the LLVM module before it is optimized (ahead-of-time entry
 /// points), given the signatures of the public functions.
 using ModuleHook =

@@ -46,6 +46,7 @@ const std::vector<RuntimeSymbol> &seqc::runtimeSymbols() {
       {rt::entry::kParallelFor,
        reinterpret_cast<void *>(&seqc_rt_parallel_for)},
       {rt::entry::kInvokeC, reinterpret_cast<void *>(&seqc_rt_invoke_c)},
+      {rt::entry::kCpuHas, reinterpret_cast<void *>(&seqc_rt_cpu_has)},
       {rt::entry::kProfileEnter,
        reinterpret_cast<void *>(&seqc_rt_profile_enter)},
       {rt::entry::kProfileExit,

@@ -13,6 +13,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <sstream>
 #include <unordered_map>
 
 using namespace seqc;
@@ -257,6 +258,25 @@ seqc_status seqc::capi::call(const std::function<Expected<std::vector<Tensor>>(
     outputs[i] = wrap(std::move((*results)[i]));
   clearError();
   return SEQC_OK;
+}
+
+extern "C" int seqc_rt_cpu_has(const char *features) {
+  if (!features)
+    return 0;
+  // A constant of the calling object, asked on every call: answered once
+  // per text.
+  static std::mutex mutex;
+  static auto *answers = new std::unordered_map<std::string, int>;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, fresh] = answers->emplace(features, 0);
+  if (fresh) {
+    std::vector<std::string> names;
+    std::istringstream in(features);
+    for (std::string f; in >> f;)
+      names.push_back(f);
+    it->second = missingCpuFeatures(names).empty() ? 1 : 0;
+  }
+  return it->second;
 }
 
 extern "C" seqc_status seqc_rt_invoke_c(void (*packed)(void **),

@@ -21,6 +21,8 @@ inline constexpr char kProfileEnter[] = "seqc_rt_profile_enter";
 inline constexpr char kProfileExit[] = "seqc_rt_profile_exit";
 /// The C entry points of ahead-of-time objects (lib/Aot.cpp).
 inline constexpr char kInvokeC[] = "seqc_rt_invoke_c";
+/// Whether this CPU has the features an entry point's code needs.
+inline constexpr char kCpuHas[] = "seqc_rt_cpu_has";
 
 } // namespace seqc::rt::entry
 

@@ -28,6 +28,12 @@ struct AotOptions {
   /// The x86-64 CPU (or level: x86-64-v3, ...) the code may use the
   /// features of; empty: this machine's.
   std::string cpu;
+  /// CPU objects also carry the same functions compiled for this CPU (bf16
+  /// products widened), which each entry point calls on a CPU that lacks a
+  /// feature of the main code; empty: no fallback (such a call fails with
+  /// an error naming the feature). None is added when the main code needs
+  /// no feature the fallback's CPU lacks.
+  std::string fallbackCpu = "x86-64-v2";
 };
 
 /// Compiles `source` (named `bufferName` in messages) as `options` says.

@@ -104,6 +104,12 @@ seqc_status seqc_rt_invoke_c(void (*packed)(void **), const char *signature,
                              size_t num_inputs, seqc_tensor **outputs,
                              size_t num_outputs);
 
+/* Nonzero when this CPU has every x86-64 feature of `features` (names
+ * separated by spaces, as the signature text's cpu-features line). The
+ * entry points seqc-compile generates call it to choose between their code
+ * and the fallback code of the same object. */
+int seqc_rt_cpu_has(const char *features);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1,6 +1,8 @@
 # An ahead-of-time library records the x86-64 features its code was
-# generated for; called on a CPU without one of them it fails with an error
-# naming it (not an illegal instruction). Code for the baseline runs here.
+# generated for. Called on a CPU without one of them, its entry points run
+# the fallback code it carries (x86-64-v2, bf16 products widened) with the
+# same results; without a fallback (--fallback-cpu none) the call fails
+# with an error naming the feature (not an illegal instruction).
 # RUN: %python %s
 import os
 import subprocess
@@ -36,17 +38,37 @@ with tempfile.TemporaryDirectory() as tmp:
     expect("x86-64-v2 library compiles", p.returncode == 0, p.stderr)
     p = run(["seqc-aot-run", base, "--random-inputs"])
     expect("x86-64-v2 library runs", p.returncode == 0, p.stderr)
+    base_out = os.path.join(tmp, "base")
+    p = run(["seqc-aot-run", base, "--random-inputs", "--output-dir", base_out])
     lacking = [(cpu, f) for cpu, f, flag in CANDIDATES if flag not in flags]
     for cpu, feature in lacking[:1]:
         lib = os.path.join(tmp, cpu + ".so")
         p = run(["seqc-compile", SOURCE, "-o", lib, "--cpu", cpu])
         expect(f"{cpu} library compiles", p.returncode == 0, p.stderr)
-        p = run(["seqc-aot-run", lib, "--random-inputs"])
+        out = os.path.join(tmp, cpu)
+        p = run(["seqc-aot-run", lib, "--random-inputs", "--output-dir", out])
+        same = p.returncode == 0 and all(
+            open(os.path.join(out, f), "rb").read() ==
+            open(os.path.join(base_out, f), "rb").read()
+            for f in os.listdir(base_out))
+        expect(f"{cpu} library on this CPU runs its fallback, results as x86-64-v2's",
+               same, p.stderr)
+        bare = os.path.join(tmp, cpu + "-bare.so")
+        p = run(["seqc-compile", SOURCE, "-o", bare, "--cpu", cpu, "--fallback-cpu", "none"])
+        expect(f"{cpu} library without fallback compiles", p.returncode == 0, p.stderr)
+        p = run(["seqc-aot-run", bare, "--random-inputs"])
         msg = p.stderr.strip()
-        expect(f"{cpu} library on this CPU: exit 1 naming {feature} ({msg})",
+        expect(f"{cpu} library without fallback on this CPU: exit 1 naming {feature} ({msg})",
                p.returncode == 1 and msg.startswith("error: ") and
-               f"compiled for a CPU with" in msg and feature in msg and
+               "compiled for a CPU with" in msg and feature in msg and
                "which this CPU lacks" in msg)
+        # A relocatable object carries both too.
+        obj = os.path.join(tmp, cpu + ".o")
+        p = run(["seqc-compile", SOURCE, "-o", obj, "--cpu", cpu])
+        syms = run(["nm", obj]).stdout
+        expect(f"{cpu} object defines seqc_main and seqc_fallback__main",
+               p.returncode == 0 and " T seqc_main" in syms and
+               " T seqc_fallback__main" in syms, p.stderr)
     if not lacking:
         print("note: this CPU has every candidate's feature; the error is not exercised")
 sys.exit(1 if failures else 0)

@@ -3,7 +3,7 @@
 //   seqc-compile FILE.mlir -o OUT.o|OUT.so [--header OUT.h] [--prefix P]
 //                [--reference] [--strict] [-O N] [--target cpu|cuda] [--chip
 //                SM]
-//                [--cpu NAME]
+//                [--cpu NAME] [--fallback-cpu NAME|none]
 //
 // Writes an object file (or a shared library) with one C entry point per
 // public function, `<prefix><name>`, the signatures as the C string
@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
       std::puts("usage: seqc-compile FILE.mlir -o OUT.o|OUT.so [--header "
                 "OUT.h] [--prefix P] [--reference] [-O N]\n"
                 "                    [--target cpu|cuda] [--chip SM] "
-                "[--cpu NAME] [--strict]\n"
+                "[--cpu NAME] [--fallback-cpu NAME|none] [--strict]\n"
                 "  --strict       an op without the target's fast lowering "
                 "is an error (else a remark)\n"
                 "  --target cuda  GPU kernels as an embedded cubin (the "
@@ -65,7 +65,15 @@ int main(int argc, char **argv) {
                 "  --chip SM      the GPU architecture (default sm_90a)\n"
                 "  --cpu NAME     the x86-64 CPU or level (x86-64-v3, ...) "
                 "the host code may use\n"
-                "                 (default: this machine's)");
+                "                 (default: this machine's)\n"
+                "  --fallback-cpu NAME|none  CPU objects also carry the "
+                "functions compiled for\n"
+                "                 NAME (default x86-64-v2, bf16 products "
+                "widened), which the entry\n"
+                "                 points call on a CPU without a feature "
+                "of the main code; none:\n"
+                "                 no fallback (such a call fails naming "
+                "the feature)");
       return 0;
     } else if (a == "-o") {
       opts.output = value();
@@ -90,6 +98,9 @@ int main(int argc, char **argv) {
       opts.compile.cudaChip = value();
     } else if (a == "--cpu") {
       opts.cpu = value();
+    } else if (a == "--fallback-cpu") {
+      std::string cpu = value();
+      opts.fallbackCpu = cpu == "none" ? "" : cpu;
     } else if (a == "-O") {
       std::string v = value();
       if (v.size() != 1 || v[0] < '0' || v[0] > '3')
