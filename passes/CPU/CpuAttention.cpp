@@ -297,8 +297,9 @@ void AttentionLowering::writeOutputs(KernelBuilder &k, Value O,
 
 void AttentionLowering::emitQueryBlock(KernelBuilder &k, Value task,
                                        ValueRange in) {
-  Value Qm = in[0], KT = in[1], VP = in[2], O = in[3];
-  Value nT = k.mdim(Qm, 1), nS = k.mdim(in[4], 1);
+  // The kernel's operands, in emit's order; the keys themselves give S.
+  Value Qm = in[0], KT = in[1], VP = in[2], O = in[3], keys = in[4];
+  Value nT = k.mdim(Qm, 1), nS = k.mdim(keys, 1);
   Value blocks = k.divs(k.add(nT, k.idx(Bq - 1)), k.idx(Bq));
   // The last query blocks see the most keys (causal): hand them out
   // first so the pool's dynamic schedule ends balanced.
