@@ -42,6 +42,7 @@ extern "C" void seqc_compile_options_init(seqc_compile_options *o) {
   o->profile = SEQC_PROFILE_NONE;
   o->strict = 0;
   o->ranks = 0;
+  o->parallel = SEQC_PARALLEL_SEQUENCE;
   o->bf16_products = SEQC_BF16_AUTO;
 }
 
@@ -100,6 +101,11 @@ static Expected<CompileOptions> toOptions(const seqc_compile_options *o) {
   opts.fuse = o->fuse != 0;
   opts.strict = o->strict != 0;
   opts.ranks = o->ranks;
+  int parallel = rawEnum(o->parallel);
+  if (parallel != SEQC_PARALLEL_SEQUENCE && parallel != SEQC_PARALLEL_EXPERTS)
+    return Status::error("unknown parallel " + std::to_string(parallel));
+  opts.parallel = parallel == SEQC_PARALLEL_EXPERTS ? Parallelism::Experts
+                                                    : Parallelism::Sequence;
   opts.profile = o->profile == SEQC_PROFILE_CALLS ? Profile::Calls
                  : o->profile == SEQC_PROFILE_OPS ? Profile::Ops
                                                   : Profile::None;

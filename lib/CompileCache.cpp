@@ -106,9 +106,10 @@ std::string seqc::cacheKey(std::string_view source, std::string_view bufferName,
      << options.reference << "\nopt " << options.optLevel << "\nprofile "
      << static_cast<int>(options.profile) << "\nfuse " << options.fuse
      << "\nstrict " << options.strict << "\nranks " << options.ranks
-     << "\nbf16 " << bf16Products << "\nperf-map " << perfMapRequested()
-     << "\ntarget " << static_cast<int>(options.target) << "\nchip "
-     << options.cudaChip << "\nblock-threads "
+     << "\nparallel " << static_cast<int>(options.parallel) << "\nbf16 "
+     << bf16Products << "\nperf-map " << perfMapRequested() << "\ntarget "
+     << static_cast<int>(options.target) << "\nchip " << options.cudaChip
+     << "\nblock-threads "
      << options.cudaBlockThreads
      // The CUDA object embeds a cubin or, without ptxas, PTX: installing
      // the toolkit must not keep serving the PTX build.

@@ -333,6 +333,8 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     cpu.fuse = options.fuse;
     cpu.strict = options.strict;
     cpu.ranks = options.ranks;
+    cpu.parallel =
+        options.parallel == Parallelism::Experts ? "experts" : "sequence";
     Expected<std::string> products = resolveBf16Products(options, tm);
     if (!products)
       return products.status();

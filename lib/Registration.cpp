@@ -69,6 +69,28 @@ struct AllReduceMemoryEffects
                          mlir::SideEffects::DefaultResource::get());
   }
 };
+
+/// mpi.send reads its buffer, mpi.recv writes its own; both talk to the
+/// other processes, like the collectives, so none is reordered or dropped.
+template <typename Op>
+struct PointToPointMemoryEffects : mlir::MemoryEffectOpInterface::ExternalModel<
+                                       PointToPointMemoryEffects<Op>, Op> {
+  void getEffects(mlir::Operation *op,
+                  llvm::SmallVectorImpl<mlir::SideEffects::EffectInstance<
+                      mlir::MemoryEffects::Effect>> &effects) const {
+    auto message = mlir::cast<Op>(op);
+    if constexpr (std::is_same_v<Op, mlir::mpi::SendOp>)
+      effects.emplace_back(mlir::MemoryEffects::Read::get(),
+                           &message.getRefMutable(),
+                           mlir::SideEffects::DefaultResource::get());
+    else
+      effects.emplace_back(mlir::MemoryEffects::Write::get(),
+                           &message.getRefMutable(),
+                           mlir::SideEffects::DefaultResource::get());
+    effects.emplace_back(mlir::MemoryEffects::Write::get(),
+                         mlir::SideEffects::DefaultResource::get());
+  }
+};
 } // namespace
 
 void seqc::registerDialects(mlir::DialectRegistry &registry) {
@@ -77,6 +99,10 @@ void seqc::registerDialects(mlir::DialectRegistry &registry) {
   });
   registry.addExtension(+[](mlir::MLIRContext *ctx, mlir::mpi::MPIDialect *) {
     mlir::mpi::AllReduceOp::attachInterface<AllReduceMemoryEffects>(*ctx);
+    mlir::mpi::SendOp::attachInterface<
+        PointToPointMemoryEffects<mlir::mpi::SendOp>>(*ctx);
+    mlir::mpi::RecvOp::attachInterface<
+        PointToPointMemoryEffects<mlir::mpi::RecvOp>>(*ctx);
   });
   registry.insert<seq::SeqDialect, seq_rt::SeqRtDialect>();
   mlir::registerAllDialects(registry);

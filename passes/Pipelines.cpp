@@ -213,11 +213,18 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
   // lowerings plan and lower like any other.
   pm.addPass(createSeqExpandSequences());
   if (opts.ranks > 0) {
-    // Each rank's steps of every op, the states exchanged over MPI.
-    SeqDistributeStepsOptions distribute;
-    distribute.ranks = opts.ranks;
-    distribute.strict = opts.strict;
-    pm.addPass(createSeqDistributeSteps(distribute));
+    if (opts.parallel == "experts") {
+      // Each rank's experts, the routed tokens exchanged over MPI.
+      SeqDistributeExpertsOptions distribute;
+      distribute.ranks = opts.ranks;
+      pm.addPass(createSeqDistributeExperts(distribute));
+    } else {
+      // Each rank's steps of every op, the states exchanged over MPI.
+      SeqDistributeStepsOptions distribute;
+      distribute.ranks = opts.ranks;
+      distribute.strict = opts.strict;
+      pm.addPass(createSeqDistributeSteps(distribute));
+    }
     pm.addPass(createSeqCollectivesToMpi());
     pm.addPass(createConvertShardToMPIPass());
   }
@@ -312,6 +319,13 @@ struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
       llvm::cl::desc("products of bf16 operands: dot (AVX-512 BF16), widen "
                      "(f32 FMAs), auto (dot where the host has it)"),
       llvm::cl::init("auto")};
+  enum class Split { Sequence, Experts };
+  Option<Split> parallel{
+      *this, "parallel", llvm::cl::desc("what ranks split"),
+      llvm::cl::init(Split::Sequence),
+      llvm::cl::values(
+          clEnumValN(Split::Sequence, "sequence", "every seq op's steps"),
+          clEnumValN(Split::Experts, "experts", "moe_ffn's experts"))};
 };
 } // namespace
 
@@ -344,6 +358,9 @@ void seqc::registerPasses() {
         opts.fuse = cl.fuse;
         opts.strict = cl.strict;
         opts.ranks = cl.ranks;
+        opts.parallel = cl.parallel == CpuPipelineCLOptions::Split::Experts
+                            ? "experts"
+                            : "sequence";
         opts.bf16Products = cl.bf16Products;
         buildCpuPipeline(pm, opts);
       });

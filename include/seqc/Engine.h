@@ -61,6 +61,16 @@ enum class Bf16Products {
   Widen,
 };
 
+/// What a distributed compile (CompileOptions::ranks) splits over the ranks.
+enum class Parallelism {
+  /// Every seq op's steps (sequence parallelism; seqc-run --parallel
+  /// sequence).
+  Sequence,
+  /// moe_ffn's experts, the routed tokens exchanged all-to-all (expert
+  /// parallelism; seqc-run --parallel experts). Other ops run replicated.
+  Experts,
+};
+
 struct CompileOptions {
   Target target = Target::CPU;
   /// The GPU architecture for Target::CUDA (sm_80, sm_90a, ...); empty:
@@ -104,6 +114,8 @@ struct CompileOptions {
   /// arguments, and gets the whole results. 0: one process, no MPI. The
   /// engine opens and initializes MPI (OpenMPI's libmpi) when it is not.
   int ranks = 0;
+  /// What the ranks split: see Parallelism.
+  Parallelism parallel = Parallelism::Sequence;
   /// Products of bf16 operands in the CPU kernels (matmuls and experts):
   /// see Bf16Products.
   Bf16Products bf16Products = Bf16Products::Auto;

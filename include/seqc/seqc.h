@@ -60,6 +60,13 @@ typedef enum seqc_bf16_products {
   SEQC_BF16_WIDEN = 2 /* f32 FMAs on operands widened to f32 */
 } seqc_bf16_products;
 
+/* What a distributed compile (ranks > 0) splits over the processes. */
+typedef enum seqc_parallel {
+  SEQC_PARALLEL_SEQUENCE = 0, /* every seq op's steps */
+  SEQC_PARALLEL_EXPERTS = 1   /* moe_ffn's experts (E % ranks == 0), the
+                                 routed tokens exchanged all-to-all */
+} seqc_parallel;
+
 typedef struct seqc_compile_options {
   seqc_target target;
   int reference;         /* nonzero: the reference lowering (the oracle) */
@@ -77,6 +84,7 @@ typedef struct seqc_compile_options {
                 the steps; the engine opens OpenMPI's libmpi and calls
                 MPI_Init_thread unless MPI is up). 0 (default): one process */
   seqc_bf16_products bf16_products; /* default SEQC_BF16_AUTO */
+  seqc_parallel parallel; /* with ranks > 0; default SEQC_PARALLEL_SEQUENCE */
 } seqc_compile_options;
 
 /* The defaults: CPU, fast pipeline, -O3, cache on, fused, no profile. */

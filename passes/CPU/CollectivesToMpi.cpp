@@ -6,7 +6,9 @@
 // MPIToLLVM conversion, in two places of the pipeline:
 //
 //   - seq-collectives-to-mpi (on tensors): an all-reduce over the whole
-//     grid is one `mpi.allreduce` on MPI_COMM_WORLD, between buffers; the
+//     grid is one `mpi.allreduce` on MPI_COMM_WORLD, between buffers, and a
+//     send or receive with one peer (seq-distribute-experts' all-to-all) is
+//     `mpi.send` / `mpi.recv`; the
 //     upstream convert-shard-to-mpi then takes the process index. Upstream's
 //     all-reduce lowering is not used: it splits the communicator on every
 //     call (a collective of its own, and a communicator never freed), and in
@@ -26,6 +28,7 @@
 
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/MPIToLLVM/MPIToLLVM.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/DLTI/DLTI.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -33,6 +36,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -119,6 +123,99 @@ struct WholeGridAllReduce : OpRewritePattern<shard::AllReduceOp> {
   }
 };
 
+/// The peer of a send or receive on a one-dimensional grid, as MPI's i32
+/// rank: the static index, or the dynamic one.
+Value peerRank(PatternRewriter &rewriter, Location loc,
+               ArrayRef<int64_t> statics, ValueRange dynamics) {
+  Value peer = statics[0] == ShapedType::kDynamic
+                   ? dynamics[0]
+                   : arith::ConstantIndexOp::create(rewriter, loc, statics[0])
+                         .getResult();
+  return arith::IndexCastOp::create(rewriter, loc, rewriter.getI32Type(), peer);
+}
+
+/// Whether point-to-point `op` on `gridName` is one MPI can carry: the one
+/// axis of a one-dimensional grid, a tensor of an MPI datatype.
+LogicalResult checkPointToPoint(PatternRewriter &rewriter, Operation *op,
+                                FlatSymbolRefAttr gridName,
+                                ArrayRef<shard::GridAxis> axes, Type type,
+                                ArrayRef<int64_t> peer) {
+  auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, gridName);
+  if (!grid || grid.getRank() != 1 || axes.size() != 1 || peer.size() != 1)
+    return rewriter.notifyMatchFailure(op, "not on a 1-D grid");
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return rewriter.notifyMatchFailure(op, "not a ranked tensor");
+  Type elt = tensor.getElementType();
+  if (!elt.isF32() && !elt.isF64() && !elt.isInteger(32) && !elt.isInteger(64))
+    return rewriter.notifyMatchFailure(op, "no MPI datatype");
+  return success();
+}
+
+/// A send of a tensor to one process: MPI_Send of its buffer (tag 0; the
+/// messages between two processes keep their order).
+struct PointToPointSend : OpRewritePattern<shard::SendOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(shard::SendOp send,
+                                PatternRewriter &rewriter) const override {
+    if (failed(checkPointToPoint(rewriter, send, send.getGridAttr(),
+                                 send.getGridAxes(), send.getInput().getType(),
+                                 send.getDestination())))
+      return failure();
+    Location loc = send.getLoc();
+    auto type = cast<RankedTensorType>(send.getInput().getType());
+    auto bufferType = MemRefType::get(type.getShape(), type.getElementType());
+    Value buffer = bufferization::ToBufferOp::create(rewriter, loc, bufferType,
+                                                     send.getInput(),
+                                                     /*read_only=*/true);
+    Value world = mpi::CommWorldOp::create(rewriter, loc,
+                                           mpi::CommType::get(getContext()));
+    Value tag = arith::ConstantIntOp::create(rewriter, loc, 0, 32);
+    Value dest = peerRank(rewriter, loc, send.getDestination(),
+                          send.getDestinationDynamic());
+    mpi::SendOp::create(rewriter, loc, TypeRange{},
+                        flatten(rewriter, loc, buffer), tag, dest, world);
+    rewriter.replaceOp(send, send.getInput());
+    return success();
+  }
+};
+
+/// A receive from one process: MPI_Recv into a new buffer of the input's
+/// shape.
+struct PointToPointRecv : OpRewritePattern<shard::RecvOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(shard::RecvOp recv,
+                                PatternRewriter &rewriter) const override {
+    std::optional<ArrayRef<int64_t>> source = recv.getSource();
+    if (!source)
+      return rewriter.notifyMatchFailure(recv, "no source");
+    if (failed(checkPointToPoint(rewriter, recv, recv.getGridAttr(),
+                                 recv.getGridAxes(), recv.getInput().getType(),
+                                 *source)))
+      return failure();
+    Location loc = recv.getLoc();
+    auto type = cast<RankedTensorType>(recv.getResult().getType());
+    auto bufferType = MemRefType::get(type.getShape(), type.getElementType());
+    SmallVector<Value> sizes;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      if (type.isDynamicDim(i))
+        sizes.push_back(
+            tensor::DimOp::create(rewriter, loc, recv.getInput(), i));
+    Value buffer = memref::AllocOp::create(rewriter, loc, bufferType, sizes);
+    Value world = mpi::CommWorldOp::create(rewriter, loc,
+                                           mpi::CommType::get(getContext()));
+    Value tag = arith::ConstantIntOp::create(rewriter, loc, 0, 32);
+    Value from = peerRank(rewriter, loc, *source, recv.getSourceDynamic());
+    mpi::RecvOp::create(rewriter, loc, TypeRange{},
+                        flatten(rewriter, loc, buffer), tag, from, world);
+    rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
+        recv, type, buffer, /*restrict=*/true, /*writable=*/true);
+    return success();
+  }
+};
+
 struct SeqCollectivesToMpi
     : seqc::impl::SeqCollectivesToMpiBase<SeqCollectivesToMpi> {
   void runOnOperation() override {
@@ -132,16 +229,19 @@ struct SeqCollectivesToMpi
                                 StringAttr::get(ctx, "MPI:Implementation"),
                                 StringAttr::get(ctx, "OpenMPI"))}));
     RewritePatternSet patterns(ctx);
-    patterns.add<WholeGridAllReduce>(ctx);
+    patterns.add<WholeGridAllReduce, PointToPointSend, PointToPointRecv>(ctx);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
     // Anything left would reach upstream's lowering, which splits the
     // communicator (see above), or MPIToLLVM without a datatype.
-    WalkResult left = module.walk([](shard::AllReduceOp reduce) {
-      reduce.emitError() << "this all-reduce has no MPI lowering here: "
-                         << reduce.getInput().getType()
-                         << " over the whole of a one-dimensional grid, in "
-                            "f32, f64, i32 or i64, is what seqc lowers";
+    WalkResult left = module.walk([](Operation *op) {
+      if (!isa<shard::AllReduceOp, shard::SendOp, shard::RecvOp>(op))
+        return WalkResult::advance();
+      op->emitError() << "this " << op->getName()
+                      << " has no MPI lowering here: "
+                      << op->getOperand(0).getType()
+                      << " on a one-dimensional grid, in f32, f64, i32 or "
+                         "i64, is what seqc lowers";
       return WalkResult::interrupt();
     });
     if (left.wasInterrupted())

@@ -112,20 +112,25 @@ def SeqRelaxExpandShape : Pass<"seq-relax-expand-shape"> {
 }
 
 def SeqCollectivesToMpi : Pass<"seq-collectives-to-mpi", "::mlir::ModuleOp"> {
-  let summary = "shard all-reduces over the whole grid as MPI_Allreduce on MPI_COMM_WORLD";
+  let summary = "shard all-reduces and sends / receives as MPI calls on MPI_COMM_WORLD";
   let description = [{
     The collectives `seq-distribute-steps` creates, all-reduces of a tensor
     over every process of a one-dimensional grid, become `mpi.allreduce` on
-    `mpi.comm_world` from the tensor's buffer into a new buffer. The module
+    `mpi.comm_world` from the tensor's buffer into a new buffer; a
+    `shard.send` / `shard.recv` with one peer (the all-to-all of
+    `seq-distribute-experts`) becomes `mpi.send` / `mpi.recv` of the
+    tensor's buffer, or into a new one, with tag 0. The module
     gets the DLTI entry `"MPI:Implementation" = "OpenMPI"` (the MPI Debian
     ships) unless it has a DLTI map. Upstream `convert-shard-to-mpi` runs
     after it for the process index; its own all-reduce lowering splits the
     communicator on every call, and MLIR 22's MPIToLLVM truncates the split
     communicator of OpenMPI to 32 bits.
   }];
-  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::mpi::MPIDialect",
+                           "::mlir::tensor::TensorDialect",
                            "::mlir::DLTIDialect"];
 }
 

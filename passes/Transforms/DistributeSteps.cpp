@@ -33,6 +33,7 @@
 
 #include "Common/KernelBuilder.h"
 #include "Seq/SeqDialect.h"
+#include "Transforms/RankGrid.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -52,8 +53,6 @@ using namespace seqc;
 using namespace seqc::seq;
 
 namespace {
-
-constexpr StringLiteral kGridName = "seq_ranks";
 
 /// How the transition of an op's state over a run of steps is computed.
 struct TransitionForm {
@@ -127,7 +126,8 @@ public:
     cast<ShapeSignatureOpInterface>(op).buildShapeSignature(sig);
     if (auto reverseAttr = op->getAttrOfType<BoolAttr>("reverse"))
       reverse = reverseAttr.getValue();
-    rank = shard::ProcessLinearIndexOp::create(b, b.getIndexType(), kGridName);
+    rank =
+        shard::ProcessLinearIndexOp::create(b, b.getIndexType(), kRankGridName);
     Value total = dims["T"];
     start = kb.divs(kb.mul(rank, total), kb.idx(ranks));
     Value end = kb.divs(kb.mul(kb.add(rank, kb.idx(1)), total), kb.idx(ranks));
@@ -243,7 +243,7 @@ Value StepDistribution::wholeSteps(Value local, Value declared) {
   whole = tensor::InsertSliceOp::create(
       b, local, whole, offsets, tensor::getMixedSizes(b, b.getLoc(), local),
       strides);
-  Value gathered = shard::AllReduceOp::create(b, whole, kGridName,
+  Value gathered = shard::AllReduceOp::create(b, whole, kRankGridName,
                                               ArrayRef<shard::GridAxis>{0},
                                               shard::ReductionKind::Sum)
                        .getResult();
@@ -399,7 +399,7 @@ Value StepDistribution::allGather(Value local) {
   offsets[0] = rank;
   rows =
       tensor::InsertSliceOp::create(b, local, rows, offsets, rowSizes, strides);
-  return shard::AllReduceOp::create(b, rows, kGridName,
+  return shard::AllReduceOp::create(b, rows, kRankGridName,
                                     ArrayRef<shard::GridAxis>{0},
                                     shard::ReductionKind::Sum)
       .getResult();
@@ -559,7 +559,7 @@ SmallVector<Value> StepDistribution::distributeConv() {
     mineLast = tensor::CastOp::create(b, lastType, mineLast);
   Value zeros = kb.zeros(lastType, dims.of("last"));
   Value kept = arith::SelectOp::create(b, lastRank, mineLast, zeros);
-  Value shared = shard::AllReduceOp::create(b, kept, kGridName,
+  Value shared = shard::AllReduceOp::create(b, kept, kRankGridName,
                                             ArrayRef<shard::GridAxis>{0},
                                             shard::ReductionKind::Sum)
                      .getResult();
@@ -619,28 +619,20 @@ struct SeqDistributeSteps
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (ranks < 1) {
-      module.emitError() << "seq-distribute-steps needs ranks >= 1, not "
-                         << ranks;
-      return signalPassFailure();
-    }
-    // One rank holds every step: nothing to split or exchange.
-    if (ranks == 1)
-      return;
-    if (failed(rejectUnexpandedSequences(module, "seq-distribute-steps")))
-      return signalPassFailure();
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       // Every op with a time axis can take segments.
       if (isa<PackedSequencesOpInterface>(op))
         ops.push_back(op);
     });
-    if (ops.empty())
+    FailureOr<bool> split =
+        prepareRankGrid(module, getArgument(), ranks.getValue(), !ops.empty());
+    if (failed(split))
+      return signalPassFailure();
+    if (!*split)
       return;
-    OpBuilder top(module.getBodyRegion());
-    if (!module.lookupSymbol(kGridName))
-      shard::GridOp::create(top, module.getLoc(), kGridName,
-                            ArrayRef<int64_t>{ranks});
+    if (failed(rejectUnexpandedSequences(module, getArgument())))
+      return signalPassFailure();
     bool failedAny = false;
     for (Operation *op : ops)
       failedAny |= failed(distribute(op));

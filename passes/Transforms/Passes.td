@@ -93,6 +93,34 @@ def SeqDistributeSteps : Pass<"seq-distribute-steps", "::mlir::ModuleOp"> {
                            "::seqc::seq_rt::SeqRtDialect"];
 }
 
+def SeqDistributeExperts : Pass<"seq-distribute-experts", "::mlir::ModuleOp"> {
+  let summary = "Split every moe_ffn's experts over R ranks (expert parallelism)";
+  let description = [{
+    Under `ranks = R`, rank `r` holds experts `[r E / R, (r + 1) E / R)` of
+    every `seq.moe_ffn` and routes tokens `[r T / R, (r + 1) T / R)`. The
+    ranks all-reduce their R x E choice counts, so each knows how many of
+    its choices every expert's capacity accepts (token order across ranks,
+    as in the single-process op); the accepted rows go to their experts'
+    ranks and back with pairwise `shard.send` / `shard.recv` (an
+    all-to-all in R - 1 steps, the pairs of step `s` being `r` and
+    `r xor s`); each rank runs its experts as a `seq.moe_ffn` over the rows
+    it received; the tokens' results are all-gathered. Arguments and
+    results stay whole on every rank, and other ops run replicated. `E`
+    that is not a multiple of R is an error naming the rank counts that
+    split it (at run time when `E` is dynamic). With `ranks = 1` the
+    module is left as it is.
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", /*default=*/"1",
+           "Processes the experts are split over">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::shard::ShardDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::seqc::seq_rt::SeqRtDialect"];
+}
+
 def SeqFuseElementwise : Pass<"seq-fuse-elementwise"> {
   let summary = "Fold elementwise glue into the seq ops that can apply it";
   let description = [{

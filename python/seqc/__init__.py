@@ -99,7 +99,8 @@ class Module:
 
 def compile(text_or_path, target="cpu", *, name=None, reference=False,
             opt_level=3, num_threads=0, cache=True, cache_dir=None, fuse=True,
-            strict=False, memory_limit=0, ranks=0, bf16_products="auto"):
+            strict=False, memory_limit=0, ranks=0, bf16_products="auto",
+            parallel="sequence"):
     """Compiles MLIR text (or the file at a path) for `target` ("cpu",
     "cuda", "cuda-emulated").
 
@@ -112,6 +113,9 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
     parallelism over MPI_COMM_WORLD's `ranks` processes, under mpirun: every
     process compiles and calls with the same whole arguments and gets the
     whole results, docs/distributed.md; 0, the default: one process),
+    `parallel` (what the ranks split: "sequence", the default, every op's
+    steps; "experts", moe_ffn's experts with the routed tokens exchanged
+    all-to-all),
     `bf16_products` (how the CPU kernels multiply bf16 operands: "dot",
     AVX-512 BF16 on bf16 pairs, an error where the CPU lacks it; "widen",
     f32 FMAs; "auto", the default: $SEQC_CPU_BF16 if set, else dot where the
@@ -129,7 +133,7 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
                          int(opt_level), int(num_threads), bool(cache),
                          _os.fspath(cache_dir) if cache_dir else "",
                          bool(fuse), bool(strict), int(memory_limit),
-                         int(ranks), str(bf16_products))
+                         int(ranks), str(bf16_products), str(parallel))
     return Module(core)
 
 

@@ -544,7 +544,7 @@ Module compile(const std::string &source, bool isPath, const std::string &name,
                const std::string &target, bool reference, int optLevel,
                int numThreads, bool cache, const std::string &cacheDir,
                bool fuse, bool strict, size_t memoryLimit, int ranks,
-               const std::string &bf16Products) {
+               const std::string &bf16Products, const std::string &parallel) {
   seqc_compile_options o;
   seqc_compile_options_init(&o);
   o.target = targetOf(target);
@@ -564,6 +564,11 @@ Module compile(const std::string &source, bool isPath, const std::string &name,
   else if (bf16Products != "auto")
     throw py::value_error("seqc: unknown bf16_products '" + bf16Products +
                           "' (auto, dot or widen)");
+  if (parallel == "experts")
+    o.parallel = SEQC_PARALLEL_EXPERTS;
+  else if (parallel != "sequence")
+    throw py::value_error("seqc: unknown parallel '" + parallel +
+                          "' (sequence or experts)");
   seqc_module *m = nullptr;
   seqc_status status;
   {
@@ -653,7 +658,8 @@ PYBIND11_MODULE(_core, m) {
         py::arg("name"), py::arg("target"), py::arg("reference"),
         py::arg("opt_level"), py::arg("num_threads"), py::arg("cache"),
         py::arg("cache_dir"), py::arg("fuse"), py::arg("strict"),
-        py::arg("memory_limit"), py::arg("ranks"), py::arg("bf16_products"));
+        py::arg("memory_limit"), py::arg("ranks"), py::arg("bf16_products"),
+        py::arg("parallel"));
   m.def("load_weights", &loadWeights, py::arg("path"));
   m.def("set_num_threads", [](int64_t n) { check(seqc_set_num_threads(n)); });
   m.def("get_num_threads", [] { return seqc_get_num_threads(); });

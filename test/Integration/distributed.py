@@ -16,46 +16,12 @@ import tempfile
 
 import numpy as np
 import refs
+from seqc_mpi import ENV, MPIRUN, run
 from seqc_testing import (SEQC_RUN, Checker, error_lines, f32, func, rng,
                           seq_op, type_of)
 
 c = Checker()
 r = rng(20)
-
-MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
-# Shared memory between the ranks on this machine; no single-copy (CMA
-# needs ptrace rights containers often lack).
-ENV = dict(os.environ, OMPI_MCA_btl="self,vader",
-           OMPI_MCA_btl_vader_single_copy_mechanism="none",
-           OMPI_MCA_rmaps_base_oversubscribe="1")
-
-
-def run(mlir, inputs, ranks, extra=(), expect_error=False, timeout=240):
-    """seqc-run under mpirun -np ranks (0: without mpirun or --parallel);
-    the results rank 0 wrote, or (returncode, stderr) with expect_error."""
-    with tempfile.TemporaryDirectory(prefix="seqc-mpi-") as tmp:
-        src = os.path.join(tmp, "graph.mlir")
-        with open(src, "w") as f:
-            f.write(mlir)
-        cmd = [SEQC_RUN, src, "--output-dir", os.path.join(tmp, "out")]
-        for i, a in enumerate(inputs):
-            path = os.path.join(tmp, f"in{i}.npy")
-            np.save(path, np.ascontiguousarray(a))
-            cmd += ["--input", path]
-        cmd += list(extra)
-        if ranks:
-            cmd = MPIRUN + ["-np", str(ranks)] + cmd + ["--parallel", "sequence"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV,
-                              timeout=timeout)
-        if expect_error:
-            return proc.returncode, proc.stderr
-        if proc.returncode != 0:
-            raise AssertionError(f"exit {proc.returncode}: {proc.stderr[-2000:]}")
-        out, results = os.path.join(tmp, "out"), []
-        while os.path.exists(os.path.join(out, f"result{len(results)}.npy")):
-            results.append(np.load(os.path.join(out, f"result{len(results)}.npy")))
-        return results
-
 
 def case(name, mlir, inputs, refs_out, ranks=(1, 2, 4), tol=1e-4):
     def body():
@@ -295,8 +261,6 @@ def bad_inputs():
     c.expect("--parallel on cuda is an error", code == 1 and
              error_lines(err) == "error: --parallel runs on the CPU target only (MPI)",
              error_lines(err))
-    code, err = run(mlir, ins, 0, ["--parallel", "experts"], expect_error=True)
-    c.expect("--parallel experts says it is not built", code == 1 and "experts" in err, err)
     code, err = run(mlir, ins, 0, ["--parallel", "tokens"], expect_error=True)
     c.expect("an unknown --parallel mode is an error", code == 1 and "sequence or experts" in err,
              err)

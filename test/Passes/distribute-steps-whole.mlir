@@ -44,7 +44,7 @@ module attributes {dlti.map = #dlti.map<"MPI:Implementation" = "OpenMPI">} {
 // -----
 
 // An element type MPI has no datatype for is an error, not invalid IR.
-// NOMPI: error: this all-reduce has no MPI lowering here: 'tensor<4xbf16>'
+// NOMPI: error: this shard.all_reduce has no MPI lowering here: 'tensor<4xbf16>'
 shard.grid @g(shape = 2)
 func.func @narrow(%x: tensor<4xbf16>) -> tensor<4xbf16> {
   %y = shard.all_reduce %x on @g grid_axes = [0] : tensor<4xbf16> -> tensor<4xbf16>

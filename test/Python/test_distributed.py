@@ -1,7 +1,8 @@
 """seqc.compile(..., ranks=R) under mpirun: every rank calls the same
 function on the same arrays and gets the single-process results (an ssd
 with init, T = 50 over 2 ranks); ranks that are not the world's size are a
-CompileError."""
+CompileError. With parallel="experts", a moe_ffn with capacity, its
+experts split over 2 ranks, equals one process too."""
 
 import os
 import shutil
@@ -63,3 +64,57 @@ def test_ranks_agree_with_one_process(tmp_path, ranks):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.count("agree") == ranks, proc.stdout
 
+
+
+EXPERTS_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import seqc
+
+    T, D, F, E, k = 45, 8, 16, 4, 2
+    text = f'''
+    func.func @main(%x: tensor<{T}x{D}xf32>, %w: tensor<{T}x{k}xf32>,
+                    %i: tensor<{T}x{k}xi32>, %up: tensor<{E}x{D}x{F}xf32>,
+                    %down: tensor<{E}x{F}x{D}xf32>)
+        -> (tensor<{T}x{D}xf32>, tensor<{E}xi64>) {{
+      %y, %load = seq.moe_ffn %x, %w, %i, %up, %down {{capacity_factor = 1.0 : f32}}
+        : (tensor<{T}x{D}xf32>, tensor<{T}x{k}xf32>, tensor<{T}x{k}xi32>,
+           tensor<{E}x{D}x{F}xf32>, tensor<{E}x{F}x{D}xf32>)
+          -> (tensor<{T}x{D}xf32>, tensor<{E}xi64>)
+      return %y, %load : tensor<{T}x{D}xf32>, tensor<{E}xi64>
+    }}
+    '''
+    r = np.random.default_rng(4)
+    idx = np.stack([r.permutation(E)[:k] for _ in range(T)]).astype(np.int32)
+    args = [r.standard_normal((T, D)), r.uniform(0.1, 1.0, (T, k)), idx,
+            r.standard_normal((E, D, F)) / 3, r.standard_normal((E, F, D)) / 4]
+    args = [a if a.dtype == np.int32 else np.ascontiguousarray(a, np.float32)
+            for a in args]
+    ranks = int(sys.argv[1])
+    y, load = seqc.compile(text, ranks=ranks, parallel="experts").main(*args)
+    y1, load1 = seqc.compile(text).main(*args)
+    err = float(np.max(np.abs(y - y1)))
+    assert err <= 1e-4 * max(1.0, float(np.max(np.abs(y1)))), err
+    assert np.array_equal(load, load1), (load, load1)
+    try:
+        seqc.compile(text, ranks=ranks, parallel="tokens")
+        print("an unknown parallel compiled")
+    except ValueError as e:
+        assert "sequence or experts" in str(e), str(e)
+    print("agree")
+""")
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="needs OpenMPI's mpirun")
+def test_experts_agree_with_one_process(tmp_path):
+    script = tmp_path / "experts.py"
+    script.write_text(EXPERTS_SCRIPT)
+    env = dict(os.environ, OMPI_MCA_btl="self,vader",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none",
+               SEQC_NUM_THREADS="1")
+    proc = subprocess.run(
+        [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "2",
+         sys.executable, str(script), "2"],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("agree") == 2, proc.stdout

@@ -4,7 +4,7 @@
 //            [--input A.npy]... [--random-inputs [--seed N]]
 //            [--dynamic-size N] [--output-dir DIR] [--print] [--bench N]
 //            [--reference] [--strict] [--threads N] [--memory-limit SIZE]
-//            [--parallel sequence [--timeout S]] [-v]
+//            [--parallel sequence|experts [--timeout S]] [-v]
 //
 // Any bad input prints one `error: ...` line to stderr and exits 1, before
 // any output file is written.
@@ -57,8 +57,9 @@ struct Options {
   int threads = 0;
   size_t memoryLimit = 0;
   int64_t dynamicSize = 32;
-  /// --parallel sequence: the steps split over the MPI processes.
-  bool parallelSequence = false;
+  /// --parallel: the work split over the MPI processes, by `parallelism`.
+  bool parallel = false;
+  Parallelism parallelism = Parallelism::Sequence;
   /// Seconds a distributed run may take before its ranks give up.
   uint64_t timeoutSeconds = 600;
 };
@@ -70,7 +71,7 @@ const char *kUsage =
     "[--bench N] [--profile[=ops]]\n"
     "                [--no-fuse] [--reference] [--strict] [--threads N] "
     "[--memory-limit SIZE]\n"
-    "                [--parallel sequence [--timeout S]] [-v]\n"
+    "                [--parallel sequence|experts [--timeout S]] [-v]\n"
     "\n"
     "Compiles FILE.mlir through seqc's JIT and runs one function.\n"
     "  -e NAME            the function to run (default: main, or the only\n"
@@ -107,6 +108,11 @@ const char *kUsage =
     "                     over the R processes and the states exchanged over\n"
     "                     MPI; every rank reads the same inputs, rank 0\n"
     "                     writes and prints the results\n"
+    "  --parallel experts   under mpirun -np R: every moe_ffn's experts are\n"
+    "                     split over the R processes (E % R == 0), each\n"
+    "                     routes its share of the tokens to their experts'\n"
+    "                     ranks and back (all-to-all over MPI); other ops run\n"
+    "                     on every rank\n"
     "  --timeout S        a distributed run that has not finished after S\n"
     "                     seconds (default 600) ends every rank with an error\n"
     "  -v, --verbose      prints each compile stage's time and whether the\n"
@@ -271,12 +277,12 @@ Options parseArgs(int argc, char **argv) {
     } else if (arg == "--parallel") {
       std::string mode = takeValue();
       if (mode == "sequence")
-        o.parallelSequence = true;
+        o.parallelism = Parallelism::Sequence;
       else if (mode == "experts")
-        fail("--parallel experts is not built yet: moe_ffn runs whole on "
-             "every rank under --parallel sequence");
+        o.parallelism = Parallelism::Experts;
       else
         fail("--parallel takes sequence or experts, not '" + mode + "'");
+      o.parallel = true;
     } else if (arg == "--timeout") {
       if (!parseUnsigned(takeValue(), o.timeoutSeconds) ||
           o.timeoutSeconds == 0 || o.timeoutSeconds > 86400)
@@ -300,7 +306,7 @@ Options parseArgs(int argc, char **argv) {
   }
   if (o.file.empty())
     fail("no input file (usage: seqc-run FILE.mlir [options], see --help)");
-  if (o.parallelSequence && o.target != Target::CPU)
+  if (o.parallel && o.target != Target::CPU)
     fail("--parallel runs on the CPU target only (MPI)");
   return o;
 }
@@ -531,7 +537,7 @@ void startWatchdog(const rt::MpiWorld &world, uint64_t seconds) {
 int main(int argc, char **argv) {
   Options opts = parseArgs(argc, argv);
   rt::MpiWorld world;
-  if (opts.parallelSequence) {
+  if (opts.parallel) {
     std::string error;
     if (!rt::mpiInit(world, error))
       fail(error);
@@ -564,8 +570,10 @@ int main(int argc, char **argv) {
   copts.strict = opts.strict;
   copts.numThreads = opts.threads;
   copts.memoryLimit = opts.memoryLimit;
-  if (opts.parallelSequence)
+  if (opts.parallel) {
     copts.ranks = world.size;
+    copts.parallel = opts.parallelism;
+  }
   Expected<std::shared_ptr<CompiledModule>> module = [&] {
     CompileProgress progress(opts.file, opts.verbose);
     copts.onEvent = [&](const CompileEvent &e) { progress.event(e); };
@@ -589,7 +597,7 @@ int main(int argc, char **argv) {
   if (!args)
     fail(args.message());
 
-  if (opts.parallelSequence)
+  if (opts.parallel)
     checkRanksAgree(world, runDigest(opts.file, entry, *args));
 
   std::vector<TensorView> views;
@@ -653,7 +661,7 @@ int main(int argc, char **argv) {
   if (opts.bench > 0)
     std::printf("bench: median_ms=%.4f min_ms=%.4f runs=%d\n", median(times),
                 *std::min_element(times.begin(), times.end()), opts.bench);
-  if (opts.parallelSequence)
+  if (opts.parallel)
     rt::mpiFinalize();
   return 0;
 }

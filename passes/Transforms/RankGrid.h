@@ -1,0 +1,42 @@
+//===- RankGrid.h - the grid the distribution passes exchange over -*- C++
+//-*-===//
+//
+// seq-distribute-steps and seq-distribute-experts exchange over one
+// one-dimensional `shard` grid of every process, @seq_ranks (shape R),
+// which each target lowers to its engine (CPU: MPI_COMM_WORLD).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SEQC_PASSES_TRANSFORMS_RANKGRID_H
+#define SEQC_PASSES_TRANSFORMS_RANKGRID_H
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace seqc {
+
+inline constexpr llvm::StringLiteral kRankGridName = "seq_ranks";
+
+/// Whether `pass` has work in `module` under `ranks`: an error (failure)
+/// for ranks < 1; false for one rank or no op to split (`hasOps`); else
+/// true, the grid created if the module lacks it.
+inline mlir::FailureOr<bool> prepareRankGrid(mlir::ModuleOp module,
+                                             llvm::StringRef pass,
+                                             int64_t ranks, bool hasOps) {
+  if (ranks < 1) {
+    module.emitError() << pass << " needs ranks >= 1, not " << ranks;
+    return mlir::failure();
+  }
+  if (ranks == 1 || !hasOps)
+    return false;
+  if (!module.lookupSymbol(kRankGridName)) {
+    mlir::OpBuilder top(module.getBodyRegion());
+    mlir::shard::GridOp::create(top, module.getLoc(), kRankGridName,
+                                llvm::ArrayRef<int64_t>{ranks});
+  }
+  return true;
+}
+
+} // namespace seqc
+
+#endif // SEQC_PASSES_TRANSFORMS_RANKGRID_H

@@ -1,0 +1,45 @@
+"""seqc-run under mpirun on this machine, for the distributed tests:
+`run` compiles and calls a graph with --parallel on R ranks (or in one
+process) and returns the results rank 0 wrote."""
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+from seqc_testing import SEQC_RUN
+
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+# Shared memory between the ranks on this machine; no single-copy (CMA
+# needs ptrace rights containers often lack).
+ENV = dict(os.environ, OMPI_MCA_btl="self,vader",
+           OMPI_MCA_btl_vader_single_copy_mechanism="none",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+
+
+def run(mlir, inputs, ranks, extra=(), expect_error=False, timeout=240,
+        parallel="sequence"):
+    """seqc-run under mpirun -np ranks with --parallel `parallel` (ranks 0:
+    one process, without mpirun or --parallel); the results rank 0 wrote,
+    or (returncode, stderr) with expect_error."""
+    with tempfile.TemporaryDirectory(prefix="seqc-mpi-") as tmp:
+        src = os.path.join(tmp, "graph.mlir")
+        with open(src, "w") as f:
+            f.write(mlir)
+        cmd = [SEQC_RUN, src, "--output-dir", os.path.join(tmp, "out")]
+        for i, a in enumerate(inputs):
+            path = os.path.join(tmp, f"in{i}.npy")
+            np.save(path, np.ascontiguousarray(a))
+            cmd += ["--input", path]
+        cmd += list(extra)
+        if ranks:
+            cmd = MPIRUN + ["-np", str(ranks)] + cmd + ["--parallel", parallel]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV,
+                              timeout=timeout)
+        if expect_error:
+            return proc.returncode, proc.stderr
+        if proc.returncode != 0:
+            raise AssertionError(f"exit {proc.returncode}: {proc.stderr[-2000:]}")
+        out, results = os.path.join(tmp, "out"), []
+        while os.path.exists(os.path.join(out, f"result{len(results)}.npy")):
+            results.append(np.load(os.path.join(out, f"result{len(results)}.npy")))
+        return results
