@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Sequence parallelism on this machine: strong scaling of one long ssd over
-1 and 2 MPI ranks, and the bytes each rank exchanges against the minimum.
+"""Sequence and expert parallelism on this machine: strong scaling of one
+long ssd and of one MoE layer over 1 and 2 MPI ranks, and the bytes each
+rank exchanges against the minimum.
 
 Runs `seqc-run --parallel sequence --bench N` under `mpirun -np R` (the
 single-process run without mpirun is the baseline, in the same sitting) and
@@ -8,9 +9,13 @@ prints the medians, the speedups, and per rank the bytes handed to
 MPI_Allreduce: the state exchange (R rows of state and transition: LASP-2's
 all-gather as a sum of zero-padded rows) and the whole results (every rank
 returns them), against one state per rank, the minimum sequence
-parallelism needs.
+parallelism needs. The MoE layer (`--parallel experts`, T 1024, D 1024,
+F 2048, E 8, top-2, SwiGLU, capacity 1.25) prints per rank the rows it
+sends to other ranks' experts and receives back (the minimum expert
+parallelism needs, from the routing), the R x E counts, and the whole
+result every rank returns.
 
-  bench/distributed.py [--seqc-run PATH] [--T N] [--runs N]
+  bench/distributed.py [--seqc-run PATH] [--T N] [--runs N] [--only ssd|moe]
 """
 import argparse
 import os
@@ -37,6 +42,38 @@ func.func @main(%x: {x}, %dt: {dt}, %A: tensor<{H}xf32>, %B: {bc}, %C: {bc}) -> 
 """
 
 
+def moe_module(T, D, F, E, k, cf):
+    x, w, i = f"tensor<{T}x{D}xf32>", f"tensor<{T}x{k}xf32>", f"tensor<{T}x{k}xi32>"
+    up, down = f"tensor<{E}x{D}x{F}xf32>", f"tensor<{E}x{F}x{D}xf32>"
+    return f"""
+func.func @main(%x: {x}, %w: {w}, %i: {i}, %up: {up}, %down: {down}, %gate: {up})
+    -> ({x}, tensor<{E}xi64>) {{
+  %y, %load = seq.moe_ffn %x, %w, %i, %up, %down gate_proj(%gate) {{capacity_factor = {cf} : f32}}
+    : ({x}, {w}, {i}, {up}, {down}, {up}) -> ({x}, tensor<{E}xi64>)
+  return %y, %load : {x}, tensor<{E}xi64>
+}}
+"""
+
+
+def accepted_rows(idx, E, R, cf):
+    """rows[p][q]: the accepted choices rank p's tokens send to rank q's
+    experts (capacity in token order, as the op applies it)."""
+    T, k = idx.shape
+    cap = int(np.ceil(cf * k * T / E)) if cf > 0 else T * k
+    load = np.zeros(E, np.int64)
+    rows = np.zeros((R, R), np.int64)
+    for t in range(T):
+        p = t * R // T
+        while (p + 1) * T // R <= t:
+            p += 1
+        for j in range(k):
+            e = int(idx[t, j])
+            if load[e] < cap:
+                load[e] += 1
+                rows[p][e // (E // R)] += 1
+    return rows
+
+
 def bench(cmd, env):
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
     if proc.returncode != 0:
@@ -45,12 +82,7 @@ def bench(cmd, env):
     return float(m.group(1)), float(m.group(2))
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--seqc-run", default=shutil.which("seqc-run") or "build/bin/seqc-run")
-    ap.add_argument("--T", type=int, default=65536)
-    ap.add_argument("--runs", type=int, default=5)
-    args = ap.parse_args()
+def ssd_scaling(args):
     T, H, P, N = args.T, 8, 64, 64
     r = np.random.default_rng(0)
     inputs = [r.standard_normal((1, T, H, P)), r.uniform(0.01, 0.1, (1, T, H)),
@@ -95,6 +127,65 @@ def main():
             print(f"  bytes per rank given to MPI_Allreduce at R={R}: states and transitions "
                   f"{exchange / 1e6:.3f} MB (R rows), whole results {results / 1e6:.1f} MB "
                   f"(every rank returns y); minimum: one state, {state / 1e6:.3f} MB")
+
+
+
+def moe_scaling(args):
+    T, D, F, E, k, cf = 1024, 1024, 2048, 8, 2, 1.25
+    r = np.random.default_rng(1)
+    idx = np.stack([r.permutation(E)[:k] for _ in range(T)]).astype(np.int32)
+    inputs = [r.standard_normal((T, D)), r.uniform(0.1, 1.0, (T, k)), idx,
+              r.standard_normal((E, D, F)) / 32, r.standard_normal((E, F, D)) / 45,
+              r.standard_normal((E, D, F)) / 32]
+    with tempfile.TemporaryDirectory(prefix="seqc-dist-") as tmp:
+        src = os.path.join(tmp, "moe.mlir")
+        with open(src, "w") as f:
+            f.write(moe_module(T, D, F, E, k, cf))
+        base = [args.seqc_run, src, "--bench", str(args.runs)]
+        for i, a in enumerate(inputs):
+            path = os.path.join(tmp, f"in{i}.npy")
+            np.save(path, a if a.dtype == np.int32 else a.astype(np.float32))
+            base += ["--input", path]
+        cores = os.cpu_count() or 1
+        rows = []
+        one = bench(base, dict(ENV, SEQC_NUM_THREADS=str(cores)))
+        rows.append((f"1 process, {cores} threads (no MPI)", one))
+        for R in (1, 2):
+            threads = max(1, cores // R)
+            cmd = MPIRUN + ["-np", str(R)] + base + ["--parallel", "experts"]
+            rows.append((f"{R} rank{'s' if R > 1 else ''} x {threads} thread{'s' if threads > 1 else ''}",
+                         bench(cmd, dict(ENV, SEQC_NUM_THREADS=str(threads)))))
+        flops = 2 * 3 * T * k * D * F
+        print(f"moe_ffn T={T} D={D} F={F} E={E} k={k} SwiGLU capacity {cf} "
+              f"({flops / 1e9:.1f} GFLOP if no choice dropped), medians of {args.runs} calls:")
+        for name, (med, low) in rows:
+            print(f"  {name:34s} {med:9.1f} ms (min {low:.1f})  speedup {one[0] / med:5.2f}x")
+        R = 2
+        sent = accepted_rows(idx, E, R, cf)
+        for p in range(R):
+            away = int(sent[p].sum() - sent[p][p])
+            back = int(sent[:, p].sum() - sent[p][p])
+            # Each row travels with its routing weight; results come back.
+            out_bytes = away * (4 * D + 4) + back * 4 * D
+            minimum = (away + back) * 4 * D
+            print(f"  rank {p} of {R}: sends {away} rows to the other rank's experts and "
+                  f"{back} results back: {out_bytes / 1e6:.2f} MB sent by MPI_Send "
+                  f"(minimum, the routed tokens there and back: {minimum / 1e6:.2f} MB); "
+                  f"counts {8 * R * E} B; whole result {4 * T * D / 1e6:.1f} MB "
+                  f"to MPI_Allreduce (every rank returns y)")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seqc-run", default=shutil.which("seqc-run") or "build/bin/seqc-run")
+    ap.add_argument("--T", type=int, default=65536)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--only", choices=["ssd", "moe"])
+    args = ap.parse_args()
+    if args.only != "moe":
+        ssd_scaling(args)
+    if args.only != "ssd":
+        moe_scaling(args)
 
 
 if __name__ == "__main__":
