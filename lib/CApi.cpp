@@ -43,6 +43,7 @@ extern "C" void seqc_compile_options_init(seqc_compile_options *o) {
   o->strict = 0;
   o->ranks = 0;
   o->parallel = SEQC_PARALLEL_SEQUENCE;
+  o->communicator = nullptr;
   o->bf16_products = SEQC_BF16_AUTO;
 }
 
@@ -106,6 +107,7 @@ static Expected<CompileOptions> toOptions(const seqc_compile_options *o) {
     return Status::error("unknown parallel " + std::to_string(parallel));
   opts.parallel = parallel == SEQC_PARALLEL_EXPERTS ? Parallelism::Experts
                                                     : Parallelism::Sequence;
+  opts.communicator = o->communicator;
   opts.profile = o->profile == SEQC_PROFILE_CALLS ? Profile::Calls
                  : o->profile == SEQC_PROFILE_OPS ? Profile::Ops
                                                   : Profile::None;

@@ -88,6 +88,9 @@ struct CompiledModule::Impl {
   std::map<std::string, PackedFn> entries;
   /// CUDA code: releases the kernel modules before the code goes.
   void (*unloadKernels)() = nullptr;
+  /// Distributed code's MPI_Comm, read by the code through the module's
+  /// own kMpiCommunicator symbol.
+  void *communicator = nullptr;
 
   ~Impl() {
     if (unloadKernels)
@@ -164,7 +167,10 @@ PackedFn Function::packedEntry() const { return impl->packed; }
 /// Links `object` into a new LLJIT and finds every function's entry point.
 static Expected<std::shared_ptr<CompiledModule::Impl>>
 loadObject(const std::string &object, std::vector<FunctionSignature> functions,
-           std::vector<UnsupportedFunction> unsupported) {
+           std::vector<UnsupportedFunction> unsupported,
+           void *communicator = nullptr) {
+  auto impl = std::make_shared<CompiledModule::Impl>();
+  impl->communicator = communicator;
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder)
     return Status::error("cannot target the host CPU: " +
@@ -186,6 +192,9 @@ loadObject(const std::string &object, std::vector<FunctionSignature> functions,
     runtime[(*jit)->mangleAndIntern(s.name)] = {
         llvm::orc::ExecutorAddr::fromPtr(s.address),
         llvm::JITSymbolFlags::Exported};
+  runtime[(*jit)->mangleAndIntern(rt::entry::kMpiCommunicator)] = {
+      llvm::orc::ExecutorAddr::fromPtr(&impl->communicator),
+      llvm::JITSymbolFlags::Exported};
   if (llvm::Error err = lib.define(llvm::orc::absoluteSymbols(runtime)))
     return Status::error("cannot define runtime symbols: " +
                          llvm::toString(std::move(err)));
@@ -201,7 +210,6 @@ loadObject(const std::string &object, std::vector<FunctionSignature> functions,
     return Status::error("cannot load compiled code: " +
                          llvm::toString(std::move(err)));
 
-  auto impl = std::make_shared<CompiledModule::Impl>();
   for (const FunctionSignature &f : functions) {
     auto addr = (*jit)->lookup(packedSymbol(f.name));
     if (!addr)
@@ -274,13 +282,29 @@ Engine::compile(std::string_view source, const CompileOptions &options,
     std::string why;
     if (!rt::mpiInit(world, why))
       return Status::error(why);
-    if (world.size != options.ranks)
-      return Status::error("the module is compiled for " +
-                           std::to_string(options.ranks) +
-                           " ranks, but MPI_COMM_WORLD has " +
-                           std::to_string(world.size) + " processes");
+    int size = world.size;
+    if (options.communicator) {
+      size = rt::mpiCommunicatorSize(options.communicator, why);
+      if (size < 0)
+        return Status::error(why);
+    }
+    if (size != options.ranks)
+      return Status::error(
+          "the module is compiled for " + std::to_string(options.ranks) +
+          " ranks, but " +
+          (options.communicator ? "its communicator" : "MPI_COMM_WORLD") +
+          " has " + std::to_string(size) + " processes");
   }
   return compileResolved(source, resolved, bufferName);
+}
+
+/// The communicator a module's code calls on: the options', or
+/// MPI_COMM_WORLD for a distributed module; null for one process.
+static void *communicatorOf(const CompileOptions &options) {
+  if (options.ranks <= 0)
+    return nullptr;
+  return options.communicator ? options.communicator
+                              : rt::mpiWorldCommunicator();
 }
 
 Expected<std::shared_ptr<CompiledModule>>
@@ -302,10 +326,16 @@ Engine::compileResolved(std::string_view source, const CompileOptions &options,
   // the cache is in use.
   std::string key =
       options.useCache ? cacheKey(source, bufferName, options, **tm) : "";
+  // Modules for other communicators share the code, not the loaded module
+  // (which holds its communicator).
+  std::string memoryKey = key;
+  if (void *comm = communicatorOf(options))
+    memoryKey +=
+        "\ncommunicator " + std::to_string(reinterpret_cast<uintptr_t>(comm));
 
   if (options.useCache) {
     std::lock_guard<std::mutex> lock(impl->mutex);
-    auto it = impl->memory.find(key);
+    auto it = impl->memory.find(memoryKey);
     if (it != impl->memory.end())
       if (auto hit = it->second.lock()) {
         result->impl = hit;
@@ -319,14 +349,14 @@ Engine::compileResolved(std::string_view source, const CompileOptions &options,
   if (options.useCache) {
     Expected<CacheEntry> entry = readCacheEntry(options.cacheDir, key);
     if (entry) {
-      auto loaded =
-          loadObject(entry->object, entry->functions, entry->unsupported);
+      auto loaded = loadObject(entry->object, entry->functions,
+                               entry->unsupported, communicatorOf(options));
       if (loaded) {
         result->impl = *loaded;
         result->status = CacheStatus::DiskHit;
         report(options, CompileEvent::Kind::CacheHit, "disk");
         std::lock_guard<std::mutex> lock(impl->mutex);
-        impl->memory[key] = *loaded;
+        impl->memory[memoryKey] = *loaded;
         return result;
       }
       note = "cache entry unusable (" + loaded.message() + "); recompiled";
@@ -342,7 +372,8 @@ Engine::compileResolved(std::string_view source, const CompileOptions &options,
     return compiled.status();
   StageClock clock(options);
   Expected<std::shared_ptr<CompiledModule::Impl>> loaded =
-      loadObject(compiled->object, compiled->functions, compiled->unsupported);
+      loadObject(compiled->object, compiled->functions, compiled->unsupported,
+                 communicatorOf(options));
   if (!loaded)
     return loaded.status();
   clock.done("JIT link");
@@ -356,7 +387,7 @@ Engine::compileResolved(std::string_view source, const CompileOptions &options,
       note = (note.empty() ? "" : note + "; ") +
              "not stored in the cache: " + stored.message();
     std::lock_guard<std::mutex> lock(impl->mutex);
-    impl->memory[key] = *loaded;
+    impl->memory[memoryKey] = *loaded;
   }
   result->note = note;
   return result;

@@ -23,6 +23,10 @@ inline constexpr char kProfileExit[] = "seqc_rt_profile_exit";
 inline constexpr char kInvokeC[] = "seqc_rt_invoke_c";
 /// Whether this CPU has the features an entry point's code needs.
 inline constexpr char kCpuHas[] = "seqc_rt_cpu_has";
+/// Distributed code's communicator: a data symbol, a pointer to the MPI_Comm
+/// the module was compiled for (each loaded module defines its own;
+/// seq-mpi-to-llvm reads it where MPIToLLVM names MPI_COMM_WORLD).
+inline constexpr char kMpiCommunicator[] = "seqc_mpi_communicator";
 
 } // namespace seqc::rt::entry
 

@@ -47,7 +47,14 @@ MpiLibrary &library() {
 }
 
 template <typename Fn> bool find(MpiLibrary &lib, Fn &fn, const char *name) {
-  fn = reinterpret_cast<Fn>(dlsym(lib.handle, name));
+  // The process's definition first: a host linked against libmpi that
+  // names MPI_COMM_WORLD has a copy of `ompi_mpi_comm_world` (a copy
+  // relocation) that the library itself uses, and the library's own
+  // storage is then never initialized.
+  void *address = dlsym(RTLD_DEFAULT, name);
+  if (!address)
+    address = dlsym(lib.handle, name);
+  fn = reinterpret_cast<Fn>(address);
   if (!fn)
     lib.error = std::string("the MPI library has no ") + name +
                 " (seqc needs OpenMPI's ABI)";
@@ -119,6 +126,25 @@ bool seqc::rt::mpiInit(MpiWorld &world, std::string &error) {
   }
   world = lib.world;
   return true;
+}
+
+void *seqc::rt::mpiWorldCommunicator() {
+  MpiLibrary &lib = library();
+  return lib.started ? lib.commWorld : nullptr;
+}
+
+int seqc::rt::mpiCommunicatorSize(void *communicator, std::string &error) {
+  MpiLibrary &lib = library();
+  int size = 0;
+  if (!lib.started) {
+    error = "MPI is not initialized";
+    return -1;
+  }
+  if (lib.commSize(communicator, &size) != 0) {
+    error = "MPI_Comm_size failed on the communicator given";
+    return -1;
+  }
+  return size;
 }
 
 bool seqc::rt::mpiMaxAll(uint64_t *values, int count, std::string &error) {

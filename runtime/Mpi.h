@@ -28,6 +28,12 @@ struct MpiWorld {
 /// `error` set when the library cannot be opened or MPI fails to start.
 bool mpiInit(MpiWorld &world, std::string &error);
 
+/// MPI_COMM_WORLD's handle (null before mpiInit).
+void *mpiWorldCommunicator();
+
+/// The number of processes of `communicator`, or -1 with `error` set.
+int mpiCommunicatorSize(void *communicator, std::string &error);
+
 /// Element-wise maximum of `values` over every process (in place).
 bool mpiMaxAll(uint64_t *values, int count, std::string &error);
 

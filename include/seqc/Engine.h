@@ -116,6 +116,12 @@ struct CompileOptions {
   int ranks = 0;
   /// What the ranks split: see Parallelism.
   Parallelism parallel = Parallelism::Sequence;
+  /// The communicator of a distributed module (an OpenMPI `MPI_Comm`, the
+  /// host's: it has started MPI), whose size must be `ranks`; every
+  /// process of it calls the module's functions collectively. Null:
+  /// MPI_COMM_WORLD. The code is the same for every communicator (one
+  /// cache entry on disk); each compiled module calls on its own.
+  void *communicator = nullptr;
   /// Products of bf16 operands in the CPU kernels (matmuls and experts):
   /// see Bf16Products.
   Bf16Products bf16Products = Bf16Products::Auto;

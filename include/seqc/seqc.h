@@ -85,6 +85,9 @@ typedef struct seqc_compile_options {
                 MPI_Init_thread unless MPI is up). 0 (default): one process */
   seqc_bf16_products bf16_products; /* default SEQC_BF16_AUTO */
   seqc_parallel parallel; /* with ranks > 0; default SEQC_PARALLEL_SEQUENCE */
+  void *communicator; /* with ranks > 0: the host's MPI_Comm (OpenMPI), whose
+                         size is `ranks` and whose processes call
+                         collectively; NULL (default): MPI_COMM_WORLD */
 } seqc_compile_options;
 
 /* The defaults: CPU, fast pipeline, -O3, cache on, fused, no profile. */

@@ -26,6 +26,8 @@
 
 #include "seqc/Passes.h"
 
+#include "EntryPoints.h"
+
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/MPIToLLVM/MPIToLLVM.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -268,6 +270,36 @@ void renameOpenMpiReductions(ModuleOp module) {
   }
 }
 
+/// The code calls on the communicator its module was compiled for: where
+/// MPIToLLVM takes MPI_COMM_WORLD's address, the code reads the handle from
+/// the module's kMpiCommunicator cell (the engine defines one per loaded
+/// module, holding MPI_COMM_WORLD or the host's communicator).
+void readCommunicatorCell(ModuleOp module) {
+  SmallVector<LLVM::AddressOfOp> worlds;
+  module.walk([&](LLVM::AddressOfOp address) {
+    if (address.getGlobalName() == "ompi_mpi_comm_world")
+      worlds.push_back(address);
+  });
+  if (worlds.empty())
+    return;
+  MLIRContext *ctx = module.getContext();
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  if (!module.lookupSymbol(seqc::rt::entry::kMpiCommunicator)) {
+    OpBuilder top(module.getBodyRegion());
+    LLVM::GlobalOp::create(top, module.getLoc(), ptr, /*isConstant=*/false,
+                           LLVM::Linkage::External,
+                           seqc::rt::entry::kMpiCommunicator, Attribute());
+  }
+  for (LLVM::AddressOfOp world : worlds) {
+    OpBuilder b(world);
+    Value cell = LLVM::AddressOfOp::create(b, world.getLoc(), ptr,
+                                           seqc::rt::entry::kMpiCommunicator);
+    Value comm = LLVM::LoadOp::create(b, world.getLoc(), ptr, cell);
+    world.replaceAllUsesWith(comm);
+    world.erase();
+  }
+}
+
 struct SeqMpiToLLVM : seqc::impl::SeqMpiToLLVMBase<SeqMpiToLLVM> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -291,6 +323,7 @@ struct SeqMpiToLLVM : seqc::impl::SeqMpiToLLVMBase<SeqMpiToLLVM> {
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
     renameOpenMpiReductions(module);
+    readCommunicatorCell(module);
   }
 };
 
