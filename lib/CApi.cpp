@@ -103,10 +103,13 @@ static Expected<CompileOptions> toOptions(const seqc_compile_options *o) {
   opts.strict = o->strict != 0;
   opts.ranks = o->ranks;
   int parallel = rawEnum(o->parallel);
-  if (parallel != SEQC_PARALLEL_SEQUENCE && parallel != SEQC_PARALLEL_EXPERTS)
+  if (parallel != SEQC_PARALLEL_SEQUENCE && parallel != SEQC_PARALLEL_EXPERTS &&
+      parallel != SEQC_PARALLEL_SEQUENCE_AND_EXPERTS)
     return Status::error("unknown parallel " + std::to_string(parallel));
   opts.parallel = parallel == SEQC_PARALLEL_EXPERTS ? Parallelism::Experts
-                                                    : Parallelism::Sequence;
+                  : parallel == SEQC_PARALLEL_SEQUENCE_AND_EXPERTS
+                      ? Parallelism::SequenceAndExperts
+                      : Parallelism::Sequence;
   opts.communicator = o->communicator;
   opts.profile = o->profile == SEQC_PROFILE_CALLS ? Profile::Calls
                  : o->profile == SEQC_PROFILE_OPS ? Profile::Ops

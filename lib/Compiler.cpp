@@ -333,8 +333,10 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     cpu.fuse = options.fuse;
     cpu.strict = options.strict;
     cpu.ranks = options.ranks;
-    cpu.parallel =
-        options.parallel == Parallelism::Experts ? "experts" : "sequence";
+    cpu.parallel = options.parallel == Parallelism::Experts ? "experts"
+                   : options.parallel == Parallelism::SequenceAndExperts
+                       ? "sequence+experts"
+                       : "sequence";
     Expected<std::string> products = resolveBf16Products(options, tm);
     if (!products)
       return products.status();

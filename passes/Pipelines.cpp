@@ -213,12 +213,13 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
   // lowerings plan and lower like any other.
   pm.addPass(createSeqExpandSequences());
   if (opts.ranks > 0) {
-    if (opts.parallel == "experts") {
+    if (opts.parallel != "sequence") {
       // Each rank's experts, the routed tokens exchanged over MPI.
       SeqDistributeExpertsOptions distribute;
       distribute.ranks = opts.ranks;
       pm.addPass(createSeqDistributeExperts(distribute));
-    } else {
+    }
+    if (opts.parallel != "experts") {
       // Each rank's steps of every op, the states exchanged over MPI.
       SeqDistributeStepsOptions distribute;
       distribute.ranks = opts.ranks;
@@ -319,13 +320,15 @@ struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
       llvm::cl::desc("products of bf16 operands: dot (AVX-512 BF16), widen "
                      "(f32 FMAs), auto (dot where the host has it)"),
       llvm::cl::init("auto")};
-  enum class Split { Sequence, Experts };
+  enum class Split { Sequence, Experts, SequenceAndExperts };
   Option<Split> parallel{
       *this, "parallel", llvm::cl::desc("what ranks split"),
       llvm::cl::init(Split::Sequence),
       llvm::cl::values(
           clEnumValN(Split::Sequence, "sequence", "every seq op's steps"),
-          clEnumValN(Split::Experts, "experts", "moe_ffn's experts"))};
+          clEnumValN(Split::Experts, "experts", "moe_ffn's experts"),
+          clEnumValN(Split::SequenceAndExperts, "sequence+experts",
+                     "moe_ffn's experts and every other op's steps"))};
 };
 } // namespace
 
@@ -358,8 +361,10 @@ void seqc::registerPasses() {
         opts.fuse = cl.fuse;
         opts.strict = cl.strict;
         opts.ranks = cl.ranks;
-        opts.parallel = cl.parallel == CpuPipelineCLOptions::Split::Experts
-                            ? "experts"
+        using Split = CpuPipelineCLOptions::Split;
+        opts.parallel = cl.parallel == Split::Experts ? "experts"
+                        : cl.parallel == Split::SequenceAndExperts
+                            ? "sequence+experts"
                             : "sequence";
         opts.bf16Products = cl.bf16Products;
         buildCpuPipeline(pm, opts);

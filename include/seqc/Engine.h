@@ -69,6 +69,9 @@ enum class Parallelism {
   /// moe_ffn's experts, the routed tokens exchanged all-to-all (expert
   /// parallelism; seqc-run --parallel experts). Other ops run replicated.
   Experts,
+  /// Both on the same ranks: moe_ffn by experts, every other seq op by
+  /// steps (a hybrid stack's usual split; --parallel sequence+experts).
+  SequenceAndExperts,
 };
 
 struct CompileOptions {

@@ -58,7 +58,8 @@ struct CpuPipelineOptions {
   /// MPI): seq-distribute-steps, its collectives on MPI.
   int64_t ranks = 0;
   /// What `ranks` split: "sequence" (seq-distribute-steps: every op's
-  /// steps) or "experts" (seq-distribute-experts: moe_ffn's experts).
+  /// steps), "experts" (seq-distribute-experts: moe_ffn's experts) or
+  /// "sequence+experts" (both).
   std::string parallel = "sequence";
   /// Products of bf16 operands in the fast kernels: "dot" (AVX-512 BF16
   /// vdpbf16ps on bf16 pairs), "widen" (f32 FMAs on widened operands) or

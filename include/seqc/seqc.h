@@ -63,8 +63,10 @@ typedef enum seqc_bf16_products {
 /* What a distributed compile (ranks > 0) splits over the processes. */
 typedef enum seqc_parallel {
   SEQC_PARALLEL_SEQUENCE = 0, /* every seq op's steps */
-  SEQC_PARALLEL_EXPERTS = 1   /* moe_ffn's experts (E % ranks == 0), the
+  SEQC_PARALLEL_EXPERTS = 1,  /* moe_ffn's experts (E % ranks == 0), the
                                  routed tokens exchanged all-to-all */
+  SEQC_PARALLEL_SEQUENCE_AND_EXPERTS = 2 /* both: moe_ffn by experts, every
+                                            other seq op by steps */
 } seqc_parallel;
 
 typedef struct seqc_compile_options {

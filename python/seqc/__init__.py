@@ -115,7 +115,7 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
     whole results, docs/distributed.md; 0, the default: one process),
     `parallel` (what the ranks split: "sequence", the default, every op's
     steps; "experts", moe_ffn's experts with the routed tokens exchanged
-    all-to-all),
+    all-to-all; "sequence+experts", both),
     `bf16_products` (how the CPU kernels multiply bf16 operands: "dot",
     AVX-512 BF16 on bf16 pairs, an error where the CPU lacks it; "widen",
     f32 FMAs; "auto", the default: $SEQC_CPU_BF16 if set, else dot where the

@@ -566,9 +566,11 @@ Module compile(const std::string &source, bool isPath, const std::string &name,
                           "' (auto, dot or widen)");
   if (parallel == "experts")
     o.parallel = SEQC_PARALLEL_EXPERTS;
+  else if (parallel == "sequence+experts")
+    o.parallel = SEQC_PARALLEL_SEQUENCE_AND_EXPERTS;
   else if (parallel != "sequence")
     throw py::value_error("seqc: unknown parallel '" + parallel +
-                          "' (sequence or experts)");
+                          "' (sequence, experts or sequence+experts)");
   seqc_module *m = nullptr;
   seqc_status status;
   {

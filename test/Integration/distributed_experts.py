@@ -5,11 +5,14 @@
 # drops choices (its order across ranks is token order), no capacity,
 # plain and gated experts, every activation, fewer tokens than ranks,
 # routing that leaves ranks without rows, a router in the graph, bf16
-# tokens and experts, and the bad inputs: E that does not split over R,
+# tokens and experts, the hybrid stack example with experts split alone
+# and together with every other op's steps, and the bad inputs: E that does not split over R,
 # an index outside [0, E) (every rank names it, no hang).
 # REQUIRES: mpi
 # UNSUPPORTED: sanitizer
 # RUN: %python %s
+import os
+
 import numpy as np
 import refs
 from seqc_mpi import run
@@ -132,6 +135,26 @@ def routed_layer():
         c.equal(f"routed layer R={R} load", load, rload)
 
 
+def hybrid_stack():
+    """examples/hybrid_stack.mlir (Mamba-2, attention, MLP and MoE layers)
+    with random weights at T = 48: experts split, and experts split with
+    every other op's steps (--parallel sequence+experts), equal one
+    process."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "hybrid_stack.mlir")
+    with open(path) as f:
+        mlir = f.read()
+    extra = ["-e", "main", "--random-inputs", "--dynamic-size", "48"]
+    single = run(mlir, [], 0, extra)
+    for mode in ("experts", "sequence+experts"):
+        for R in (2, 4):
+            got = run(mlir, [], R, extra, parallel=mode, timeout=600)
+            c.expect(f"hybrid stack --parallel {mode} R={R}: as many results",
+                     len(got) == len(single), f"{len(got)} vs {len(single)}")
+            for i, (g, ref) in enumerate(zip(got, single)):
+                c.close(f"hybrid stack --parallel {mode} R={R} result{i} vs one process",
+                        g, ref, 1e-4)
+
+
 def bad_inputs():
     x, w, idx, wu, wd, _ = weights(rng(7), 8, 4, 4, 6, 2, False)
     mlir = moe_graph(x, w, idx, wu, wd, None, "silu", 0.0)
@@ -152,6 +175,7 @@ def bad_inputs():
 
 
 c.run("routed layer", routed_layer)
+c.run("hybrid stack", hybrid_stack)
 case("bf16 tokens and experts", 37, 16, 32, 4, 2, gated=True, cf=1.0, seed=8, ranks=(2,),
      dtype="bf16")
 c.run("bad inputs", bad_inputs)

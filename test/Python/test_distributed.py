@@ -100,7 +100,7 @@ EXPERTS_SCRIPT = textwrap.dedent("""
         seqc.compile(text, ranks=ranks, parallel="tokens")
         print("an unknown parallel compiled")
     except ValueError as e:
-        assert "sequence or experts" in str(e), str(e)
+        assert "sequence, experts or sequence+experts" in str(e), str(e)
     print("agree")
 """)
 

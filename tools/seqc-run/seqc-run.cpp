@@ -4,7 +4,7 @@
 //            [--input A.npy]... [--random-inputs [--seed N]]
 //            [--dynamic-size N] [--output-dir DIR] [--print] [--bench N]
 //            [--reference] [--strict] [--threads N] [--memory-limit SIZE]
-//            [--parallel sequence|experts [--timeout S]] [-v]
+//            [--parallel MODE [--timeout S]] [-v]
 //
 // Any bad input prints one `error: ...` line to stderr and exits 1, before
 // any output file is written.
@@ -71,7 +71,7 @@ const char *kUsage =
     "[--bench N] [--profile[=ops]]\n"
     "                [--no-fuse] [--reference] [--strict] [--threads N] "
     "[--memory-limit SIZE]\n"
-    "                [--parallel sequence|experts [--timeout S]] [-v]\n"
+    "                [--parallel MODE [--timeout S]] [-v]\n"
     "\n"
     "Compiles FILE.mlir through seqc's JIT and runs one function.\n"
     "  -e NAME            the function to run (default: main, or the only\n"
@@ -113,6 +113,8 @@ const char *kUsage =
     "                     routes its share of the tokens to their experts'\n"
     "                     ranks and back (all-to-all over MPI); other ops run\n"
     "                     on every rank\n"
+    "  --parallel sequence+experts  both: moe_ffn by experts, every other\n"
+    "                     seq op by steps\n"
     "  --timeout S        a distributed run that has not finished after S\n"
     "                     seconds (default 600) ends every rank with an error\n"
     "  -v, --verbose      prints each compile stage's time and whether the\n"
@@ -280,8 +282,11 @@ Options parseArgs(int argc, char **argv) {
         o.parallelism = Parallelism::Sequence;
       else if (mode == "experts")
         o.parallelism = Parallelism::Experts;
+      else if (mode == "sequence+experts")
+        o.parallelism = Parallelism::SequenceAndExperts;
       else
-        fail("--parallel takes sequence or experts, not '" + mode + "'");
+        fail("--parallel takes sequence, experts or sequence+experts, not '" +
+             mode + "'");
       o.parallel = true;
     } else if (arg == "--timeout") {
       if (!parseUnsigned(takeValue(), o.timeoutSeconds) ||
