@@ -9,7 +9,9 @@ prints the medians, the speedups, and per rank the bytes handed to
 MPI_Allreduce: the state exchange (R rows of state and transition: LASP-2's
 all-gather as a sum of zero-padded rows) and the whole results (every rank
 returns them), against one state per rank, the minimum sequence
-parallelism needs. The MoE layer (`--parallel experts`, T 1024, D 1024,
+parallelism needs; and that exchange alone on MPI three ways
+(bench/state_exchange.c: seqc's all-reduce of rows, MPI_Allgather,
+MPI_Exscan with a user-defined combine). The MoE layer (`--parallel experts`, T 1024, D 1024,
 F 2048, E 8, top-2, SwiGLU, capacity 1.25) prints per rank the rows it
 sends to other ranks' experts and receives back (the minimum expert
 parallelism needs, from the routing), the R x E counts, and the whole
@@ -130,6 +132,25 @@ def ssd_scaling(args):
 
 
 
+def state_exchange(args):
+    """The exchange alone, on MPI (bench/state_exchange.c): seqc's
+    all-reduce of zero-padded rows against MPI_Allgather and MPI_Exscan
+    with a user-defined combine, for the ssd's pair."""
+    mpicc = shutil.which("mpicc")
+    if not mpicc:
+        print("  state exchange: no mpicc (libopenmpi-dev), not measured")
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    with tempfile.TemporaryDirectory(prefix="seqc-dist-") as tmp:
+        exe = os.path.join(tmp, "state_exchange")
+        subprocess.run([mpicc, "-O2", "-std=c99", os.path.join(here, "state_exchange.c"),
+                        "-o", exe], check=True)
+        for R in (2, 4):
+            proc = subprocess.run(MPIRUN + ["-np", str(R), exe], capture_output=True,
+                                  text=True, env=ENV, timeout=600)
+            print("  " + (proc.stdout.strip() or proc.stderr[-500:]))
+
+
 def moe_scaling(args):
     T, D, F, E, k, cf = 1024, 1024, 2048, 8, 2, 1.25
     r = np.random.default_rng(1)
@@ -184,6 +205,7 @@ def main():
     args = ap.parse_args()
     if args.only != "moe":
         ssd_scaling(args)
+        state_exchange(args)
     if args.only != "ssd":
         moe_scaling(args)
 
