@@ -149,7 +149,8 @@ LogicalResult checkPointToPoint(PatternRewriter &rewriter, Operation *op,
   if (!tensor)
     return rewriter.notifyMatchFailure(op, "not a ranked tensor");
   Type elt = tensor.getElementType();
-  if (!elt.isF32() && !elt.isF64() && !elt.isInteger(32) && !elt.isInteger(64))
+  if (!elt.isF32() && !elt.isF64() && !elt.isInteger(8) && !elt.isInteger(16) &&
+      !elt.isInteger(32) && !elt.isInteger(64))
     return rewriter.notifyMatchFailure(op, "no MPI datatype");
   return success();
 }
@@ -243,7 +244,8 @@ struct SeqCollectivesToMpi
                       << " has no MPI lowering here: "
                       << op->getOperand(0).getType()
                       << " on a one-dimensional grid, in f32, f64, i32 or "
-                         "i64, is what seqc lowers";
+                         "i64 (sends and receives also i8 and i16), is what "
+                         "seqc lowers";
       return WalkResult::interrupt();
     });
     if (left.wasInterrupted())

@@ -28,7 +28,8 @@
 //   8. The tokens' results are all-gathered; `load` is the column sums of
 //      `accepted`, the same on every rank.
 //
-// Rows travel as f32 (16-bit floats exactly: MPI has no such datatype).
+// Rows of 16-bit floats travel as their bits (i16: MPI has no 16-bit float
+// datatype), routing weights as f32, the tokens' results gathered in f32.
 // The exchanges are `shard` ops on the grid @seq_ranks: all_reduce, and
 // send / recv with a dynamic peer, which each target lowers to its engine
 // (CPU: MPI_Send / MPI_Recv; NCCL's grouped send / recv is the same shape).
@@ -47,6 +48,7 @@
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace seqc {
@@ -114,7 +116,12 @@ private:
   Value copyRows(Value from, RowBlock source, Value into, Value at);
 
   // The rank's experts (stage 6) and the results (stages 7-8).
-  Value gatherDispatched(Value local, bool perChoice);
+  Type wireType();
+  Value toWire(Value element);
+  Value wireToF32(Value bits);
+  Value reinterpretRows(Value rows, Type element, Value count);
+  Value gatherTokenRows(Value localX);
+  Value gatherChoiceWeights(Value localWeights);
   Value receivedExperts(Value total);
   Value expertSlice(Value weights);
   Value runLocalExperts(Value rows, Value rowWeights, Value rowExperts,
@@ -332,23 +339,68 @@ Value ExpertDistribution::exchange(Value rows, Value total,
 // The rank's experts and the results
 //===----------------------------------------------------------------------===//
 
-/// Dispatch row n of `local` (the rank's tokens, f32): x[t] (D wide), or
-/// the routing weight of choice (t, j) with `perChoice` (1 wide).
-Value ExpertDistribution::gatherDispatched(Value local, bool perChoice) {
-  Value width = perChoice ? kb.idx(1) : D;
-  int64_t staticWidth =
-      perChoice ? 1 : cast<RankedTensorType>(op.getX().getType()).getDimSize(1);
-  auto type = RankedTensorType::get({ShapedType::kDynamic, staticWidth},
-                                    b.getF32Type());
-  Value rows = kb.empty(type, {dispatchedRows, width});
-  return kb.nest({dispatchedRows, width}, {rows},
-                 [&](ValueRange nd, ValueRange it) {
-                   Value choice = at(choiceOfRow, {nd[0]});
-                   Value t = kb.divs(choice, K);
-                   Value v = perChoice ? kb.load(local, {t, kb.rems(choice, K)})
-                                       : kb.load(local, {t, nd[1]});
-                   return SmallVector<Value>{kb.store(v, it[0], nd)};
-                 })[0];
+/// x's element type as its rows travel: 16-bit floats as their bits (MPI
+/// has no 16-bit float datatype; exact, and half the bytes of f32).
+Type ExpertDistribution::wireType() {
+  Type element = getElementTypeOrSelf(op.getX().getType());
+  return element.isF32() ? element : b.getI16Type();
+}
+
+Value ExpertDistribution::toWire(Value element) {
+  Type wire = wireType();
+  return element.getType() == wire
+             ? element
+             : arith::BitcastOp::create(b, wire, element).getResult();
+}
+
+Value ExpertDistribution::wireToF32(Value bits) {
+  if (bits.getType().isF32())
+    return bits;
+  Type element = getElementTypeOrSelf(op.getX().getType());
+  Value v = arith::BitcastOp::create(b, element, bits);
+  return arith::ExtFOp::create(b, b.getF32Type(), v);
+}
+
+/// `rows` (count x D) with each element's bits read as `element`.
+Value ExpertDistribution::reinterpretRows(Value rows, Type element,
+                                          Value count) {
+  auto type = cast<RankedTensorType>(rows.getType());
+  if (type.getElementType() == element)
+    return rows;
+  Value out =
+      kb.empty(RankedTensorType::get(type.getShape(), element), {count, D});
+  return kb.nest({count, D}, {out}, [&](ValueRange nd, ValueRange it) {
+    Value bits = tensor::ExtractOp::create(b, rows, nd);
+    Value v = arith::BitcastOp::create(b, element, bits);
+    return SmallVector<Value>{tensor::InsertOp::create(b, v, it[0], nd)};
+  })[0];
+}
+
+/// Dispatch row n: x[t] of its choice (t, j), on the wire.
+Value ExpertDistribution::gatherTokenRows(Value localX) {
+  auto type = RankedTensorType::get(
+      {ShapedType::kDynamic,
+       cast<RankedTensorType>(op.getX().getType()).getDimSize(1)},
+      wireType());
+  Value rows = kb.empty(type, {dispatchedRows, D});
+  return kb.nest(
+      {dispatchedRows, D}, {rows}, [&](ValueRange nd, ValueRange it) {
+        Value t = kb.divs(at(choiceOfRow, {nd[0]}), K);
+        Value v =
+            toWire(tensor::ExtractOp::create(b, localX, ValueRange{t, nd[1]}));
+        return SmallVector<Value>{tensor::InsertOp::create(b, v, it[0], nd)};
+      })[0];
+}
+
+/// Dispatch row n: the routing weight of its choice (t, j), in f32.
+Value ExpertDistribution::gatherChoiceWeights(Value localWeights) {
+  auto type = RankedTensorType::get({ShapedType::kDynamic, 1}, b.getF32Type());
+  Value rows = kb.empty(type, {dispatchedRows, kb.idx(1)});
+  return kb.loop(dispatchedRows, {rows}, [&](Value n, ValueRange it) {
+    Value choice = at(choiceOfRow, {n});
+    Value w = kb.load(localWeights, {kb.divs(choice, K), kb.rems(choice, K)});
+    return SmallVector<Value>{kb.store(w, it[0], {n, kb.idx(0)})};
+  })[0];
 }
 
 /// The local expert (0 ..) of each received row: blocks by source rank,
@@ -385,23 +437,18 @@ Value ExpertDistribution::expertSlice(Value weights) {
   return tensor::ExtractSliceOp::create(b, weights, offsets, sizes, strides);
 }
 
-/// seq.moe_ffn over the received rows (f32) with one choice each: the
-/// rank's experts applied, each row scaled by its routing weight.
+/// seq.moe_ffn over the received rows (on the wire) with one choice each:
+/// the rank's experts applied, each row scaled by its routing weight; the
+/// results on the wire.
 Value ExpertDistribution::runLocalExperts(Value rows, Value rowWeights,
                                           Value rowExperts, Value total) {
   auto xType = cast<RankedTensorType>(op.getX().getType());
   auto wType = cast<RankedTensorType>(op.getWeights().getType());
   int64_t dyn = ShapedType::kDynamic;
-  auto narrowed = [&](Value f32Rows, RankedTensorType like, Value width) {
-    auto type = RankedTensorType::get(
-        {dyn, cast<RankedTensorType>(f32Rows.getType()).getDimSize(1)},
-        like.getElementType());
-    return like.getElementType().isF32()
-               ? f32Rows
-               : kb.castTensor(f32Rows, type, {total, width});
-  };
-  Value x = narrowed(rows, xType, D);
-  Value w = narrowed(rowWeights, wType, kb.idx(1));
+  Value x = reinterpretRows(rows, xType.getElementType(), total);
+  Value w = kb.castTensor(
+      rowWeights, RankedTensorType::get({dyn, 1}, wType.getElementType()),
+      {total, kb.idx(1)});
   Value wUp = expertSlice(op.getWUp()), wDown = expertSlice(op.getWDown());
   Value wGate = op.getWGate() ? expertSlice(op.getWGate()) : Value();
   auto yType =
@@ -410,14 +457,11 @@ Value ExpertDistribution::runLocalExperts(Value rows, Value rowWeights,
   auto loadType = RankedTensorType::get({upType.getDimSize(0)}, b.getI64Type());
   auto mine = MoeFfnOp::create(b, yType, loadType, x, w, rowExperts, wUp, wDown,
                                wGate, op.getActivation(), APFloat(0.0f));
-  Value y = mine.getY();
-  if (xType.getElementType().isF32())
-    return y;
-  return kb.castTensor(
-      y, RankedTensorType::get(yType.getShape(), b.getF32Type()), {total, D});
+  return reinterpretRows(mine.getY(), wireType(), total);
 }
 
-/// y[t] = the sum of its accepted choices' returned rows, in choice order.
+/// y[t] = the sum of its accepted choices' returned rows (on the wire), in
+/// choice order, in f32.
 Value ExpertDistribution::combineChoices(Value returned) {
   auto type = RankedTensorType::get(
       {ShapedType::kDynamic,
@@ -428,7 +472,8 @@ Value ExpertDistribution::combineChoices(Value returned) {
     Value sum = kb.sumOver(K, [&](Value j) {
       Value row = at(rowOfChoice, {td[0], j});
       Value kept = kb.cmp(CmpIPredicate::sge, row, kb.idx(0));
-      return kb.loadIf(kept, returned, {row, td[1]}, kb.f32(0.0));
+      Value none = arith::ConstantOp::create(b, b.getZeroAttr(wireType()));
+      return wireToF32(kb.loadIf(kept, returned, {row, td[1]}, none));
     });
     return SmallVector<Value>{kb.store(sum, it[0], td)};
   })[0];
@@ -480,29 +525,17 @@ SmallVector<Value> ExpertDistribution::distribute() {
   accepted = acceptChoices(countChoices(localIndices), capacity);
   dispatchChoices(localIndices, accepted);
 
-  auto toF32 = [&](Value local, Value width) {
-    auto type = cast<RankedTensorType>(local.getType());
-    if (type.getElementType().isF32())
-      return local;
-    return kb.castTensor(
-        local,
-        RankedTensorType::get({ShapedType::kDynamic, type.getDimSize(1)},
-                              b.getF32Type()),
-        {tokenCount, width});
-  };
-  Value x = toF32(sliceTokens(op.getX()), D);
-  Value w = toF32(sliceTokens(op.getWeights()), K);
-
+  Value x = sliceTokens(op.getX());
+  Value w = sliceTokens(op.getWeights());
   Layout outgoing = [&](Value p) { return dispatchedTo(p); };
   Layout incoming = [&](Value p) { return receivedFrom(p); };
   Value received =
       kb.loop(kb.idx(ranks), {kb.idx(0)}, [&](Value p, ValueRange sum) {
         return SmallVector<Value>{kb.add(sum[0], receivedFrom(p).count)};
       })[0];
-  Value rows =
-      exchange(gatherDispatched(x, false), received, outgoing, incoming);
+  Value rows = exchange(gatherTokenRows(x), received, outgoing, incoming);
   Value rowWeights =
-      exchange(gatherDispatched(w, true), received, outgoing, incoming);
+      exchange(gatherChoiceWeights(w), received, outgoing, incoming);
   Value results =
       runLocalExperts(rows, rowWeights, receivedExperts(received), received);
   Value returned = exchange(results, dispatchedRows, incoming, outgoing);

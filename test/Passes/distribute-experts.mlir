@@ -58,3 +58,20 @@ func.func @experts(%x: tensor<37x16xf32>, %w: tensor<37x2xf32>, %idx: tensor<37x
       -> (tensor<37x16xf32>, tensor<4xi64>)
   return %y, %load : tensor<37x16xf32>, tensor<4xi64>
 }
+
+// bf16 rows travel as their bits (i16), the routing weights as f32.
+// CHECK-LABEL: func.func @experts_bf16
+// CHECK: shard.send {{.*}} : (tensor<?x16xi16>, index) -> tensor<?x16xi16>
+// CHECK: shard.send {{.*}} : (tensor<?x1xf32>, index) -> tensor<?x1xf32>
+// CHECK: seq.moe_ffn {{.*}} : (tensor<?x16xbf16>, tensor<?x1xbf16>, tensor<?x1xi32>, tensor<2x16x24xbf16>, tensor<2x24x16xbf16>) -> (tensor<?x16xbf16>, tensor<2xi64>)
+// CHECK: shard.recv {{.*}} : (tensor<?x16xi16>, index) -> tensor<?x16xi16>
+// MPI-LABEL: func.func @experts_bf16
+// MPI: mpi.send(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : memref<?xi16>, i32, i32
+func.func @experts_bf16(%x: tensor<37x16xbf16>, %w: tensor<37x2xbf16>, %idx: tensor<37x2xi32>,
+                        %up: tensor<4x16x24xbf16>, %down: tensor<4x24x16xbf16>)
+    -> (tensor<37x16xbf16>, tensor<4xi64>) {
+  %y, %load = seq.moe_ffn %x, %w, %idx, %up, %down
+    : (tensor<37x16xbf16>, tensor<37x2xbf16>, tensor<37x2xi32>, tensor<4x16x24xbf16>, tensor<4x24x16xbf16>)
+      -> (tensor<37x16xbf16>, tensor<4xi64>)
+  return %y, %load : tensor<37x16xbf16>, tensor<4xi64>
+}
