@@ -14,6 +14,8 @@ namespace seqc {
 /// leaving the op to the reference lowering (benefit 1).
 void populateCpuScanPatterns(mlir::RewritePatternSet &patterns,
                              const CpuTarget &target);
+void populateCpuSelectiveScanPatterns(mlir::RewritePatternSet &patterns,
+                                      const CpuTarget &target);
 
 void populateCpuSsdPatterns(mlir::RewritePatternSet &patterns,
                             const CpuTarget &target);

@@ -3,7 +3,8 @@
 // Recurrences whose state is one value per channel run sequentially in time
 // and in parallel across channels: a task owns a block of channels, keeps
 // their states in vector registers for the whole sequence and streams the
-// inputs through (linear_scan, selective_scan, causal_conv1d).
+// inputs through (linear_scan, causal_conv1d; the selective scan is
+// CpuSelectiveScan.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -126,164 +127,6 @@ struct CpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
   CpuTarget target;
 };
 
-/// A `[d0, d1, d2]` tensor transposed to `[d0, d2, d1]`.
-static Value transposeLast2(ImplicitLocOpBuilder &b, KernelBuilder &kb,
-                            Value t) {
-  auto type = cast<RankedTensorType>(t.getType());
-  SmallVector<int64_t> perm;
-  for (int64_t i = 0; i < type.getRank() - 2; ++i)
-    perm.push_back(i);
-  perm.push_back(type.getRank() - 1);
-  perm.push_back(type.getRank() - 2);
-  SmallVector<int64_t> shape;
-  SmallVector<Value> sizes;
-  for (int64_t p : perm) {
-    shape.push_back(type.getDimSize(p));
-    sizes.push_back(kb.dim(t, p));
-  }
-  Value init =
-      kb.empty(RankedTensorType::get(shape, type.getElementType()), sizes);
-  return linalg::TransposeOp::create(b, t, init, perm).getResult()[0];
-}
-
-/// The Mamba-1 selective scan with a task per (batch, block of channels):
-/// the N states of the block's channels live in vector registers (one vector
-/// per state index, lanes over channels) for the whole sequence.
-struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
-  CpuSelectiveScan(MLIRContext *ctx, const CpuTarget &target)
-      : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
-
-  LogicalResult matchAndRewrite(seq::SelectiveScanOp op,
-                                PatternRewriter &rewriter) const override {
-    if (!cpuTakesElementTypes(op))
-      return rewriter.notifyMatchFailure(op, cpuElementTypesReason);
-    auto aType = cast<RankedTensorType>(op.getA().getType());
-    auto bType = cast<RankedTensorType>(op.getB().getType());
-    int64_t N = aType.getDimSize(1), G = bType.getDimSize(2);
-    int64_t D = aType.getDimSize(0);
-    const int64_t lanes = target.vectorWidth;
-    // States in registers need a static, modest N; a channel block must not
-    // straddle two B/C groups so B and C are one broadcast per step.
-    if (ShapedType::isDynamic(N) || N > 64 || ShapedType::isDynamic(G) ||
-        ShapedType::isDynamic(D) || (G > 1 && (D / G) % lanes != 0))
-      return rewriter.notifyMatchFailure(
-          op, "needs static N <= 64, static D and G, and D / G a multiple of "
-              "the vector width when G > 1");
-
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    KernelBuilder kb(b);
-    DimSizes dims = DimSizes::checkAndCollect(kb, op);
-    Value Bsz = dims["B"];
-    bool zoh = op.getDiscretization() == seq::Discretization::zoh;
-    bool softplus = op.getDeltaSoftplus();
-    int64_t perGroup = D / G;
-
-    // A^T [N, D] and the state in [B, N, D]: lanes run over channels.
-    Value AT = transposeLast2(b, kb, op.getA());
-    Value yBuf = allocResult(b, cast<RankedTensorType>(op.getY().getType()),
-                             dims.of("y"));
-    auto stateT = RankedTensorType::get(
-        {cast<RankedTensorType>(op.getLast().getType()).getDimSize(0), N, D},
-        getElementTypeOrSelf(op.getLast().getType()));
-    Value lastBuf = allocBuffer(b, stateT, {Bsz, kb.idx(N), kb.idx(D)});
-    SmallVector<Value> args{readBuffer(b, op.getU()),
-                            readBuffer(b, op.getDelta()),
-                            readBuffer(b, AT),
-                            readBuffer(b, op.getB()),
-                            readBuffer(b, op.getC()),
-                            yBuf,
-                            lastBuf};
-    enum Opt { Skip, Gate, Bias, Init };
-    int optIndex[4] = {-1, -1, -1, -1};
-    auto addOpt = [&](Opt which, Value v) {
-      if (!v)
-        return;
-      optIndex[which] = args.size();
-      args.push_back(readBuffer(b, v));
-    };
-    addOpt(Skip, op.getSkip());
-    addOpt(Gate, op.getGate());
-    addOpt(Bias, op.getDeltaBias());
-    if (op.getInit())
-      addOpt(Init, transposeLast2(b, kb, op.getInit()));
-
-    int64_t blocks = (D + lanes - 1) / lanes;
-    emitParallelKernel(
-        b, "selective_scan", kb.mul(Bsz, kb.idx(blocks)), args,
-        [&](KernelBuilder &k, Value task, ValueRange in) {
-          Value U = in[0], Delta = in[1], At = in[2], Bm = in[3], Cm = in[4],
-                Y = in[5], Last = in[6];
-          Value nT = k.mdim(U, 1);
-          Value bi = k.divs(task, k.idx(blocks));
-          Value d0 = k.mul(k.rems(task, k.idx(blocks)), k.idx(lanes));
-          Value mask = k.vmask(k.sub(k.idx(D), d0), lanes);
-          Value g = k.divs(d0, k.idx(perGroup));
-          auto opt = [&](Opt which) {
-            return optIndex[which] < 0 ? Value() : in[optIndex[which]];
-          };
-          Value bias =
-              opt(Bias) ? k.vloadMasked(opt(Bias), {d0}, lanes, mask) : Value();
-          Value skip =
-              opt(Skip) ? k.vloadMasked(opt(Skip), {d0}, lanes, mask) : Value();
-          // The N states stay in registers for the whole sequence; the
-          // columns of A are re-read from L1 every step (loaded inside the
-          // loop, after its stores, so they are not hoisted into registers
-          // the states need).
-          SmallVector<Value> h;
-          for (int64_t n = 0; n < N; ++n)
-            h.push_back(opt(Init) ? k.vloadMasked(opt(Init), {bi, k.idx(n), d0},
-                                                  lanes, mask)
-                                  : vzero(k, lanes));
-          SmallVector<Value> hT = k.loop(nT, h, [&](Value t, ValueRange c) {
-            Value dt = k.vloadMasked(Delta, {bi, t, d0}, lanes, mask);
-            if (bias)
-              dt = k.fadd(dt, bias);
-            if (softplus)
-              dt = k.softplus(dt);
-            Value u = k.vloadMasked(U, {bi, t, d0}, lanes, mask);
-            Value dtu = k.fmul(dt, u);
-            Value y = vzero(k, lanes);
-            SmallVector<Value> next;
-            for (int64_t n = 0; n < N; ++n) {
-              Value aCol = k.vloadMasked(At, {k.idx(n), d0}, lanes, mask);
-              Value dA = k.fmul(dt, aCol);
-              Value Bn = k.splat(k.mload(Bm, {bi, t, g, k.idx(n)}), lanes);
-              Value Cn = k.splat(k.mload(Cm, {bi, t, g, k.idx(n)}), lanes);
-              Value input = k.fmul(dtu, Bn);
-              if (zoh) {
-                // expm1(dt A) / A, whose limit at A = 0 is dt.
-                Value isZero =
-                    k.fcmp(arith::CmpFPredicate::OEQ, aCol, k.like(dt, 0.0));
-                Value safeA = k.select(isZero, k.like(dt, 1.0), aCol);
-                Value w = k.select(isZero, dt, k.fdiv(k.expm1(dA), safeA));
-                input = k.fmul(k.fmul(w, u), Bn);
-              }
-              Value hn = k.vfma(k.exp(dA), c[n], input);
-              y = k.vfma(Cn, hn, y);
-              next.push_back(hn);
-            }
-            if (skip)
-              y = k.vfma(skip, u, y);
-            if (opt(Gate))
-              y = k.fmul(y, k.silu(k.vloadMasked(opt(Gate), {bi, t, d0}, lanes,
-                                                 mask)));
-            k.vstoreMasked(y, Y, {bi, t, d0}, mask);
-            return next;
-          });
-          for (int64_t n = 0; n < N; ++n)
-            k.vstoreMasked(hT[n], Last, {bi, k.idx(n), d0}, mask);
-        });
-
-    Value y = asTensor(b, yBuf, cast<RankedTensorType>(op.getY().getType()));
-    Value last = transposeLast2(b, kb, asTensor(b, lastBuf, stateT));
-    rewriter.replaceOp(
-        op, {y, tensor::CastOp::create(b, op.getLast().getType(), last)});
-    return success();
-  }
-
-  CpuTarget target;
-};
-
 /// Depthwise causal convolution with a task per (batch, block of channels):
 /// the last W-1 inputs of the block's channels are a window of vectors in
 /// registers that slides one step per output.
@@ -308,7 +151,7 @@ struct CpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
     auto yType = cast<RankedTensorType>(op.getY().getType());
     auto lastType = cast<RankedTensorType>(op.getLast().getType());
     // Weights and states with channels innermost: [W, D], [B, W-1, D].
-    Value wT = transposeLast2(b, kb, op.getW());
+    Value wT = transposeLastTwo(b, op.getW());
     auto histType = RankedTensorType::get({lastType.getDimSize(0), W - 1, D},
                                           lastType.getElementType());
     Value yBuf = allocResult(b, yType, dims.of("y"));
@@ -322,7 +165,7 @@ struct CpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
     }
     if (op.getInit()) {
       initIndex = args.size();
-      args.push_back(readBuffer(b, transposeLast2(b, kb, op.getInit())));
+      args.push_back(readBuffer(b, transposeLastTwo(b, op.getInit())));
     }
     seq::Activation act = op.getActivation();
     int64_t blocks = (D + lanes - 1) / lanes;
@@ -361,7 +204,7 @@ struct CpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
           for (int64_t j = 0; j < W - 1; ++j)
             k.vstoreMasked(last[j], Hist, {bi, k.idx(j), d0}, mask);
         });
-    Value last = transposeLast2(b, kb, asTensor(b, histBuf, histType));
+    Value last = transposeLastTwo(b, asTensor(b, histBuf, histType));
     rewriter.replaceOp(op, {asTensor(b, yBuf, yType),
                             tensor::CastOp::create(b, lastType, last)});
     return success();
@@ -374,6 +217,5 @@ struct CpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
 
 void seqc::populateCpuScanPatterns(RewritePatternSet &patterns,
                                    const CpuTarget &target) {
-  patterns.add<CpuLinearScan, CpuSelectiveScan, CpuCausalConv1d>(
-      patterns.getContext(), target);
+  patterns.add<CpuLinearScan, CpuCausalConv1d>(patterns.getContext(), target);
 }

@@ -46,6 +46,7 @@ struct SeqLowerToCpu : seqc::impl::SeqLowerToCpuBase<SeqLowerToCpu> {
     }
     RewritePatternSet patterns(&getContext());
     seqc::populateCpuScanPatterns(patterns, target);
+    seqc::populateCpuSelectiveScanPatterns(patterns, target);
     seqc::populateCpuSsdPatterns(patterns, target);
     seqc::populateCpuLinearAttentionPatterns(patterns, target);
     seqc::populateCpuDeltaRulePatterns(patterns, target);

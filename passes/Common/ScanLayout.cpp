@@ -2,6 +2,7 @@
 
 #include "Common/ScanLayout.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
@@ -67,4 +68,18 @@ Value seqc::restoreScanShape(ImplicitLocOpBuilder &b, Value t,
     r = tensor::ExpandShapeOp::create(b, dynType, t, groups, shape);
   }
   return tensor::CastOp::create(b, type, r);
+}
+
+Value seqc::transposeLastTwo(ImplicitLocOpBuilder &b, Value t) {
+  auto type = cast<RankedTensorType>(t.getType());
+  int64_t rank = type.getRank();
+  auto perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(perm[rank - 2], perm[rank - 1]);
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, b.getLoc(), t);
+  SmallVector<OpFoldResult> permuted;
+  for (int64_t p : perm)
+    permuted.push_back(sizes[p]);
+  Value init =
+      tensor::EmptyOp::create(b, permuted, type.getElementType()).getResult();
+  return linalg::TransposeOp::create(b, t, init, perm).getResult()[0];
 }

@@ -23,6 +23,11 @@ mlir::Value restoreScanShape(mlir::ImplicitLocOpBuilder &b, mlir::Value t,
                              mlir::RankedTensorType type,
                              mlir::ValueRange sizes);
 
+/// `[d0, ..., dn-2, dn-1]` -> `[d0, ..., dn-1, dn-2]` (linalg.transpose):
+/// the layouts the CPU scans want their per-channel operands in (A^T of the
+/// selective scan, the conv's taps, states with channels innermost).
+mlir::Value transposeLastTwo(mlir::ImplicitLocOpBuilder &b, mlir::Value t);
+
 } // namespace seqc
 
 #endif // SEQC_PASSES_SCANLAYOUT_H

@@ -1,6 +1,7 @@
 # seq.selective_scan against a float64 recurrence: both discretizations,
 # softplus with its linear tail, every optional operand, G > 1, T = 1, odd
-# sizes, A = 0 entries (the ZOH limit), and the carried state in two pieces.
+# sizes, A = 0 entries (the ZOH limit), the carried state in two pieces, and
+# the CPU kernel's chunks and channel blocks.
 # RUN: %python %s
 import numpy as np
 from refs import selective_scan, softplus as softplus_fn
@@ -106,4 +107,13 @@ c.run("pieces zoh decode", lambda: pieces(1, 12, 6, 3, 3, 11, zoh=True))
 c.run("64 states", lambda: case(1, 40, 8, 64, 2, use=("D", "z", "db", "h0"), softplus=True,
                                 seed=20))
 c.run("long", lambda: case(1, 1024, 4, 4, 1, use=("D",), softplus=True, seed=9))
+# The CPU kernel runs the sequence in chunks of 32 steps: whole vectors of
+# channels (D a multiple of 16), several blocks, a last partial chunk, a
+# ragged last block, and grouped B/C on the fast path (D / G = 32).
+c.run("whole blocks, 3 chunks", lambda: case(2, 70, 48, 16, 1, use=("D", "z", "db", "h0"),
+                                              softplus=True, seed=12))
+c.run("ragged block, zoh, 2 chunks", lambda: case(1, 64, 40, 8, 1, use=("D", "h0"), softplus=True,
+                                                   zoh=True, seed=13))
+c.run("groups on the fast path", lambda: case(1, 45, 64, 16, 2, use=("D", "z"), softplus=True,
+                                               seed=14))
 c.finish()

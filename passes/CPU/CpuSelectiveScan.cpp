@@ -1,0 +1,314 @@
+//===- CpuSelectiveScan.cpp - the Mamba-1 selective scan on the CPU -------===//
+//
+// A task owns a block of `lanes` channels of one batch row and runs the
+// whole sequence. The N states of its channels live in vector registers (one
+// vector per state index, lanes over channels). The sequence goes by chunks
+// of ChunkSteps steps, and each chunk in three stages:
+//   - stage:  the step sizes (bias, softplus) and dt u of the chunk's steps
+//             into L1 buffers, while the next chunk's lines are prefetched;
+//   - recur:  the recurrence over the chunk, reading only L1;
+//   - finish: skip and gate, and the stores of y.
+//
+// Why the stages: one step of the recurrence is about 20 N vector
+// instructions (an exp per state). With softplus and the step's loads in
+// it, a step filled the reorder buffer, so the next step's loads could not
+// start under the current one's misses. And consecutive steps of a channel
+// lie D x 4 bytes apart (6 KiB at D = 1536): farther than Intel's L1 stride
+// prefetcher follows (2 KiB) and on another 4 KiB page, where the L2
+// streamer stops. On Intel every step waited for DRAM (32 ms at T2048
+// D1536 N16, three times a Zen 4's 10 ms). The stages keep the recurrence in
+// L1 and put the independent work and the misses in short loops the core
+// overlaps, with the lines prefetched a chunk ahead.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CPU/CpuKernel.h"
+#include "CPU/CpuPatterns.h"
+#include "Common/ScanLayout.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace seqc;
+
+namespace {
+
+/// The kernel's buffers, named. The optional ones are null when the op
+/// lacks them.
+struct ScanBuffers {
+  Value u, delta, aT, b, c, y, last;
+  Value skip, gate, bias, init;
+
+  /// The present buffers, in the kernel's argument order.
+  SmallVector<Value> list() const {
+    SmallVector<Value> all;
+    for (Value v : fields())
+      if (v)
+        all.push_back(v);
+    return all;
+  }
+  /// The same buffers as the kernel's arguments `in` (list()'s order).
+  ScanBuffers rebind(ValueRange in) const {
+    ScanBuffers r = *this;
+    size_t next = 0;
+    for (Value *field : r.fieldRefs())
+      if (*field)
+        *field = in[next++];
+    return r;
+  }
+
+private:
+  SmallVector<Value> fields() const {
+    return {u, delta, aT, b, c, y, last, skip, gate, bias, init};
+  }
+  SmallVector<Value *> fieldRefs() {
+    return {&u, &delta, &aT, &b, &c, &y, &last, &skip, &gate, &bias, &init};
+  }
+};
+
+/// What the kernel knows statically.
+struct ScanShape {
+  int64_t N, D, perGroup, lanes, blocks;
+  bool zoh, softplus;
+  /// D is not a multiple of the vector width: the last block is masked.
+  bool ragged() const { return D % lanes != 0; }
+};
+
+/// One task: a block of channels of one batch row, the whole sequence.
+class SelectiveScanTask {
+public:
+  /// Steps per chunk: the chunk's step sizes, dt u and outputs are 3 x 32
+  /// vectors (6 KiB with 16 lanes), well inside L1 next to the N columns of
+  /// A, and a chunk's loads are enough to cover DRAM's latency.
+  static constexpr int64_t ChunkSteps = 32;
+
+  SelectiveScanTask(KernelBuilder &k, const ScanShape &s, const ScanBuffers &io,
+                    Value task)
+      : k(k), s(s), io(io) {
+    bi = k.divs(task, k.idx(s.blocks));
+    d0 = k.mul(k.rems(task, k.idx(s.blocks)), k.idx(s.lanes));
+    if (s.ragged())
+      mask = k.vmask(k.sub(k.idx(s.D), d0), s.lanes);
+    group = k.divs(d0, k.idx(s.perGroup));
+    nT = k.mdim(io.u, 1);
+    dtBuf = k.stackBuffer({ChunkSteps, s.lanes});
+    dtuBuf = k.stackBuffer({ChunkSteps, s.lanes});
+    uBuf = k.stackBuffer({ChunkSteps, s.lanes});
+    yBuf = k.stackBuffer({ChunkSteps, s.lanes});
+    aCols = k.stackBuffer({s.N, s.lanes});
+  }
+
+  void emit() {
+    loadParameters();
+    SmallVector<Value> h = initialStates();
+    Value chunks = k.divs(k.add(nT, k.idx(ChunkSteps - 1)), k.idx(ChunkSteps));
+    SmallVector<Value> hT = k.loop(chunks, h, [&](Value ci, ValueRange hc) {
+      Value t0 = k.mul(ci, k.idx(ChunkSteps));
+      Value steps = k.mins(k.idx(ChunkSteps), k.sub(nT, t0));
+      stage(t0, steps);
+      SmallVector<Value> next = recur(t0, steps, hc);
+      finish(t0, steps);
+      return next;
+    });
+    for (int64_t n = 0; n < s.N; ++n)
+      store(hT[n], io.last, {bi, k.idx(n), d0});
+  }
+
+private:
+  /// The block's lanes of a row of a [.., D]-innermost buffer (zero past D).
+  Value load(Value m, ValueRange ivs) {
+    return mask ? k.vloadMasked(m, ivs, s.lanes, mask)
+                : k.vload(m, ivs, s.lanes);
+  }
+  void store(Value v, Value m, ValueRange ivs) {
+    if (mask)
+      k.vstoreMasked(v, m, ivs, mask);
+    else
+      k.vstore(v, m, ivs);
+  }
+  Value row(Value m, int64_t r) {
+    return k.vload(m, {k.idx(r), k.idx(0)}, s.lanes);
+  }
+  Value row(Value m, Value r) { return k.vload(m, {r, k.idx(0)}, s.lanes); }
+  void setRow(Value v, Value m, Value r) { k.vstore(v, m, {r, k.idx(0)}); }
+
+  /// The block's columns of A (into L1, zero past D), bias and skip.
+  void loadParameters() {
+    for (int64_t n = 0; n < s.N; ++n)
+      setRow(load(io.aT, {k.idx(n), d0}), aCols, k.idx(n));
+    if (io.bias)
+      bias = load(io.bias, {d0});
+    if (io.skip)
+      skip = load(io.skip, {d0});
+  }
+
+  SmallVector<Value> initialStates() {
+    SmallVector<Value> h;
+    for (int64_t n = 0; n < s.N; ++n)
+      h.push_back(io.init ? load(io.init, {bi, k.idx(n), d0})
+                          : k.vconst(0.0, s.lanes));
+    return h;
+  }
+
+  /// Writes a line-ahead prefetch of row `t` of a [B, T, D] buffer.
+  void prefetch(Value m, Value t, bool forWrite) {
+    memref::PrefetchOp::create(k.builder(), m, ValueRange{bi, t, d0}, forWrite,
+                               /*localityHint=*/3,
+                               /*isDataCache=*/true);
+  }
+
+  /// dt (bias, softplus), dt u and u of steps [t0, t0 + steps) into L1; the
+  /// same rows of the next chunk are prefetched.
+  void stage(Value t0, Value steps) {
+    Value lastStep = k.sub(nT, k.idx(1));
+    k.forEach(k.idx(0), steps, k.idx(1), [&](Value i) {
+      Value t = k.add(t0, i);
+      Value ahead = k.mins(k.add(t, k.idx(ChunkSteps)), lastStep);
+      for (Value m : {io.delta, io.u, io.gate})
+        if (m)
+          prefetch(m, ahead, /*forWrite=*/false);
+      prefetch(io.y, ahead, /*forWrite=*/true);
+      Value dt = load(io.delta, {bi, t, d0});
+      if (bias)
+        dt = k.fadd(dt, bias);
+      if (s.softplus)
+        dt = k.softplus(dt);
+      Value u = load(io.u, {bi, t, d0});
+      setRow(dt, dtBuf, i);
+      setRow(k.fmul(dt, u), dtuBuf, i);
+      setRow(u, uBuf, i);
+    });
+  }
+
+  /// The input of state n at one step: dt u B_n, or with the zero-order
+  /// hold (expm1(dt A) / A) u B_n, whose limit at A = 0 is dt u B_n.
+  Value input(Value i, Value dt, Value dA, Value aCol, Value Bn) {
+    if (!s.zoh)
+      return k.fmul(row(dtuBuf, i), Bn);
+    Value isZero = k.fcmp(arith::CmpFPredicate::OEQ, aCol, k.like(dt, 0.0));
+    Value safeA = k.select(isZero, k.like(dt, 1.0), aCol);
+    Value w = k.select(isZero, dt, k.fdiv(k.expm1(dA), safeA));
+    return k.fmul(k.fmul(w, row(uBuf, i)), Bn);
+  }
+
+  /// h_n <- exp(dt A_n) h_n + input_n and y = sum_n C_n h_n for each step
+  /// of the chunk; y into L1. y sums in four partial sums (a chain of N
+  /// dependent FMAs would be the step's critical path).
+  SmallVector<Value> recur(Value t0, Value steps, ValueRange h) {
+    return k.loop(steps, h, [&](Value i, ValueRange c) {
+      Value t = k.add(t0, i);
+      Value dt = row(dtBuf, i);
+      SmallVector<Value> partial(4, k.vconst(0.0, s.lanes));
+      SmallVector<Value> next;
+      for (int64_t n = 0; n < s.N; ++n) {
+        Value aCol = row(aCols, n);
+        Value dA = k.fmul(dt, aCol);
+        Value Bn = k.splat(k.mload(io.b, {bi, t, group, k.idx(n)}), s.lanes);
+        Value Cn = k.splat(k.mload(io.c, {bi, t, group, k.idx(n)}), s.lanes);
+        Value hn = k.vfma(k.exp(dA), c[n], input(i, dt, dA, aCol, Bn));
+        partial[n % 4] = k.vfma(Cn, hn, partial[n % 4]);
+        next.push_back(hn);
+      }
+      setRow(k.fadd(k.fadd(partial[0], partial[1]),
+                    k.fadd(partial[2], partial[3])),
+             yBuf, i);
+      return next;
+    });
+  }
+
+  /// y + skip u, times silu(gate), stored.
+  void finish(Value t0, Value steps) {
+    k.forEach(k.idx(0), steps, k.idx(1), [&](Value i) {
+      Value t = k.add(t0, i);
+      Value y = row(yBuf, i);
+      if (skip)
+        y = k.vfma(skip, row(uBuf, i), y);
+      if (io.gate)
+        y = k.fmul(y, k.silu(load(io.gate, {bi, t, d0})));
+      store(y, io.y, {bi, t, d0});
+    });
+  }
+
+  KernelBuilder &k;
+  const ScanShape &s;
+  const ScanBuffers io;
+  Value bi, d0, group, nT, mask;
+  Value bias, skip;
+  Value dtBuf, dtuBuf, uBuf, yBuf, aCols;
+};
+
+struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
+  CpuSelectiveScan(MLIRContext *ctx, const CpuTarget &target)
+      : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
+
+  LogicalResult matchAndRewrite(seq::SelectiveScanOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!cpuTakesElementTypes(op))
+      return rewriter.notifyMatchFailure(op, cpuElementTypesReason);
+    auto aType = cast<RankedTensorType>(op.getA().getType());
+    auto bType = cast<RankedTensorType>(op.getB().getType());
+    ScanShape s;
+    s.N = aType.getDimSize(1);
+    s.D = aType.getDimSize(0);
+    int64_t G = bType.getDimSize(2);
+    s.lanes = target.vectorWidth;
+    // States in registers need a static, modest N; a channel block must not
+    // straddle two B/C groups so B and C are one broadcast per step.
+    if (ShapedType::isDynamic(s.N) || s.N > 64 || ShapedType::isDynamic(G) ||
+        ShapedType::isDynamic(s.D) || (G > 1 && (s.D / G) % s.lanes != 0))
+      return rewriter.notifyMatchFailure(
+          op, "needs static N <= 64, static D and G, and D / G a multiple of "
+              "the vector width when G > 1");
+    s.perGroup = s.D / G;
+    s.blocks = (s.D + s.lanes - 1) / s.lanes;
+    s.zoh = op.getDiscretization() == seq::Discretization::zoh;
+    s.softplus = op.getDeltaSoftplus();
+
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    DimSizes dims = DimSizes::checkAndCollect(kb, op);
+    // A^T [N, D] and the state as [B, N, D]: lanes run over channels.
+    auto stateType = RankedTensorType::get(
+        {cast<RankedTensorType>(op.getLast().getType()).getDimSize(0), s.N,
+         s.D},
+        getElementTypeOrSelf(op.getLast().getType()));
+    ScanBuffers io;
+    io.u = readBuffer(b, op.getU());
+    io.delta = readBuffer(b, op.getDelta());
+    io.aT = readBuffer(b, transposeLastTwo(b, op.getA()));
+    io.b = readBuffer(b, op.getB());
+    io.c = readBuffer(b, op.getC());
+    io.y = allocResult(b, cast<RankedTensorType>(op.getY().getType()),
+                       dims.of("y"));
+    io.last = allocBuffer(b, stateType, {dims["B"], kb.idx(s.N), kb.idx(s.D)});
+    auto optional = [&](Value v) { return v ? readBuffer(b, v) : Value(); };
+    io.skip = optional(op.getSkip());
+    io.gate = optional(op.getGate());
+    io.bias = optional(op.getDeltaBias());
+    if (op.getInit())
+      io.init = readBuffer(b, transposeLastTwo(b, op.getInit()));
+
+    emitParallelKernel(b, "selective_scan", kb.mul(dims["B"], kb.idx(s.blocks)),
+                       io.list(),
+                       [&](KernelBuilder &k, Value task, ValueRange in) {
+                         SelectiveScanTask(k, s, io.rebind(in), task).emit();
+                       });
+
+    Value y = asTensor(b, io.y, cast<RankedTensorType>(op.getY().getType()));
+    Value last = transposeLastTwo(b, asTensor(b, io.last, stateType));
+    rewriter.replaceOp(
+        op, {y, tensor::CastOp::create(b, op.getLast().getType(), last)});
+    return success();
+  }
+
+  CpuTarget target;
+};
+
+} // namespace
+
+void seqc::populateCpuSelectiveScanPatterns(RewritePatternSet &patterns,
+                                            const CpuTarget &target) {
+  patterns.add<CpuSelectiveScan>(patterns.getContext(), target);
+}
