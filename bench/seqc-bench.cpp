@@ -19,6 +19,7 @@
 
 #include "BenchSupport.h"
 #include "seqc/Engine.h"
+#include "seqc/Signature.h"
 
 #include "Runtime.h"
 
@@ -282,25 +283,42 @@ Function compile(Engine &engine, const std::string &mlir, bool reference,
 }
 
 /// Which products bf16 and f16 operands take on this host: the compiler's
-/// choice (resolveBf16Products: SEQC_CPU_BF16, else AVX-512 BF16 where the
-/// host has it). f16 operands are always widened.
+/// choice (resolveBf16Products: SEQC_CPU_BF16, else AMX where the host has
+/// it and Linux grants the tile data, else AVX-512 BF16 where it has that).
+/// f16 operands are always widened.
 std::string lowPrecisionPath() {
   const char *env = std::getenv("SEQC_CPU_BF16");
-  std::string forced = env ? env : "";
+  std::string forced = env && *env && std::string(env) != "auto" ? env : "";
   bool dot = false, amx = false;
 #if defined(__x86_64__) && defined(__GNUC__)
   dot = __builtin_cpu_supports("avx512bf16");
-  amx = __builtin_cpu_supports("amx-bf16");
+  amx =
+      __builtin_cpu_supports("amx-bf16") && __builtin_cpu_supports("amx-tile");
 #endif
-  if (forced == "widen")
-    return "bf16: widened to f32 FMA (SEQC_CPU_BF16=widen); f16: widened";
-  if (dot)
-    return std::string("bf16: AVX-512 BF16 dot products (vdpbf16ps) in "
-                       "matmuls, experts and attention, widened to f32 FMA "
-                       "elsewhere") +
-           (forced == "dot" ? " (SEQC_CPU_BF16=dot)" : "") + "; f16: widened" +
-           (amx ? "; the host has AMX, which seqc does not use yet" : "");
-  return "widened to f32 FMA (the host has neither AMX nor AVX-512 BF16)";
+  std::string amxRefused = amx ? seqc::requestAmxTileData() : "";
+  std::string how = forced.empty() ? "" : " (SEQC_CPU_BF16=" + forced + ")";
+  std::string products = forced;
+  if (products.empty())
+    products = amx && amxRefused.empty() ? "amx" : dot ? "dot" : "widen";
+  std::string text;
+  if (products == "amx" || products == "amx-emulated")
+    text = std::string("bf16: AMX tiles (tdpbf16ps") +
+           (products == "amx" ? "" : ", emulated by vector code") +
+           ") in matmuls and experts, " +
+           (dot ? "AVX-512 BF16 dot products in attention"
+                : "f32 FMA in attention") +
+           ", widened to f32 FMA elsewhere";
+  else if (products == "dot")
+    text = "bf16: AVX-512 BF16 dot products (vdpbf16ps) in matmuls, experts "
+           "and attention, widened to f32 FMA elsewhere";
+  else
+    text = "bf16: widened to f32 FMA";
+  text += how + "; f16: widened";
+  if (!amx)
+    text += "; the host has no AMX";
+  else if (!amxRefused.empty())
+    text += "; the host has AMX but " + amxRefused;
+  return text;
 }
 
 /// The graph of one packed-batch family: steps `T`, and with `sequences`

@@ -83,12 +83,25 @@ static Expected<CompileOptions> toOptions(const seqc_compile_options *o) {
       profile != SEQC_PROFILE_OPS)
     return Status::error("unknown profile " + std::to_string(profile));
   int products = rawEnum(o->bf16_products);
-  if (products != SEQC_BF16_AUTO && products != SEQC_BF16_DOT &&
-      products != SEQC_BF16_WIDEN)
+  switch (products) {
+  case SEQC_BF16_AUTO:
+    opts.bf16Products = Bf16Products::Auto;
+    break;
+  case SEQC_BF16_DOT:
+    opts.bf16Products = Bf16Products::Dot;
+    break;
+  case SEQC_BF16_WIDEN:
+    opts.bf16Products = Bf16Products::Widen;
+    break;
+  case SEQC_BF16_AMX:
+    opts.bf16Products = Bf16Products::Amx;
+    break;
+  case SEQC_BF16_AMX_EMULATED:
+    opts.bf16Products = Bf16Products::AmxEmulated;
+    break;
+  default:
     return Status::error("unknown bf16_products " + std::to_string(products));
-  opts.bf16Products = products == SEQC_BF16_DOT     ? Bf16Products::Dot
-                      : products == SEQC_BF16_WIDEN ? Bf16Products::Widen
-                                                    : Bf16Products::Auto;
+  }
   opts.target = o->target == SEQC_TARGET_CUDA            ? Target::CUDA
                 : o->target == SEQC_TARGET_CUDA_EMULATED ? Target::CUDAEmulated
                                                          : Target::CPU;

@@ -5,6 +5,7 @@
 
 #include "seqc/InitSeqc.h"
 #include "seqc/Passes.h"
+#include "seqc/Signature.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -27,6 +28,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
 
 #include <cstdlib>
 #include <dlfcn.h>
@@ -97,30 +99,83 @@ std::vector<std::string> seqc::cpuFeaturesOf(const llvm::TargetMachine &tm) {
   return features;
 }
 
+/// Bf16Products from $SEQC_CPU_BF16, or a status naming a bad value.
+static Expected<Bf16Products> bf16ProductsFromEnvironment() {
+  const char *env = std::getenv("SEQC_CPU_BF16");
+  if (!env || !*env)
+    return Bf16Products::Auto;
+  std::string value = env;
+  if (value == "auto")
+    return Bf16Products::Auto;
+  if (value == "dot")
+    return Bf16Products::Dot;
+  if (value == "widen")
+    return Bf16Products::Widen;
+  if (value == "amx")
+    return Bf16Products::Amx;
+  if (value == "amx-emulated")
+    return Bf16Products::AmxEmulated;
+  return Status::error("SEQC_CPU_BF16='" + value +
+                       "' is not one of amx, amx-emulated, dot, widen, auto");
+}
+
+/// Why code for `tm` cannot use AMX tiles here, or "" when it can: the CPU
+/// must have amx-tile and amx-bf16, and when the code is for this machine
+/// (the JIT's case), Linux must grant this process the tile data.
+static std::string amxUnusableReason(const llvm::TargetMachine &tm) {
+  const llvm::MCSubtargetInfo &info = *tm.getMCSubtargetInfo();
+  bool forThisMachine = tm.getTargetCPU() == llvm::sys::getHostCPUName();
+  if (!info.checkFeatures("+amx-tile") || !info.checkFeatures("+amx-bf16"))
+    return forThisMachine
+               ? "this machine (" + tm.getTargetCPU().str() +
+                     ") does not report amx-tile and amx-bf16"
+               : "the CPU the code is generated for (" +
+                     tm.getTargetCPU().str() + ") lacks amx-tile and amx-bf16";
+  return forThisMachine ? requestAmxTileData() : "";
+}
+
 Expected<std::string> seqc::resolveBf16Products(const CompileOptions &options,
                                                 const llvm::TargetMachine &tm) {
   Bf16Products requested = options.bf16Products;
   const char *source = "bf16Products";
   if (requested == Bf16Products::Auto) {
-    if (const char *env = std::getenv("SEQC_CPU_BF16"); env && *env) {
-      std::string value = env;
+    Expected<Bf16Products> fromEnv = bf16ProductsFromEnvironment();
+    if (!fromEnv)
+      return fromEnv.status();
+    if (*fromEnv != Bf16Products::Auto)
       source = "SEQC_CPU_BF16";
-      if (value == "dot")
-        requested = Bf16Products::Dot;
-      else if (value == "widen")
-        requested = Bf16Products::Widen;
-      else if (value != "auto")
-        return Status::error("SEQC_CPU_BF16='" + value +
-                             "' is not one of dot, widen, auto (the AMX "
-                             "path is not built)");
-    }
+    requested = *fromEnv;
   }
   bool hasDot = tm.getMCSubtargetInfo()->checkFeatures("+avx512bf16");
   switch (requested) {
-  case Bf16Products::Auto:
+  case Bf16Products::Auto: {
+    const llvm::MCSubtargetInfo &info = *tm.getMCSubtargetInfo();
+    bool hasAmx =
+        info.checkFeatures("+amx-tile") && info.checkFeatures("+amx-bf16");
+    std::string refusal = hasAmx ? amxUnusableReason(tm) : "";
+    if (hasAmx && refusal.empty())
+      return std::string("amx");
+    if (hasAmx) {
+      // The CPU has AMX but this process may not use it: said once.
+      static std::once_flag warned;
+      std::call_once(warned, [&] {
+        llvm::errs() << "seqc: warning: " << refusal << "; bf16 products take "
+                     << (hasDot ? "AVX-512 BF16 dot products" : "f32 FMAs")
+                     << " instead of AMX tiles\n";
+      });
+    }
     return std::string(hasDot ? "dot" : "widen");
+  }
   case Bf16Products::Widen:
     return std::string("widen");
+  case Bf16Products::AmxEmulated:
+    return std::string("amx-emulated");
+  case Bf16Products::Amx:
+    if (std::string why = amxUnusableReason(tm); !why.empty())
+      return Status::error(
+          std::string(source) +
+          " asks for AMX tiles, which this cannot use: " + why);
+    return std::string("amx");
   case Bf16Products::Dot:
     if (!hasDot)
       return Status::error(

@@ -54,9 +54,11 @@ void seqc::buildLowerToLLVMPipeline(OpPassManager &pm, bool gpuHost) {
   bf16Arithmetic.targetTypeStr = "f32";
   pm.addPass(arith::createArithEmulateUnsupportedFloats(bf16Arithmetic));
   pm.addPass(createSeqExpandBf16());
-  // The CPU kernels' bf16 dot products are x86vector ops.
+  // The CPU kernels' bf16 dot products are x86vector ops, their AMX
+  // products amx ops (LLVM configures the tiles: ldtilecfg per kernel).
   ConvertVectorToLLVMPassOptions vectorToLLVM;
   vectorToLLVM.x86Vector = true;
+  vectorToLLVM.amx = true;
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createSeqMpiToLLVM());
   FinalizeMemRefToLLVMConversionPassOptions memrefOpts;
@@ -66,7 +68,8 @@ void seqc::buildLowerToLLVMPipeline(OpPassManager &pm, bool gpuHost) {
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
+  // cf with the AMX micro-kernel's loop-carried tiles.
+  pm.addPass(createSeqControlFlowToLLVM());
   pm.addPass(createConvertFuncToLLVMPass());
   if (gpuHost)
     pm.addPass(createGpuToLLVMConversionPass());
@@ -257,6 +260,10 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
                    /*resultsInPlace=*/!opts.reference);
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Emulated AMX tiles become vector code (with math.fma, which the vector
+  // math pass then makes the LLVM intrinsic).
+  if (opts.bf16Products == "amx-emulated")
+    pm.addPass(createSeqEmulateAmx());
   if (!opts.reference)
     pm.addPass(createSeqVectorMath());
   buildLowerToLLVMPipeline(pm);
@@ -317,8 +324,10 @@ struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
       llvm::cl::init(0)};
   Option<std::string> bf16Products{
       *this, "bf16-products",
-      llvm::cl::desc("products of bf16 operands: dot (AVX-512 BF16), widen "
-                     "(f32 FMAs), auto (dot where the host has it)"),
+      llvm::cl::desc("products of bf16 operands: amx (AMX tiles in "
+                     "matmuls and experts), amx-emulated (the same kernels "
+                     "as vector code), dot (AVX-512 BF16), widen (f32 FMAs), "
+                     "auto (amx, else dot, where the host has it)"),
       llvm::cl::init("auto")};
   enum class Split { Sequence, Experts, SequenceAndExperts };
   Option<Split> parallel{

@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 using namespace seqc;
@@ -96,14 +98,41 @@ const std::vector<std::string> &seqc::knownCpuFeatures() {
   return names;
 }
 
+std::string seqc::requestAmxTileData() {
+  // Linux gives a process AMX's tile data state (8 KiB per thread, saved
+  // on context switches) only when asked (arch_prctl ARCH_REQ_XCOMP_PERM,
+  // kernel 5.16 on); a tile instruction without it dies on SIGILL. The
+  // permission is the process's, so threads started later have it too.
+  static const std::string refusal = []() -> std::string {
+#if defined(__x86_64__) && defined(__linux__)
+    constexpr long archReqXcompPerm = 0x1023, xfeatureXtiledata = 18;
+    if (syscall(SYS_arch_prctl, archReqXcompPerm, xfeatureXtiledata) == 0)
+      return "";
+    return std::string("the kernel refused AMX tile data (arch_prctl "
+                       "ARCH_REQ_XCOMP_PERM: ") +
+           std::strerror(errno) + ")";
+#else
+    return "AMX tile data is requested from Linux on x86-64 only";
+#endif
+  }();
+  return refusal;
+}
+
 std::string seqc::missingCpuFeatures(const std::vector<std::string> &required) {
   std::string missing;
   for (const std::string &name : required) {
     bool present = false;
     for (const CpuFeature &f : cpuFeatureTable())
       present |= name == f.name && f.present;
+    // A CPU with AMX whose kernel does not let this process use the tiles
+    // cannot run the code either: the reason follows the name.
+    std::string refusal;
+    if (present && name == "amx-tile" &&
+        !(refusal = requestAmxTileData()).empty())
+      present = false;
     if (!present)
-      missing += (missing.empty() ? "" : " ") + name;
+      missing += (missing.empty() ? "" : " ") + name +
+                 (refusal.empty() ? "" : " (" + refusal + ")");
   }
   return missing;
 }

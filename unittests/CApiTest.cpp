@@ -262,6 +262,20 @@ TEST_F(CApiTest, CompileErrors) {
                          &options, &m),
             SEQC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "opt_level must be 0 to 3");
+  seqc_compile_options_init(&options);
+  options.bf16_products = static_cast<seqc_bf16_products>(5);
+  EXPECT_EQ(seqc_compile(engine, kSource, std::strlen(kSource), nullptr,
+                         &options, &m),
+            SEQC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "unknown bf16_products 5");
+  // The emulated AMX kernels compile on any host.
+  options.bf16_products = SEQC_BF16_AMX_EMULATED;
+  ASSERT_EQ(seqc_compile(engine, kSource, std::strlen(kSource), nullptr,
+                         &options, &m),
+            SEQC_OK)
+      << lastError();
+  seqc_module_destroy(m);
+  m = nullptr;
   seqc_function *f = nullptr;
   EXPECT_EQ(seqc_module_function(module, "nope", &f), SEQC_ERROR_NOT_FOUND);
   EXPECT_EQ(lastError(),

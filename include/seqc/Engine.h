@@ -51,14 +51,24 @@ struct CompileEvent {
 
 /// How the CPU kernels multiply bf16 operands.
 enum class Bf16Products {
-  /// $SEQC_CPU_BF16 when set ("dot" or "widen"), else dot products where
-  /// the CPU code is generated for has AVX-512 BF16.
+  /// $SEQC_CPU_BF16 when set ("amx", "amx-emulated", "dot" or "widen"),
+  /// else AMX tiles where the CPU the code is generated for has AMX (and,
+  /// for this machine, Linux grants this process the tile data; if it
+  /// refuses, a warning says so once and dot products serve), else dot
+  /// products where it has AVX-512 BF16, else widened.
   Auto,
   /// AVX-512 BF16 dot products of bf16 pairs (vdpbf16ps), f32 accumulation;
   /// an error where the CPU lacks them.
   Dot,
   /// f32 FMAs on operands widened to f32 (every CPU).
   Widen,
+  /// AMX tiles (tdpbf16ps) in matmuls and experts, dot products in
+  /// attention; an error where the CPU lacks amx-tile and amx-bf16, or
+  /// (for this machine) where Linux refuses the tile data.
+  Amx,
+  /// The AMX kernels with the tiles emulated by vector code (every CPU;
+  /// for testing them where there is no AMX, not for speed).
+  AmxEmulated,
 };
 
 /// What a distributed compile (CompileOptions::ranks) splits over the ranks.

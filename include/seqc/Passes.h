@@ -61,9 +61,11 @@ struct CpuPipelineOptions {
   /// steps), "experts" (seq-distribute-experts: moe_ffn's experts) or
   /// "sequence+experts" (both).
   std::string parallel = "sequence";
-  /// Products of bf16 operands in the fast kernels: "dot" (AVX-512 BF16
-  /// vdpbf16ps on bf16 pairs), "widen" (f32 FMAs on widened operands) or
-  /// "auto" (dot where the host has AVX-512 BF16).
+  /// Products of bf16 operands in the fast kernels: "amx" (AMX tiles in
+  /// matmuls and experts, dot products elsewhere), "amx-emulated" (the
+  /// same kernels with the tiles as vector code: any host), "dot" (AVX-512
+  /// BF16 vdpbf16ps on bf16 pairs), "widen" (f32 FMAs on widened operands)
+  /// or "auto" (amx, else dot, where the host has it).
   std::string bf16Products = "auto";
 };
 

@@ -50,8 +50,13 @@ struct FunctionSignature {
 /// __builtin_cpu_supports share) that seqc records and checks.
 const std::vector<std::string> &knownCpuFeatures();
 /// Those of `required` this CPU lacks, space-separated ("" when none; a
-/// CPU other than x86-64 lacks every one).
+/// CPU other than x86-64 lacks every one). amx-tile counts as lacking,
+/// with the reason after it in parentheses, when the kernel refuses this
+/// process the tile data (requestAmxTileData).
 std::string missingCpuFeatures(const std::vector<std::string> &required);
+/// Asks Linux for AMX's tile data state for this process, once: "" when
+/// granted, else why not.
+std::string requestAmxTileData();
 
 /// What one call measured: time per profile region (accumulated over the
 /// region's executions in the call), and the bytes the call allocated.

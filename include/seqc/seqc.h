@@ -53,11 +53,18 @@ typedef enum seqc_profile {
 
 /* How the CPU kernels multiply bf16 operands (matmuls, experts, attention). */
 typedef enum seqc_bf16_products {
-  SEQC_BF16_AUTO = 0, /* $SEQC_CPU_BF16 (dot, widen) if set, else dot where
-                         the CPU has AVX-512 BF16 */
-  SEQC_BF16_DOT = 1,  /* AVX-512 BF16 vdpbf16ps on bf16 pairs; an error for
-                         a CPU without it */
-  SEQC_BF16_WIDEN = 2 /* f32 FMAs on operands widened to f32 */
+  SEQC_BF16_AUTO = 0,        /* $SEQC_CPU_BF16 (amx, amx-emulated, dot, widen)
+                                if set, else AMX tiles where the CPU has AMX
+                                and Linux grants the tile data, else dot where
+                                it has AVX-512 BF16 */
+  SEQC_BF16_DOT = 1,         /* AVX-512 BF16 vdpbf16ps on bf16 pairs; an error
+                                for a CPU without it */
+  SEQC_BF16_WIDEN = 2,       /* f32 FMAs on operands widened to f32 */
+  SEQC_BF16_AMX = 3,         /* AMX tiles in matmuls and experts (dot products
+                                in attention); an error without AMX or its
+                                tile data permission */
+  SEQC_BF16_AMX_EMULATED = 4 /* the AMX kernels, tiles emulated by vector
+                                code: any CPU (tests, not speed) */
 } seqc_bf16_products;
 
 /* What a distributed compile (ranks > 0) splits over the processes. */

@@ -180,7 +180,7 @@ void AttentionLowering::loadQueries(KernelBuilder &k, Value Qm, QueryBlock &q) {
   if (g.pairs()) {
     // Unscaled: bf16 q is copied exactly; an odd K's pad step is zero.
     packRows(k, target, queries, q.rows, s.K, q.Qs);
-    padOddStep(k, g, q.rows, k.idx(s.K), rowMajor(q.Qs));
+    padReduction(k, g, q.rows, k.idx(s.K), rowMajor(q.Qs));
     return;
   }
   Value scaleV = k.f32(s.scale);
@@ -407,9 +407,14 @@ struct CpuAttention : OpRewritePattern<seq::AttentionOp> {
     shape.causal = op.getCausal();
     shape.window = op.getWindow();
     // Pairs when q, k and v are all bf16 (and the target has the dot
-    // product; a key tile must be whole panels).
+    // product; a key tile must be whole panels). AMX hosts take the dot
+    // product here too: a query block's products are a few 16-step blocks
+    // between softmax updates, which the tiles' load-and-store of C and the
+    // zero padding to 32 steps would not repay.
     GemmProducts products =
         gemmProductsFor(target, qType.getElementType(), kType.getElementType());
+    if (products == GemmProducts::AmxTiles)
+      products = target.bf16Dot ? GemmProducts::Bf16Pairs : GemmProducts::F32;
     if (!vType.getElementType().isBF16() ||
         Bk % GemmBlocking::forTarget(target, products).columns() != 0)
       products = GemmProducts::F32;

@@ -12,6 +12,7 @@ CpuTarget CpuTarget::host() {
   t.l1Bytes = host.l1Bytes;
   t.l2Bytes = host.l2Bytes;
   t.bf16Dot = host.avx512bf16;
+  t.amxTiles = host.amx;
   return t;
 }
 

@@ -27,6 +27,10 @@ struct CpuTarget {
   /// Whether products of bf16 operands take AVX-512 BF16's dot product of
   /// bf16 pairs (vdpbf16ps) instead of f32 FMAs on widened operands.
   bool bf16Dot = false;
+  /// Whether the GEMM engine's products of bf16 operands (matmuls,
+  /// experts) take AMX tiles (amx.tile_mulf). The kernels are the same
+  /// when the tiles are emulated (seq-emulate-amx, for hosts without AMX).
+  bool amxTiles = false;
 
   /// The host, from its CPU features and cache geometry.
   static CpuTarget host();

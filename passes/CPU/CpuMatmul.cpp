@@ -323,7 +323,7 @@ void MatmulLowering::copyRowsOfA(KernelBuilder &k, ValueRange aIns,
         return k.vloadMasked(a.memref, a.at(r, k.add(k0, kk)), lanes, mask);
       },
       dst);
-  padOddStep(k, blocking, rows, k.sub(k1, k0), dst);
+  padReduction(k, blocking, rows, k.sub(k1, k0), dst);
 }
 
 /// All of A's rows packed, a task per (batch, row block, reduction block).

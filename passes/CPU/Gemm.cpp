@@ -2,6 +2,7 @@
 
 #include "CPU/Gemm.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -121,6 +122,8 @@ struct MicroKernel {
   const GemmBlocking &g;
   const MatrixRef &A, &B, &C;
   Value k0, k1, addToC;
+  /// AMX: a 32 x 32 f32 stack buffer the finished tiles pass through.
+  Value tileScratch;
 
   void emit(Value i0, Value j0, int64_t rows, int64_t vecs,
             ArrayRef<Value> masks) {
@@ -136,19 +139,76 @@ struct MicroKernel {
     SmallVector<Value> sums = g.pairs() ? reducePairs(i0, j0, rows, vecs)
                                         : reduceF32(i0, j0, rows, vecs, masks);
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t v = 0; v < vecs; ++v) {
-        Value sum = sums[r * vecs + v];
-        sum = kb.select(addToC, kb.fadd(load(C, row(i0, r), j0, v, masks), sum),
-                        sum);
-        SmallVector<Value> ivs = C.at(row(i0, r), col(j0, v));
-        if (masks.empty())
-          kb.vstore(sum, C.memref, ivs);
-        else
-          kb.vstoreMasked(sum, C.memref, ivs, masks[v]);
+      for (int64_t v = 0; v < vecs; ++v)
+        storeToC(sums[r * vecs + v], row(i0, r), j0, v, masks);
+  }
+
+  /// AMX: rows [i0, i0 + 32) x columns [j0, j0 + 32) of C as 2 x 2 tiles
+  /// of 16 x 16 that accumulate in tile registers over the block's steps,
+  /// then pass through the stack into C's first `validRows` rows (the rows
+  /// past M were computed from whatever A's packed rows hold there).
+  void emitTiles(Value i0, Value j0, Value validRows, ArrayRef<Value> masks) {
+    SmallVector<Value> sums = reduceTiles(i0, j0);
+    const int64_t n = GemmBlocking::AmxTileRows;
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t v = 0; v < 2; ++v)
+        amx::TileStoreOp::create(kb.builder(), C.memref.getLoc(), tileScratch,
+                                 ValueRange{kb.idx(r * n), kb.idx(v * n)},
+                                 sums[r * 2 + v]);
+    kb.forEach(kb.idx(0), validRows, kb.idx(1), [&](Value r) {
+      for (int64_t v = 0; v < g.vecs; ++v) {
+        Value sum = kb.vload(tileScratch, {r, kb.idx(v * g.lanes)}, g.lanes);
+        storeToC(sum, kb.add(i0, r), j0, v, masks);
       }
+    });
   }
 
 private:
+  /// C's vector v of row `r` (from j0) becomes `sum`, plus C's value when
+  /// addToC.
+  void storeToC(Value sum, Value r, Value j0, int64_t v,
+                ArrayRef<Value> masks) {
+    sum = kb.select(addToC, kb.fadd(load(C, r, j0, v, masks), sum), sum);
+    SmallVector<Value> ivs = C.at(r, col(j0, v));
+    if (masks.empty())
+      kb.vstore(sum, C.memref, ivs);
+    else
+      kb.vstoreMasked(sum, C.memref, ivs, masks[v]);
+  }
+
+  /// 32 steps at a time: A's rows as two 16 x 32 bf16 tiles, B's pair
+  /// panels as two more (each row of a B tile holds a pair of steps for 16
+  /// columns), four tile products. The blocks are zero-padded to 32 steps.
+  SmallVector<Value> reduceTiles(Value i0, Value j0) {
+    OpBuilder &b = kb.builder();
+    Location loc = C.memref.getLoc();
+    const int64_t n = GemmBlocking::AmxTileRows,
+                  steps = GemmBlocking::AmxTileSteps;
+    auto accType = amx::TileType::get({n, n}, b.getF32Type());
+    auto operandType = amx::TileType::get({n, steps}, b.getBF16Type());
+    SmallVector<Value> acc;
+    for (int64_t t = 0; t < 4; ++t)
+      acc.push_back(amx::TileZeroOp::create(b, loc, accType));
+    Value blocks =
+        kb.divs(kb.add(kb.sub(k1, k0), kb.idx(steps - 1)), kb.idx(steps));
+    return kb.loop(kb.idx(0), blocks, acc, [&](Value kt, ValueRange c) {
+      Value k = kb.add(k0, kb.mul(kt, kb.idx(steps)));
+      Value a[2], bt[2];
+      for (int64_t r = 0; r < 2; ++r)
+        a[r] = amx::TileLoadOp::create(b, loc, operandType, A.memref,
+                                       A.at(row(i0, r * n), k));
+      for (int64_t v = 0; v < 2; ++v)
+        bt[v] = amx::TileLoadOp::create(b, loc, operandType, B.memref,
+                                        B.at(k, kb.add(j0, kb.idx(v * n))));
+      SmallVector<Value> next;
+      for (int64_t r = 0; r < 2; ++r)
+        for (int64_t v = 0; v < 2; ++v)
+          next.push_back(amx::TileMulFOp::create(b, loc, accType, a[r], bt[v],
+                                                 c[r * 2 + v]));
+      return next;
+    });
+  }
+
   Value col(Value j0, int64_t v) { return kb.add(j0, kb.idx(v * g.lanes)); }
   Value row(Value i0, int64_t r) { return kb.add(i0, kb.idx(r)); }
   Value load(const MatrixRef &m, Value r, Value j0, int64_t v,
@@ -224,16 +284,11 @@ void emitRowTail(KernelBuilder &kb, MicroKernel &mk, Value i0, Value M,
   }
 }
 
-/// One pass of the micro-kernel over every block of C.
-void emitPass(KernelBuilder &kb, MicroKernel &mk, Value M, Value N,
-              int64_t rows, int64_t vecs, int64_t nr, int64_t lanes) {
-  Value fullRowEnd = kb.mul(kb.divs(M, kb.idx(rows)), kb.idx(rows));
-  // Every rows x nr block of columns j0.
-  auto columnBlock = [&](Value j0, ArrayRef<Value> masks) {
-    kb.forEach(kb.idx(0), fullRowEnd, kb.idx(rows),
-               [&](Value i0) { mk.emit(i0, j0, rows, vecs, masks); });
-    emitRowTail(kb, mk, fullRowEnd, M, rows, j0, vecs, masks);
-  };
+/// `columnBlock(j0, masks)` for every block of nr columns of N: whole
+/// blocks, then the last, partial one with lane masks.
+void forEachColumnBlock(
+    KernelBuilder &kb, Value N, int64_t vecs, int64_t nr, int64_t lanes,
+    const std::function<void(Value, ArrayRef<Value>)> &columnBlock) {
   Value fullColEnd = kb.mul(kb.divs(N, kb.idx(nr)), kb.idx(nr));
   kb.forEach(kb.idx(0), fullColEnd, kb.idx(nr),
              [&](Value j0) { columnBlock(j0, {}); });
@@ -247,19 +302,74 @@ void emitPass(KernelBuilder &kb, MicroKernel &mk, Value M, Value N,
   });
 }
 
+/// One pass of the micro-kernel over every block of C.
+void emitPass(KernelBuilder &kb, MicroKernel &mk, Value M, Value N,
+              int64_t rows, int64_t vecs, int64_t nr, int64_t lanes) {
+  Value fullRowEnd = kb.mul(kb.divs(M, kb.idx(rows)), kb.idx(rows));
+  // Every rows x nr block of columns j0.
+  forEachColumnBlock(
+      kb, N, vecs, nr, lanes, [&](Value j0, ArrayRef<Value> masks) {
+        kb.forEach(kb.idx(0), fullRowEnd, kb.idx(rows),
+                   [&](Value i0) { mk.emit(i0, j0, rows, vecs, masks); });
+        emitRowTail(kb, mk, fullRowEnd, M, rows, j0, vecs, masks);
+      });
+}
+
+/// One pass of the AMX micro-kernel: 32-row blocks, the last one partial.
+void emitTilePass(KernelBuilder &kb, MicroKernel &mk, Value M, Value N,
+                  const GemmBlocking &g) {
+  forEachColumnBlock(
+      kb, N, g.vecs, g.columns(), g.lanes,
+      [&](Value j0, ArrayRef<Value> masks) {
+        kb.forEach(kb.idx(0), M, kb.idx(g.rows), [&](Value i0) {
+          mk.emitTiles(i0, j0, kb.mins(kb.idx(g.rows), kb.sub(M, i0)), masks);
+        });
+      });
+}
+
 } // namespace
 
 GemmProducts seqc::gemmProductsFor(const CpuTarget &target, Type a, Type b) {
-  return target.bf16Dot && a.isBF16() && b.isBF16() ? GemmProducts::Bf16Pairs
-                                                    : GemmProducts::F32;
+  if (!a.isBF16() || !b.isBF16())
+    return GemmProducts::F32;
+  if (target.amxTiles)
+    return GemmProducts::AmxTiles;
+  return target.bf16Dot ? GemmProducts::Bf16Pairs : GemmProducts::F32;
 }
 
 Type GemmBlocking::packedType(MLIRContext *ctx) const {
   return pairs() ? Type(BFloat16Type::get(ctx)) : Type(Float32Type::get(ctx));
 }
 
+/// AMX: the micro-kernel's tile of C is 32 x 32 in tile registers, so L1
+/// holds only its operands: kc steps of A's 32 rows and of B's 32-column
+/// panel, in bf16, fill L1 (a multiple of 32 steps, 128 to 1024). Blocks of
+/// rows and columns are whole tiles.
+static GemmBlocking amxBlocking(const CpuTarget &target) {
+  GemmBlocking g;
+  g.products = GemmProducts::AmxTiles;
+  g.lanes = 16;
+  g.vecs = 2;
+  g.rows = 2 * GemmBlocking::AmxTileRows;
+  const int64_t operandBytesPerStep = (g.rows + g.columns()) * 2;
+  g.reduction = std::clamp<int64_t>(target.l1Bytes / operandBytesPerStep /
+                                        GemmBlocking::AmxTileSteps *
+                                        GemmBlocking::AmxTileSteps,
+                                    128, 1024);
+  const int64_t panelRowBytes = g.columns() * 2;
+  int64_t panels = target.l2Bytes / 2 / (g.reduction * panelRowBytes);
+  g.packedColumns =
+      g.columns() * std::clamp<int64_t>(panels, 1, 512 / g.columns());
+  int64_t rowsInL2 = target.l2Bytes / 2 / (g.reduction * 2);
+  g.packedRows =
+      g.rows * std::clamp<int64_t>(rowsInL2 / g.rows, 1, 512 / g.rows);
+  return g;
+}
+
 GemmBlocking GemmBlocking::forTarget(const CpuTarget &target,
                                      GemmProducts products) {
+  if (products == GemmProducts::AmxTiles)
+    return amxBlocking(target);
   GemmBlocking g;
   g.products = products;
   g.lanes = target.vectorWidth;
@@ -352,6 +462,26 @@ static void packPairPanels(KernelBuilder &kb, const GemmBlocking &g,
              [&](Value kp) { copyPairRow(kp, true); });
   kb.ifThen(kb.cmp(CmpIPredicate::ne, kb.rems(len, kb.idx(2)), kb.idx(0)),
             [&] { copyPairRow(wholePairs, false); });
+  if (!g.tiles())
+    return;
+  // AMX reads whole tiles of 16 pair rows: the rows past the block's end
+  // are zero in every panel.
+  const int64_t granule = g.reductionGranule();
+  Value pairRows = kb.divs(kb.add(len, kb.idx(1)), kb.idx(2));
+  Value paddedRows =
+      kb.mul(kb.divs(kb.add(len, kb.idx(granule - 1)), kb.idx(granule)),
+             kb.idx(granule / 2));
+  Value allPanels = kb.divs(kb.add(N, kb.idx(nr - 1)), kb.idx(nr));
+  auto pairType = VectorType::get({2 * lanes}, b.getBF16Type());
+  Value zeroPairs = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(pairType, b.getZeroAttr(b.getBF16Type())));
+  kb.forEach(pairRows, paddedRows, kb.idx(1), [&](Value kp) {
+    kb.forEach(kb.idx(0), allPanels, kb.idx(1), [&](Value p) {
+      for (int64_t v = 0; v < g.vecs; ++v)
+        vector::StoreOp::create(b, loc, zeroPairs, panels.memref,
+                                panels.at(p, kp, kb.idx(2 * v * lanes)));
+    });
+  });
 }
 
 void seqc::packBPanels(KernelBuilder &kb, const GemmBlocking &g,
@@ -401,13 +531,17 @@ void seqc::copyRows(
   });
 }
 
-void seqc::padOddStep(KernelBuilder &kb, const GemmBlocking &g, Value rows,
-                      Value len, const MatrixRef &packedA) {
-  if (!g.pairs())
+void seqc::padReduction(KernelBuilder &kb, const GemmBlocking &g, Value rows,
+                        Value len, const MatrixRef &packedA) {
+  const int64_t granule = g.reductionGranule();
+  if (granule == 1)
     return;
-  kb.ifThen(kb.cmp(CmpIPredicate::ne, kb.rems(len, kb.idx(2)), kb.idx(0)), [&] {
-    kb.forEach(kb.idx(0), rows, kb.idx(1), [&](Value r) {
-      kb.mstore(kb.f32(0), packedA.memref, packedA.at(r, len));
+  Value padded =
+      kb.mul(kb.divs(kb.add(len, kb.idx(granule - 1)), kb.idx(granule)),
+             kb.idx(granule));
+  kb.forEach(kb.idx(0), rows, kb.idx(1), [&](Value r) {
+    kb.forEach(len, padded, kb.idx(1), [&](Value k) {
+      kb.mstore(kb.f32(0), packedA.memref, packedA.at(r, k));
     });
   });
 }
@@ -415,7 +549,8 @@ void seqc::padOddStep(KernelBuilder &kb, const GemmBlocking &g, Value rows,
 PrepareA seqc::packEachBlockOfA(KernelBuilder &kb, const GemmBlocking &g,
                                 const MatrixRef &A, Value rows,
                                 int64_t maxRows) {
-  Value buffer = kb.stackBuffer({maxRows, g.reduction},
+  // AMX reads whole tiles of rows: the buffer has a multiple of its rows.
+  Value buffer = kb.stackBuffer({roundUp(maxRows, g.rows), g.reduction},
                                 g.packedType(kb.builder().getContext()));
   return [&kb, g, A, rows, buffer](Value k0, Value k1) {
     Value len = kb.sub(k1, k0);
@@ -426,7 +561,7 @@ PrepareA seqc::packEachBlockOfA(KernelBuilder &kb, const GemmBlocking &g,
                                 mask);
         },
         rowMajor(buffer));
-    padOddStep(kb, g, rows, len, rowMajor(buffer));
+    padReduction(kb, g, rows, len, rowMajor(buffer));
     return MatrixRef{buffer, [&kb, k0](Value r, Value k) {
                        return SmallVector<Value>{r, kb.sub(k, k0)};
                      }};
@@ -463,6 +598,8 @@ void seqc::emitGemm(KernelBuilder &kb, const GemmBlocking &g, GemmShape shape,
          "bf16 pairs read packed operands");
   const int64_t kc = g.reduction;
   Value M = shape.M, N = shape.N, K = shape.K;
+  Value tileScratch =
+      g.tiles() ? kb.stackBuffer({g.rows, g.columns()}) : Value();
   // At least one pass, so an empty reduction still writes C = 0.
   Value passes = kb.divs(kb.add(K, kb.idx(kc - 1)), kb.idx(kc));
   passes = arith::MaxSIOp::create(kb.builder(), passes, kb.idx(1));
@@ -474,7 +611,10 @@ void seqc::emitGemm(KernelBuilder &kb, const GemmBlocking &g, GemmShape shape,
                        : kb.cmp(CmpIPredicate::sgt, p, kb.idx(0));
     MatrixRef passA = prepareA ? prepareA(k0, k1) : A;
     MatrixRef passB = prepareB ? prepareB(k0, k1) : B;
-    MicroKernel mk{kb, g, passA, passB, C, k0, k1, addToC};
-    emitPass(kb, mk, M, N, g.rows, g.vecs, g.columns(), g.lanes);
+    MicroKernel mk{kb, g, passA, passB, C, k0, k1, addToC, tileScratch};
+    if (g.tiles())
+      emitTilePass(kb, mk, M, N, g);
+    else
+      emitPass(kb, mk, M, N, g.rows, g.vecs, g.columns(), g.lanes);
   });
 }

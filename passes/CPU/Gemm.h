@@ -7,11 +7,12 @@
 // over the whole reduction, a broadcast of A and two vector loads of B per
 // step, masked vectors on the last columns and single rows on the last rows.
 //
-// The micro-kernel multiplies in one of two ways (GemmProducts), chosen per
-// product from its operands' types and the target (GemmBlocking::forTarget):
-// f32 FMAs on operands widened to f32, or AVX-512 BF16 dot products of bf16
-// pairs. Only the packed layouts and the micro-kernel's inner step differ;
-// the blocking, the passes over C and the tails are the same code.
+// The micro-kernel multiplies in one of three ways (GemmProducts), chosen
+// per product from its operands' types and the target (gemmProductsFor):
+// f32 FMAs on operands widened to f32, AVX-512 BF16 dot products of bf16
+// pairs, or AMX tiles of bf16 pairs (amx.tile_mulf). Only the packed
+// layouts, their padding and the micro-kernel's reduction differ; the
+// blocking rule, the passes over C and the tails are the same code.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,10 +51,19 @@ enum class GemmProducts {
   /// bf16, B with each pair of steps interleaved per column, and a block
   /// with an odd number of steps is padded with a zero step.
   Bf16Pairs,
+  /// AMX (amx.tile_mulf, tdpbf16ps): the micro-kernel's 32 x 32 tile of C
+  /// is four 16 x 16 f32 tiles that stay in tile registers over a
+  /// reduction block; each 32 steps, A's rows load as two 16 x 32 bf16
+  /// tiles and B's pair panels (the layout of Bf16Pairs, which is AMX's
+  /// VNNI layout) as two more. Packed blocks are padded with zero steps to
+  /// a multiple of 32; rows past M are read (whatever the packed buffer
+  /// holds) and their results dropped.
+  AmxTiles,
 };
 
-/// The products for operands of element types `a` and `b` on `target`: bf16
-/// pairs when both are bf16 and the target has the dot product, else f32.
+/// The products for operands of element types `a` and `b` on `target`:
+/// when both are bf16, AMX tiles or dot products of pairs as the target's
+/// bf16 products say (CpuTarget::bf16Products), else f32.
 GemmProducts gemmProductsFor(const CpuTarget &target, mlir::Type a,
                              mlir::Type b);
 
@@ -81,9 +91,18 @@ struct GemmBlocking {
 
   /// Columns of the micro-kernel's tile (nr).
   int64_t columns() const { return vecs * lanes; }
-  bool pairs() const { return products == GemmProducts::Bf16Pairs; }
-  /// Reduction steps per product of the micro-kernel's inner loop.
+  /// Operands packed in bf16 with B in pair panels (dot products, AMX).
+  bool pairs() const { return products != GemmProducts::F32; }
+  bool tiles() const { return products == GemmProducts::AmxTiles; }
+  /// Reduction steps per element of a packed panel row (2 for pairs).
   int64_t stepsPerProduct() const { return pairs() ? 2 : 1; }
+  /// Packed blocks hold whole multiples of this many steps, the steps past
+  /// the block's end zero: a pair (dot products), a tile's 32 (AMX).
+  int64_t reductionGranule() const {
+    return tiles() ? AmxTileSteps : stepsPerProduct();
+  }
+  /// AMX tile geometry: 16 rows; 32 bf16 steps (64 bytes) per row of A.
+  static constexpr int64_t AmxTileRows = 16, AmxTileSteps = 32;
   /// One reduction block of a packed panel of B is panelRows() x
   /// panelColumns() elements: kc x nr in f32, or (kc / 2) x (2 nr) bf16
   /// pairs.
@@ -108,9 +127,10 @@ void emitGemm(KernelBuilder &kb, const CpuTarget &target, GemmShape shape,
               const MatrixRef &A, const MatrixRef &B, const MatrixRef &C,
               GemmMode mode, const PrepareA &prepareA = nullptr,
               const PrepareB &prepareB = nullptr);
-/// The same with a given blocking. With bf16 pairs both operands must come
-/// packed (prepareA, prepareB): A's rows in bf16 with each block's steps
-/// padded to an even count, B in pair panels.
+/// The same with a given blocking. With bf16 pairs or AMX tiles both
+/// operands must come packed (prepareA, prepareB): A's rows in bf16 with
+/// each block's steps padded (padReduction), B in pair panels (packBPanels);
+/// for AMX, A's packed rows are readable up to a multiple of 32 rows.
 void emitGemm(KernelBuilder &kb, const GemmBlocking &blocking, GemmShape shape,
               const MatrixRef &A, const MatrixRef &B, const MatrixRef &C,
               GemmMode mode, const PrepareA &prepareA,
@@ -147,10 +167,11 @@ void copyRows(
     KernelBuilder &kb, int64_t lanes, Value rows, Value len,
     const std::function<Value(Value r, Value column, Value mask)> &vectorAt,
     const MatrixRef &dst);
-/// Zeroes step `len` (the pad of a block of odd length) of the first `rows`
-/// rows of a packed block of A, for bf16 pairs; nothing otherwise.
-void padOddStep(KernelBuilder &kb, const GemmBlocking &blocking, Value rows,
-                Value len, const MatrixRef &packedA);
+/// Zeroes steps [len, len rounded up to the blocking's reduction granule)
+/// of the first `rows` rows of a packed block of A: the odd step of bf16
+/// pairs, up to 31 steps of an AMX tile; nothing for f32.
+void padReduction(KernelBuilder &kb, const GemmBlocking &blocking, Value rows,
+                  Value len, const MatrixRef &packedA);
 /// A PrepareA that copies each reduction block of A's first `rows` rows (at
 /// most `maxRows`; each row contiguous) into a row-major stack buffer of
 /// the blocking's packed type (f32, or bf16 padded to whole pairs):

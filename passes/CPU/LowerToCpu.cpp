@@ -5,6 +5,7 @@
 
 #include "Seq/SeqDialect.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -35,13 +36,21 @@ struct SeqLowerToCpu : seqc::impl::SeqLowerToCpuBase<SeqLowerToCpu> {
     seqc::CpuTarget target = seqc::CpuTarget::host();
     if (vectorWidth > 0)
       target.vectorWidth = vectorWidth;
-    // "dot" emits AVX-512 BF16 whatever the host (IR for another machine);
-    // the compiler checks the machine it generates code for.
-    if (bf16Products == "dot" || bf16Products == "widen") {
-      target.bf16Dot = bf16Products == "dot";
+    // "dot" and "amx" emit their instructions whatever the host (IR for
+    // another machine); the compiler checks the machine it generates code
+    // for. A CPU with AMX has AVX-512 BF16, whose dot products serve the
+    // products AMX does not (attention); "amx-emulated" runs anywhere and
+    // keeps the host's dot products.
+    if (bf16Products == "dot" || bf16Products == "widen" ||
+        bf16Products == "amx") {
+      target.bf16Dot = bf16Products != "widen";
+      target.amxTiles = bf16Products == "amx";
+    } else if (bf16Products == "amx-emulated") {
+      target.amxTiles = true;
     } else if (bf16Products != "auto") {
-      getOperation().emitError() << "seq-lower-to-cpu: unknown bf16-products '"
-                                 << bf16Products << "' (dot, widen or auto)";
+      getOperation().emitError()
+          << "seq-lower-to-cpu: unknown bf16-products '" << bf16Products
+          << "' (amx, amx-emulated, dot, widen or auto)";
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());

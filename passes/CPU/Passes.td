@@ -24,10 +24,14 @@ def SeqLowerToCpu : Pass<"seq-lower-to-cpu", "::mlir::ModuleOp"> {
     Option<"strict", "strict", "bool", /*default=*/"false",
            "An op without a fast kernel is an error (else a remark)">,
     Option<"bf16Products", "bf16-products", "std::string", /*default=*/"\"auto\"",
-           "Products of bf16 operands: dot (AVX-512 BF16 vdpbf16ps on bf16 "
-           "pairs), widen (f32 FMAs), auto (dot where the host has it)">
+           "Products of bf16 operands: amx (AMX tiles in matmuls and "
+           "experts, dot products elsewhere), amx-emulated (the same "
+           "kernels, for seq-emulate-amx), dot (AVX-512 BF16 vdpbf16ps on "
+           "bf16 pairs), widen (f32 FMAs), auto (amx, else dot, where the "
+           "host has it)">
   ];
   let dependentDialects = [
+    "::mlir::amx::AMXDialect",
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
     "::mlir::func::FuncDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
@@ -35,6 +39,33 @@ def SeqLowerToCpu : Pass<"seq-lower-to-cpu", "::mlir::ModuleOp"> {
     "::mlir::vector::VectorDialect", "::mlir::x86vector::X86VectorDialect",
     "::seqc::seq::SeqDialect", "::seqc::seq_rt::SeqRtDialect"
   ];
+}
+
+def SeqEmulateAmx : Pass<"seq-emulate-amx"> {
+  let summary = "AMX tile ops as vector code, for hosts without AMX";
+  let description = [{
+    Rewrites the `amx` ops the GEMM engine emits for AMX products
+    (`bf16-products=amx-emulated`) into vector code with their meaning:
+    each `!amx.tile<RxCxT>` becomes a `vector<RxCxT>`, loads and stores go
+    row by row (rows one memref row apart), and `tile_mulf` multiplies
+    VNNI-packed bf16 pairs in f32 FMAs. Loops that carry tiles are
+    converted too. The kernels are the ones real AMX runs, so their
+    packing, padding and tails are tested on any host.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
+def SeqControlFlowToLLVM : Pass<"seq-control-flow-to-llvm", "::mlir::ModuleOp"> {
+  let summary = "cf to LLVM, with AMX tiles as block arguments";
+  let description = [{
+    convert-cf-to-llvm with the AMX dialect's type conversion added: the
+    AMX micro-kernel's accumulator tiles are loop-carried, so its blocks
+    take `!amx.tile` arguments, which become LLVM's `x86_amx`.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 def SeqVectorMath : Pass<"seq-vector-math"> {

@@ -116,10 +116,13 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
     `parallel` (what the ranks split: "sequence", the default, every op's
     steps; "experts", moe_ffn's experts with the routed tokens exchanged
     all-to-all; "sequence+experts", both),
-    `bf16_products` (how the CPU kernels multiply bf16 operands: "dot",
-    AVX-512 BF16 on bf16 pairs, an error where the CPU lacks it; "widen",
-    f32 FMAs; "auto", the default: $SEQC_CPU_BF16 if set, else dot where the
-    CPU has it). Raises CompileError with seqc's diagnostics."""
+    `bf16_products` (how the CPU kernels multiply bf16 operands: "amx",
+    AMX tiles in matmuls and experts, an error where the CPU lacks AMX or
+    Linux refuses its tile data; "amx-emulated", the same kernels with the
+    tiles emulated (any CPU, for tests); "dot", AVX-512 BF16 on bf16 pairs,
+    an error where the CPU lacks it; "widen", f32 FMAs; "auto", the
+    default: $SEQC_CPU_BF16 if set, else amx, else dot where the CPU has
+    them). Raises CompileError with seqc's diagnostics."""
     if target not in _TARGETS:
         raise ValueError(f"seqc: unknown target '{target}' "
                          f"(one of {', '.join(_TARGETS)})")

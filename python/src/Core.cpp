@@ -561,9 +561,13 @@ Module compile(const std::string &source, bool isPath, const std::string &name,
     o.bf16_products = SEQC_BF16_DOT;
   else if (bf16Products == "widen")
     o.bf16_products = SEQC_BF16_WIDEN;
+  else if (bf16Products == "amx")
+    o.bf16_products = SEQC_BF16_AMX;
+  else if (bf16Products == "amx-emulated")
+    o.bf16_products = SEQC_BF16_AMX_EMULATED;
   else if (bf16Products != "auto")
     throw py::value_error("seqc: unknown bf16_products '" + bf16Products +
-                          "' (auto, dot or widen)");
+                          "' (auto, amx, amx-emulated, dot or widen)");
   if (parallel == "experts")
     o.parallel = SEQC_PARALLEL_EXPERTS;
   else if (parallel == "sequence+experts")

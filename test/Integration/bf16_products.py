@@ -1,13 +1,14 @@
-# The CPU's two products of bf16 operands, each forced (SEQC_CPU_BF16):
-# AVX-512 BF16 dot products of bf16 pairs where the host has them, and f32
-# FMAs on widened operands everywhere. Matmuls, batch matmuls, experts and
+# The CPU's products of bf16 operands, each forced (SEQC_CPU_BF16): AMX
+# tiles where the host has AMX and, on every host, the same AMX kernels with
+# the tiles emulated (seq-emulate-amx); AVX-512 BF16 dot products of bf16
+# pairs where the host has them; f32 FMAs on widened operands everywhere. Matmuls, batch matmuls, experts and
 # attention (odd head sizes, a last key tile of odd length, GQA, a KV cache,
 # windows, non-causal) at
 # the edges of every block (M, N, K not multiples of 16 or 32, an odd K, a
 # reduction longer than one block ending in a single step, B packed once,
 # A packed once, fused producers and consumers, bf16 results), against
-# float64 numpy on the rounded operands. Asking for the dot product in code
-# for a CPU without it is an error that names the feature.
+# float64 numpy on the rounded operands. Asking for the dot product or AMX
+# in code for a CPU without it is an error that names the feature.
 # RUN: %python %s
 import os
 import subprocess
@@ -27,6 +28,12 @@ c = Checker()
 def host_has_dot():
     with open("/proc/cpuinfo") as f:
         return " avx512_bf16" in f.read()
+
+
+def host_has_amx():
+    with open("/proc/cpuinfo") as f:
+        flags = f.read()
+    return " amx_tile" in flags and " amx_bf16" in flags
 
 
 def t(shape, e="f32"):
@@ -132,6 +139,9 @@ def cases(products):
     # A reduction of several blocks whose last is one step (kc is 256 or
     # 512 steps in bf16), B packed once for many row blocks.
     matmul(products, 1040, 513, 70, seed=44)
+    # Blocks of 256 or 384 steps (AMX with a 32 or 48 KiB L1), the last of
+    # one step: a tile of 31 zero steps.
+    matmul(products, 70, 769, 40, seed=50)
     # A packed once for several column blocks.
     matmul(products, 40, 301, 600, seed=45)
     matmul(products, 33, 17, 41, batch=3, seed=46)
@@ -164,10 +174,21 @@ def case_dot_needs_the_feature():
         c.expect(f"dot products for x86-64-v3: exit 1 naming avx512bf16 ({p.stderr.strip()})",
                  p.returncode == 1 and "error:" in p.stderr and "avx512bf16" in p.stderr)
         env["SEQC_CPU_BF16"] = "amx"
+        p = subprocess.run(["seqc-compile", path, "-o", os.path.join(tmp, "m.o"),
+                            "--cpu", "x86-64-v3"], env=env, capture_output=True, text=True)
+        c.expect(f"AMX for x86-64-v3: exit 1 naming amx-tile ({p.stderr.strip()})",
+                 p.returncode == 1 and "error:" in p.stderr and "amx-tile" in p.stderr)
+        env["SEQC_CPU_BF16"] = "tiles"
         p = subprocess.run(["seqc-compile", path, "-o", os.path.join(tmp, "m.o")],
                            env=env, capture_output=True, text=True)
-        c.expect(f"SEQC_CPU_BF16=amx: exit 1 naming the value ({p.stderr.strip()})",
-                 p.returncode == 1 and "SEQC_CPU_BF16='amx'" in p.stderr)
+        c.expect(f"SEQC_CPU_BF16=tiles: exit 1 naming the value ({p.stderr.strip()})",
+                 p.returncode == 1 and "SEQC_CPU_BF16='tiles'" in p.stderr)
+        # AMX code for a CPU with it (whatever this host is) compiles.
+        env["SEQC_CPU_BF16"] = "amx"
+        p = subprocess.run(["seqc-compile", path, "-o", os.path.join(tmp, "m.o"),
+                            "--cpu", "sapphirerapids"], env=env, capture_output=True,
+                           text=True)
+        c.expect(f"AMX for sapphirerapids compiles ({p.stderr.strip()})", p.returncode == 0)
         env["SEQC_CPU_BF16"] = "widen"
         p = subprocess.run(["seqc-compile", path, "-o", os.path.join(tmp, "m.o"),
                             "--cpu", "x86-64-v3"], env=env, capture_output=True, text=True)
@@ -175,6 +196,11 @@ def case_dot_needs_the_feature():
 
 
 c.run("widened products", lambda: cases("widen"))
+c.run("AMX tiles, emulated", lambda: cases("amx-emulated"))
+if host_has_amx():
+    c.run("AMX tiles", lambda: cases("amx"))
+else:
+    print("note: the host lacks AMX; its kernels ran emulated only")
 if host_has_dot():
     c.run("AVX-512 BF16 dot products", lambda: cases("dot"))
 else:

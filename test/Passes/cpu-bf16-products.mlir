@@ -1,11 +1,19 @@
 // The CPU's products of bf16 operands: with bf16-products=dot, matmuls and
 // experts multiply bf16 pairs with AVX-512 BF16 (x86vector.avx512.dot) from
-// bf16 panels whose pairs of steps are interleaved; with widen, f32 FMAs on
-// widened operands. f32 or mixed operands never take the dot product.
+// bf16 panels whose pairs of steps are interleaved; with amx, they multiply
+// AMX tiles (amx.tile_mulf) loaded from the same panels and from A's packed
+// rows, with 2 x 2 accumulator tiles carried by the reduction loop, and
+// attention keeps the dot product; amx-emulated is the same kernels with
+// every tile op turned into vector code (seq-emulate-amx); with widen, f32
+// FMAs on widened operands. f32 or mixed operands never take the dot
+// product or the tiles.
 // RUN: seqc-opt %s --seq-lower-to-cpu="vector-width=16 bf16-products=dot" --split-input-file | FileCheck %s --check-prefix=DOT
 // RUN: seqc-opt %s --seq-lower-to-cpu="vector-width=16 bf16-products=widen" --split-input-file | FileCheck %s --check-prefix=WIDEN
+// RUN: seqc-opt %s --seq-lower-to-cpu="vector-width=16 bf16-products=amx" --split-input-file | FileCheck %s --check-prefix=AMX
+// RUN: seqc-opt %s --seq-lower-to-cpu="vector-width=16 bf16-products=amx-emulated" --seq-emulate-amx --split-input-file | FileCheck %s --check-prefix=EMU
 // RUN: seqc-opt %s --seqc-cpu-pipeline="bf16-products=dot" --split-input-file | FileCheck %s --check-prefix=LLVM
-// RUN: not seqc-opt %s --seq-lower-to-cpu="bf16-products=amx" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: seqc-opt %s --seqc-cpu-pipeline="bf16-products=amx" --split-input-file | FileCheck %s --check-prefix=AMXLLVM
+// RUN: not seqc-opt %s --seq-lower-to-cpu="bf16-products=tiles" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 
 // B packed once into bf16 pair panels, A's rows into bf16 blocks, the
 // product from both.
@@ -22,7 +30,22 @@
 // WIDEN: memref<?x?x?x{{[0-9]+}}x32xf32>
 // WIDEN-NOT: x86vector
 // LLVM: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
-// BAD: unknown bf16-products 'amx' (dot, widen or auto)
+// AMX-LABEL: func.func @matmul_bf16
+// AMX: func.func private @__seqc_matmul(
+// AMX-COUNT-4: amx.tile_zero : !amx.tile<16x16xf32>
+// AMX: scf.for {{.*}} iter_args({{.*}}) -> (!amx.tile<16x16xf32>, !amx.tile<16x16xf32>, !amx.tile<16x16xf32>, !amx.tile<16x16xf32>)
+// AMX-COUNT-4: amx.tile_load {{.*}} into !amx.tile<16x32xbf16>
+// AMX-COUNT-4: amx.tile_mulf
+// AMX-COUNT-4: amx.tile_store
+// EMU-LABEL: func.func @matmul_bf16
+// EMU-NOT: amx.
+// EMU: vector.deinterleave
+// EMU-NOT: amx.
+// AMXLLVM: llvm.call_intrinsic "llvm.x86.tilezero.internal"
+// AMXLLVM: llvm.call_intrinsic "llvm.x86.tileloadd64.internal"
+// AMXLLVM: llvm.call_intrinsic "llvm.x86.tdpbf16ps.internal"
+// AMXLLVM: llvm.call_intrinsic "llvm.x86.tilestored64.internal"
+// BAD: unknown bf16-products 'tiles' (amx, amx-emulated, dot, widen or auto)
 func.func @matmul_bf16(%a: tensor<300x333xbf16>, %b: tensor<333x70xbf16>) -> tensor<300x70xf32> {
   %e = tensor.empty() : tensor<300x70xf32>
   %z = arith.constant 0.0 : f32
@@ -40,6 +63,9 @@ func.func @matmul_bf16(%a: tensor<300x333xbf16>, %b: tensor<333x70xbf16>) -> ten
 // DOT: func.func private @__seqc_matmul(
 // DOT-NOT: x86vector
 // DOT-LABEL: func.func @experts_bf16
+// AMX-LABEL: func.func @matmul_mixed
+// AMX-NOT: amx.
+// AMX-LABEL: func.func @experts_bf16
 func.func @matmul_mixed(%a: tensor<64x64xf32>, %b: tensor<64x64xbf16>) -> tensor<64x64xf32> {
   %e = tensor.empty() : tensor<64x64xf32>
   %z = arith.constant 0.0 : f32
@@ -56,6 +82,10 @@ func.func @matmul_mixed(%a: tensor<64x64xf32>, %b: tensor<64x64xbf16>) -> tensor
 // DOT: x86vector.avx512.dot
 // DOT: func.func private @__seqc_moe_down(
 // DOT: x86vector.avx512.dot
+// AMX: func.func private @__seqc_moe_up(
+// AMX: amx.tile_mulf
+// AMX: func.func private @__seqc_moe_down(
+// AMX: amx.tile_mulf
 func.func @experts_bf16(%x: tensor<64x48xbf16>, %w: tensor<64x2xbf16>, %i: tensor<64x2xi32>,
                         %wu: tensor<4x48x80xbf16>, %wd: tensor<4x80x48xbf16>) -> tensor<64x48xbf16> {
   %y, %load = seq.moe_ffn %x, %w, %i, %wu, %wd
@@ -78,6 +108,11 @@ func.func @experts_bf16(%x: tensor<64x48xbf16>, %w: tensor<64x2xbf16>, %i: tenso
 // WIDEN-LABEL: func.func @attention_bf16
 // WIDEN: @__seqc_attention_pack(
 // WIDEN-NOT: x86vector
+// AMX-LABEL: func.func @attention_bf16
+// AMX-NOT: amx.
+// AMX: func.func private @__seqc_attention_pairs(
+// AMX-NOT: amx.
+// AMX-COUNT-2: x86vector.avx512.dot
 func.func @attention_bf16(%q: tensor<1x100x4x40xbf16>, %k: tensor<1x150x2x40xbf16>,
                           %v: tensor<1x150x2x70xbf16>) -> tensor<1x100x4x70xbf16> {
   %o = seq.attention %q, %k, %v {causal = true}

@@ -1,8 +1,8 @@
-"""seqc.compile(..., bf16_products=...): the CPU's two products of bf16
-operands. "widen" runs everywhere; "dot" runs where the CPU has AVX-512
-BF16 (and agrees with float64 on the rounded operands) and is a
-CompileError naming avx512bf16 where it does not; another value is a
-ValueError."""
+"""seqc.compile(..., bf16_products=...): the CPU's products of bf16
+operands. "widen" and "amx-emulated" run everywhere; "dot" runs where the
+CPU has AVX-512 BF16 and "amx" where it has AMX (each agreeing with float64
+on the rounded operands), and each is a CompileError naming the feature
+where the CPU lacks it; another value is a ValueError."""
 
 import numpy as np
 import pytest
@@ -27,6 +27,12 @@ func.func @main(%a: tensor<{M}x{K}xf32>, %b: tensor<{K}x{N}xf32>) -> tensor<{M}x
 def has_dot():
     with open("/proc/cpuinfo") as f:
         return " avx512_bf16" in f.read()
+
+
+def has_amx():
+    with open("/proc/cpuinfo") as f:
+        flags = f.read()
+    return " amx_tile" in flags and " amx_bf16" in flags
 
 
 def rounded(x):
@@ -61,6 +67,18 @@ def test_dot():
             seqc.compile(TEXT, bf16_products="dot", cache=False)
 
 
+def test_amx_emulated():
+    check("amx-emulated")
+
+
+def test_amx():
+    if has_amx():
+        check("amx")
+    else:
+        with pytest.raises(seqc.CompileError, match="amx-tile"):
+            seqc.compile(TEXT, bf16_products="amx", cache=False)
+
+
 def test_unknown_value():
-    with pytest.raises(ValueError, match="bf16_products 'amx'"):
-        seqc.compile(TEXT, bf16_products="amx")
+    with pytest.raises(ValueError, match="bf16_products 'tiles'"):
+        seqc.compile(TEXT, bf16_products="tiles")
