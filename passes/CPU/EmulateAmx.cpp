@@ -40,6 +40,12 @@ VectorType vectorOf(amx::TileType tile) {
   return VectorType::get(tile.getShape(), tile.getElementType());
 }
 
+Value zeros(OpBuilder &b, Location loc, VectorType type) {
+  return arith::ConstantOp::create(
+      b, loc, type,
+      DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
+}
+
 /// The memref indices of row `r` of a tile whose row 0 starts at `indices`:
 /// one memref row further per tile row.
 SmallVector<Value> rowIndices(OpBuilder &b, Location loc, ValueRange indices,
@@ -56,11 +62,8 @@ struct EmulateTileZero : OpConversionPattern<amx::TileZeroOp> {
   LogicalResult
   matchAndRewrite(amx::TileZeroOp op, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    VectorType type = vectorOf(op.getTileType());
-    rewriter.replaceOpWithNewOp<arith::ConstantOp>(
-        op, type,
-        DenseElementsAttr::get(type,
-                               rewriter.getZeroAttr(type.getElementType())));
+    rewriter.replaceOp(
+        op, zeros(rewriter, op.getLoc(), vectorOf(op.getTileType())));
     return success();
   }
 };
@@ -75,10 +78,7 @@ struct EmulateTileLoad : OpConversionPattern<amx::TileLoadOp> {
     Location loc = op.getLoc();
     VectorType type = vectorOf(op.getTileType());
     auto rowType = VectorType::get({type.getDimSize(1)}, type.getElementType());
-    Value tile = arith::ConstantOp::create(
-        rewriter, loc, type,
-        DenseElementsAttr::get(type,
-                               rewriter.getZeroAttr(type.getElementType())));
+    Value tile = zeros(rewriter, loc, type);
     for (int64_t r = 0; r < type.getDimSize(0); ++r) {
       Value row = vector::LoadOp::create(
           rewriter, loc, rowType, adaptor.getBase(),
