@@ -291,7 +291,8 @@ std::string lowPrecisionPath() {
   std::string forced = env && *env && std::string(env) != "auto" ? env : "";
   bool dot = false, amx = false;
 #if defined(__x86_64__) && defined(__GNUC__)
-  dot = __builtin_cpu_supports("avx512bf16");
+  // Auto takes dot products on AMD's cores only (dotOutrunsFma).
+  dot = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_is("amd");
   amx =
       __builtin_cpu_supports("amx-bf16") && __builtin_cpu_supports("amx-tile");
 #endif
@@ -300,19 +301,26 @@ std::string lowPrecisionPath() {
   std::string products = forced;
   if (products.empty())
     products = amx && amxRefused.empty() ? "amx" : dot ? "dot" : "widen";
+  bool hasDot = false;
+#if defined(__x86_64__) && defined(__GNUC__)
+  hasDot = __builtin_cpu_supports("avx512bf16");
+#endif
   std::string text;
   if (products == "amx" || products == "amx-emulated")
     text = std::string("bf16: AMX tiles (tdpbf16ps") +
            (products == "amx" ? "" : ", emulated by vector code") +
            ") in matmuls and experts, " +
-           (dot ? "AVX-512 BF16 dot products in attention"
-                : "f32 FMA in attention") +
+           (hasDot ? "AVX-512 BF16 dot products in attention"
+                   : "f32 FMA in attention") +
            ", widened to f32 FMA elsewhere";
   else if (products == "dot")
     text = "bf16: AVX-512 BF16 dot products (vdpbf16ps) in matmuls, experts "
            "and attention, widened to f32 FMA elsewhere";
   else
-    text = "bf16: widened to f32 FMA";
+    text = std::string("bf16: widened to f32 FMA") +
+           (hasDot && forced.empty()
+                ? " (this Intel CPU's AVX-512 BF16 multiplies no faster)"
+                : "");
   text += how + "; f16: widened";
   if (!amx)
     text += "; the host has no AMX";

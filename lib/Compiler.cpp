@@ -134,6 +134,20 @@ static std::string amxUnusableReason(const llvm::TargetMachine &tm) {
   return forThisMachine ? requestAmxTileData() : "";
 }
 
+/// Whether AVX-512 BF16's dot products outrun f32 FMAs on widened operands
+/// on `tm`'s CPU, which is what auto takes them for. On AMD's Zen 4 and 5
+/// vdpbf16ps issues where FMAs do and does twice their multiplies: bf16
+/// matmuls ran at 1.4-1.6x the f32 FMA peak there. Intel's cores with it
+/// (Cooper Lake to Granite Rapids) issue it on one port but FMAs on two, so
+/// it multiplies no faster, and the pairs' packing costs more: on Emerald
+/// Rapids a bf16 2048^3 matmul took 122-126 ms with dot products and 77-85
+/// ms widened, attention 225-230 ms against 184-194 ms. Those CPUs have AMX
+/// for bf16; where their AMX is unusable (hidden by a hypervisor, or its
+/// tile data refused), auto widens.
+static bool dotOutrunsFma(const llvm::TargetMachine &tm) {
+  return tm.getTargetCPU().starts_with("znver");
+}
+
 Expected<std::string> seqc::resolveBf16Products(const CompileOptions &options,
                                                 const llvm::TargetMachine &tm) {
   Bf16Products requested = options.bf16Products;
@@ -155,16 +169,17 @@ Expected<std::string> seqc::resolveBf16Products(const CompileOptions &options,
     std::string refusal = hasAmx ? amxUnusableReason(tm) : "";
     if (hasAmx && refusal.empty())
       return std::string("amx");
+    bool dot = hasDot && dotOutrunsFma(tm);
     if (hasAmx) {
       // The CPU has AMX but this process may not use it: said once.
       static std::once_flag warned;
       std::call_once(warned, [&] {
         llvm::errs() << "seqc: warning: " << refusal << "; bf16 products take "
-                     << (hasDot ? "AVX-512 BF16 dot products" : "f32 FMAs")
+                     << (dot ? "AVX-512 BF16 dot products" : "f32 FMAs")
                      << " instead of AMX tiles\n";
       });
     }
-    return std::string(hasDot ? "dot" : "widen");
+    return std::string(dot ? "dot" : "widen");
   }
   case Bf16Products::Widen:
     return std::string("widen");

@@ -55,8 +55,8 @@ typedef enum seqc_profile {
 typedef enum seqc_bf16_products {
   SEQC_BF16_AUTO = 0,        /* $SEQC_CPU_BF16 (amx, amx-emulated, dot, widen)
                                 if set, else AMX tiles where the CPU has AMX
-                                and Linux grants the tile data, else dot where
-                                it has AVX-512 BF16 */
+                                and Linux grants the tile data, else dot on
+                                AMD CPUs with AVX-512 BF16, else widened */
   SEQC_BF16_DOT = 1,         /* AVX-512 BF16 vdpbf16ps on bf16 pairs; an error
                                 for a CPU without it */
   SEQC_BF16_WIDEN = 2,       /* f32 FMAs on operands widened to f32 */

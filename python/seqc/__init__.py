@@ -121,8 +121,8 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
     Linux refuses its tile data; "amx-emulated", the same kernels with the
     tiles emulated (any CPU, for tests); "dot", AVX-512 BF16 on bf16 pairs,
     an error where the CPU lacks it; "widen", f32 FMAs; "auto", the
-    default: $SEQC_CPU_BF16 if set, else amx, else dot where the CPU has
-    them). Raises CompileError with seqc's diagnostics."""
+    default: $SEQC_CPU_BF16 if set, else amx where the CPU has it, else
+    dot on AMD CPUs with AVX-512 BF16, else widen). Raises CompileError with seqc's diagnostics."""
     if target not in _TARGETS:
         raise ValueError(f"seqc: unknown target '{target}' "
                          f"(one of {', '.join(_TARGETS)})")
