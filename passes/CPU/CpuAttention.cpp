@@ -230,7 +230,9 @@ void AttentionLowering::onlineSoftmax(KernelBuilder &k, const QueryBlock &q,
   k.forEach(k.idx(0), q.rows, k.idx(1), [&](Value i) {
     Value pos = k.add(k.add(q.i0, i), q.offset);
     SmallVector<Value> sv;
-    Value rowMax = negInf;
+    // Lane-wise maxima and sums first, then one reduction across lanes per
+    // row (reductions are shuffles, on the port Intel's second FMA uses).
+    Value laneMax = k.splat(negInf, lanes);
     for (int64_t c0 = 0; c0 < Bk; c0 += lanes) {
       Value j = arith::AddIOp::create(k.builder(), iota,
                                       k.splat(k.add(j0, k.idx(c0)), lanes));
@@ -248,23 +250,25 @@ void AttentionLowering::onlineSoftmax(KernelBuilder &k, const QueryBlock &q,
         score = k.fmul(score, k.splat(k.f32(s.scale), lanes));
       Value sc = k.select(vis, score, k.splat(negInf, lanes));
       sv.push_back(sc);
-      rowMax = k.fmax(rowMax, k.hmax(sc));
+      laneMax = k.fmax(laneMax, sc);
     }
+    Value rowMax = k.hmax(laneMax);
     Value mOld = k.mload(q.mS, {i});
     Value mNew = k.fmax(mOld, rowMax);
     // Rows that have seen no key yet keep m = -inf: subtract 0.
     Value seen = k.fcmp(CmpFPredicate::OGT, mNew, negInf);
     Value base = k.select(seen, mNew, k.f32(0.0));
     Value corr = k.exp(k.fsub(mOld, base));
-    Value sum = k.f32(0.0);
+    Value sums = k.vconst(0.0, lanes);
     Value baseV = k.splat(base, lanes);
     // Every lane of the tile is written: past `cols`, p is 0, the pad
     // step bf16 pairs read.
     for (int64_t c0 = 0; c0 < Bk; c0 += lanes) {
       Value p = k.exp(k.fsub(sv[c0 / lanes], baseV));
       k.vstore(p, q.P, {i, k.idx(c0)});
-      sum = k.fadd(sum, k.hsum(p));
+      sums = k.fadd(sums, p);
     }
+    Value sum = k.hsum(sums);
     k.mstore(mNew, q.mS, {i});
     k.mstore(k.fadd(k.fmul(k.mload(q.lS, {i}), corr), sum), q.lS, {i});
     Value corrV = k.splat(corr, lanes);

@@ -338,7 +338,12 @@ Value KernelBuilder::vfma(Value a, Value c, Value acc) {
 }
 
 Value KernelBuilder::hsum(Value v) {
-  return vector::ReductionOp::create(b, vector::CombiningKind::ADD, v);
+  // Reassociable: a tree of shuffles and adds (log2 lanes deep) rather
+  // than LLVM's strictly ordered chain of one add per lane.
+  auto reduction =
+      vector::ReductionOp::create(b, vector::CombiningKind::ADD, v);
+  reduction.setFastmath(arith::FastMathFlags::reassoc);
+  return reduction;
 }
 
 Value KernelBuilder::hmax(Value v) {

@@ -116,6 +116,7 @@ public:
   Value vmask(Value active, int64_t lanes);
   Value splat(Value scalar, int64_t lanes);
   Value vfma(Value a, Value b, Value c);
+  /// The sum of a vector's lanes, in any order (a shuffle tree).
   Value hsum(Value v);
   Value hmax(Value v);
   /// A 64-byte aligned stack buffer of static `shape` (f32 unless
