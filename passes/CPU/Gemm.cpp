@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "llvm/Support/MathExtras.h"
@@ -138,9 +139,11 @@ struct MicroKernel {
                                    /*isDataCache=*/true);
     SmallVector<Value> sums = g.pairs() ? reducePairs(i0, j0, rows, vecs)
                                         : reduceF32(i0, j0, rows, vecs, masks);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t v = 0; v < vecs; ++v)
-        storeToC(sums[r * vecs + v], row(i0, r), j0, v, masks);
+    storeTile([&](bool accumulate) {
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t v = 0; v < vecs; ++v)
+          storeToC(sums[r * vecs + v], row(i0, r), j0, v, masks, accumulate);
+    });
   }
 
   /// AMX: rows [i0, i0 + 32) x columns [j0, j0 + 32) of C as 2 x 2 tiles
@@ -155,20 +158,41 @@ struct MicroKernel {
         amx::TileStoreOp::create(kb.builder(), C.memref.getLoc(), tileScratch,
                                  ValueRange{kb.idx(r * n), kb.idx(v * n)},
                                  sums[r * 2 + v]);
-    kb.forEach(kb.idx(0), validRows, kb.idx(1), [&](Value r) {
-      for (int64_t v = 0; v < g.vecs; ++v) {
-        Value sum = kb.vload(tileScratch, {r, kb.idx(v * g.lanes)}, g.lanes);
-        storeToC(sum, kb.add(i0, r), j0, v, masks);
-      }
+    storeTile([&](bool accumulate) {
+      kb.forEach(kb.idx(0), validRows, kb.idx(1), [&](Value r) {
+        for (int64_t v = 0; v < g.vecs; ++v) {
+          Value sum = kb.vload(tileScratch, {r, kb.idx(v * g.lanes)}, g.lanes);
+          storeToC(sum, kb.add(i0, r), j0, v, masks, accumulate);
+        }
+      });
     });
   }
 
 private:
+  /// `store(accumulate)`: C's tile added to (accumulate) or overwritten,
+  /// as addToC says; a branch per tile when that is only known at run
+  /// time, so an overwrite never reads C (for a product of a few steps,
+  /// reading the tile cost as much as the steps).
+  void storeTile(const std::function<void(bool)> &store) {
+    if (std::optional<int64_t> known = getConstantIntValue(addToC)) {
+      store(*known != 0);
+      return;
+    }
+    auto ifOp = scf::IfOp::create(kb.builder(), TypeRange{}, addToC,
+                                  /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(kb.builder());
+    kb.builder().setInsertionPointToStart(&ifOp.getThenRegion().front());
+    store(true);
+    kb.builder().setInsertionPointToStart(&ifOp.getElseRegion().front());
+    store(false);
+  }
+
   /// C's vector v of row `r` (from j0) becomes `sum`, plus C's value when
-  /// addToC.
-  void storeToC(Value sum, Value r, Value j0, int64_t v,
-                ArrayRef<Value> masks) {
-    sum = kb.select(addToC, kb.fadd(load(C, r, j0, v, masks), sum), sum);
+  /// `accumulate`.
+  void storeToC(Value sum, Value r, Value j0, int64_t v, ArrayRef<Value> masks,
+                bool accumulate) {
+    if (accumulate)
+      sum = kb.fadd(load(C, r, j0, v, masks), sum);
     SmallVector<Value> ivs = C.at(r, col(j0, v));
     if (masks.empty())
       kb.vstore(sum, C.memref, ivs);
