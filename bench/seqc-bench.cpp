@@ -329,6 +329,54 @@ std::string lowPrecisionPath() {
   return text;
 }
 
+/// Each case `x_bf16` against its f32 form `x` in interleaved rounds (one
+/// call of each per round, so that the machine's drift lands on both): the
+/// issue's "bf16 faster than its f32 form in the same run", robust to a
+/// shared host whose speed wanders by 10-20 % within a sitting.
+void compareLowPrecision(Engine &engine, const std::vector<Case> &cases,
+                         int runs) {
+  std::vector<std::pair<const Case *, const Case *>> pairs;
+  for (const Case &low : cases) {
+    const std::string suffix = "_bf16";
+    if (low.name.size() <= suffix.size() ||
+        low.name.compare(low.name.size() - suffix.size(), suffix.size(),
+                         suffix) != 0)
+      continue;
+    std::string name = low.name.substr(0, low.name.size() - suffix.size());
+    for (const Case &full : cases)
+      if (full.name == name)
+        pairs.push_back({&full, &low});
+  }
+  if (pairs.empty())
+    return;
+  int rounds = std::max(9, runs);
+  std::printf("\nbf16 against f32, the same op (median ms of %d interleaved "
+              "rounds; > 1: bf16 is faster):\n",
+              rounds);
+  for (auto [full, low] : pairs) {
+    Function fns[2] = {compile(engine, full->mlir, false, full->name),
+                       compile(engine, low->mlir, false, low->name)};
+    Inputs ins[2] = {
+        makeInputs(fns[0].signature(), full->intRange, full->shapeInput),
+        makeInputs(fns[1].signature(), low->intRange, low->shapeInput)};
+    std::vector<double> times[2];
+    for (int i = 0; i < 2; ++i)
+      if (auto warm = fns[i].call(ins[i].views); !warm)
+        die(warm.message());
+    for (int r = 0; r < rounds; ++r)
+      for (int i = 0; i < 2; ++i) {
+        double t0 = now();
+        auto out = fns[i].call(ins[i].views);
+        times[i].push_back((now() - t0) * 1e3);
+        if (!out)
+          die(out.message());
+      }
+    double f32Ms = median(times[0]), bf16Ms = median(times[1]);
+    std::printf("  %-18s f32=%.2f bf16=%.2f  f32/bf16=%.2f\n",
+                full->name.c_str(), f32Ms, bf16Ms, f32Ms / bf16Ms);
+  }
+}
+
 /// The graph of one packed-batch family: steps `T`, and with `sequences`
 /// > 0 a packed batch of that many sequences (`segments`, one state each).
 std::string packedGraph(const std::string &family, int64_t T,
@@ -779,5 +827,6 @@ int main(int argc, char **argv) {
 
   if (only.empty() || only == "packed")
     packedBatch(engine, quick, runs);
+  compareLowPrecision(engine, cases, runs);
   return 0;
 }
