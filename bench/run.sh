@@ -41,7 +41,7 @@ if [ "$ONLY" != python ] && [ "$ONLY" != distributed ]; then
   trap 'rm -f "$RESULTS"' EXIT
   "$BUILD_DIR/bin/seqc-bench" --results "$RESULTS" "$@"
   if [ "${SEQC_BENCH_PEERS:-1}" != 0 ]; then
-    $PY bench/peers.py "$RESULTS"
+    SEQC_BUILD_DIR="$BUILD_DIR" $PY bench/peers.py "$RESULTS"
   fi
 fi
 if [ -z "$ONLY" ] || [ "$ONLY" = python ]; then
