@@ -91,6 +91,13 @@ seqc::hostTargetMachine(int optLevel, const std::string &cpu) {
   return std::move(*tm);
 }
 
+int64_t seqc::cpuVectorLanes(const llvm::TargetMachine &tm) {
+  const llvm::MCSubtargetInfo &info = *tm.getMCSubtargetInfo();
+  if (info.checkFeatures("+avx512f"))
+    return 16;
+  return info.checkFeatures("+avx") ? 8 : 4;
+}
+
 std::vector<std::string> seqc::cpuFeaturesOf(const llvm::TargetMachine &tm) {
   std::vector<std::string> features;
   for (const std::string &f : knownCpuFeatures())
@@ -411,6 +418,12 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     if (!products)
       return products.status();
     cpu.bf16Products = *products;
+    // The kernels' vectors are as wide as the registers of the CPU the code
+    // is for, which need not be this one's (--cpu x86-64-v3, the x86-64-v2
+    // fallback): 512-bit vectors on an AVX2 CPU would be split in two by
+    // LLVM, and on SSE in four. The cache sizes stay this machine's, the
+    // only ones known.
+    cpu.vectorWidth = cpuVectorLanes(tm);
     buildCpuPipeline(pm, cpu);
   } else {
     if (options.reference)

@@ -71,4 +71,27 @@ with tempfile.TemporaryDirectory() as tmp:
                " T seqc_fallback__main" in syms, p.stderr)
     if not lacking:
         print("note: this CPU has every candidate's feature; the error is not exercised")
+
+    # The kernels' vectors are as wide as the named CPU's registers, not this
+    # machine's. LLVM would split vectors wider than the CPU's registers (so
+    # no register check could tell), but each op of a 16-lane kernel would
+    # become 2 (AVX2) or 4 (SSE) instructions: the vector instructions of
+    # kernels of the right width stay close in number.
+    block = os.path.join(HERE, "..", "..", "examples", "gla_block.mlir")
+    vector_instructions = {}
+    for cpu, register in (("skylake-avx512", "zmm"), ("x86-64-v3", "ymm"),
+                          ("x86-64-v2", "xmm")):
+        obj = os.path.join(tmp, cpu + "-block.o")
+        p = run(["seqc-compile", block, "-o", obj, "--cpu", cpu, "--fallback-cpu", "none"])
+        asm = run(["objdump", "-d", "--no-show-raw-insn", obj]).stdout.splitlines()
+        widest = [r for r in ("zmm", "ymm", "xmm") if any("%" + r in l for l in asm)]
+        n = sum(1 for l in asm if "mm" in l and any(f"%{r}" in l for r in ("xmm", "ymm", "zmm")))
+        vector_instructions[cpu] = n
+        expect(f"{cpu} kernels' widest registers are {register}",
+               p.returncode == 0 and widest[:1] == [register], f"({widest}) {p.stderr}")
+    base = vector_instructions["skylake-avx512"]
+    for cpu in ("x86-64-v3", "x86-64-v2"):
+        ratio = vector_instructions[cpu] / max(base, 1)
+        expect(f"{cpu} kernels are written for its width: {vector_instructions[cpu]} vector "
+               f"instructions, {ratio:.2f}x AVX-512's", ratio < 1.5)
 sys.exit(1 if failures else 0)

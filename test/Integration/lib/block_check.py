@@ -18,7 +18,7 @@ import tempfile
 
 import blocks_ref as ref
 import numpy as np
-from seqc_testing import SEQC_RUN, Checker
+from seqc_testing import SEQC_AOT_RUN, SEQC_COMPILE, SEQC_RUN, Checker
 
 import blocks
 import weights as wgen
@@ -29,13 +29,17 @@ STACKS = ("hybrid", "qwen3next")  # (h, aux loss, states): T 100, tolerance 2e-4
 PIPELINES = (("fast", []), ("reference", ["--reference"]),
              ("cuda-emulated", ["--target", "cuda-emulated"]))
 PACKED_LENGTHS = [5, 0, 33, 17]  # with an empty sequence; not multiples of any chunk
+# Ahead-of-time libraries for older x86-64 levels, which run on any host
+# that runs the tests: their kernels take that CPU's vector width (8 f32
+# lanes with AVX2, 4 with SSE), not this machine's.
+AOT_CPUS = ("x86-64-v3", "x86-64-v2")
 
 
-def seqc_run(path, func, weight_file, inputs, tmp, tag, extra=()):
+def seqc_run(path, func, weight_file, inputs, tmp, tag, extra=(), runner=SEQC_RUN):
     """Runs @func with the weights file and `inputs` (arrays bound in order
     to the arguments the weights do not name); returns the results."""
     out = os.path.join(tmp, "out-" + tag)
-    cmd = [SEQC_RUN, path, "-e", func, "--weights", weight_file, "--output-dir", out]
+    cmd = [runner, path, "-e", func, "--weights", weight_file, "--output-dir", out]
     for i, a in enumerate(inputs):
         p = os.path.join(tmp, f"{tag}-in{i}.npy")
         np.save(p, np.ascontiguousarray(a, dtype=a.dtype))
@@ -48,6 +52,19 @@ def seqc_run(path, func, weight_file, inputs, tmp, tag, extra=()):
         results.append(np.load(os.path.join(out, f"result{i}.npy")))
         i += 1
     return results
+
+
+def seqc_aot_run(path, func, weight_file, inputs, tmp, cpu):
+    """Like seqc_run, through a library compiled for `cpu` (no fallback)."""
+    lib = os.path.join(tmp, f"{cpu}.so")
+    if not os.path.exists(lib):
+        proc = subprocess.run([SEQC_COMPILE, path, "-o", lib, "--cpu", cpu,
+                               "--fallback-cpu", "none", "--strict"],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"seqc-compile {path} --cpu {cpu}: {proc.stderr.strip()}")
+    return seqc_run(lib, func, weight_file, inputs, tmp, f"{func}-{cpu}",
+                    runner=SEQC_AOT_RUN)
 
 
 def reference(kind, u, W, func="main"):
@@ -123,8 +140,13 @@ def main():
             wfile = os.path.join(tmp, f"{func}.safetensors")
             wgen.write_safetensors(wfile, W)
             expect = reference(kind, u, W, func)
-            for pipeline, extra in PIPELINES:
-                got = seqc_run(path, func, wfile, [u], tmp, f"{func}-{pipeline}", extra)
+            runs = [(name, lambda extra=extra, name=name: seqc_run(
+                path, func, wfile, [u], tmp, f"{func}-{name}", extra))
+                for name, extra in PIPELINES]
+            runs += [(f"aot {cpu}", lambda cpu=cpu: seqc_aot_run(path, func, wfile, [u], tmp, cpu))
+                     for cpu in AOT_CPUS]
+            for pipeline, run in runs:
+                got = run()
                 c.expect(f"@{func} {pipeline}: {len(expect)} results", len(got) == len(expect),
                          f"(got {len(got)})")
                 for i, (g, e) in enumerate(zip(got, expect)):

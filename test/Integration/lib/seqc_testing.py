@@ -13,6 +13,8 @@ import tempfile
 import numpy as np
 
 SEQC_RUN = shutil.which("seqc-run") or "seqc-run"
+SEQC_COMPILE = shutil.which("seqc-compile") or "seqc-compile"
+SEQC_AOT_RUN = shutil.which("seqc-aot-run") or "seqc-aot-run"
 
 _NP_TO_MLIR = {np.float32: "f32", np.float16: "f16", np.int32: "i32", np.int64: "i64"}
 
