@@ -129,17 +129,7 @@ void AttentionLowering::emitPackTile(KernelBuilder &k, ValueRange in, Value bi,
     MatrixRef kTOut{KT, [&](Value c, Value j) {
                       return SmallVector<Value>{bi, hk, c, k.add(j0, j)};
                     }};
-    // Transpose through lanes: rows of keys -> columns of kT.
-    k.forEach(k.idx(0), len, k.idx(1), [&](Value j) {
-      for (int64_t c0 = 0; c0 < s.K; c0 += lanes) {
-        int64_t n = std::min(lanes, s.K - c0);
-        Value v = k.vloadMasked(keysIn, keys.at(j, k.idx(c0)), lanes,
-                                k.vmask(k.idx(n), lanes));
-        for (int64_t l = 0; l < n; ++l)
-          k.mstore(vector::ExtractOp::create(k.builder(), v, l), KT,
-                   kTOut.at(k.idx(c0 + l), j));
-      }
-    });
+    transposeInto(k, target, keys, len, s.K, kTOut);
     MatrixRef packed{VP, [&](Value j, Value c) {
                        return SmallVector<Value>{bi, hk, k.add(j0, j), c};
                      }};

@@ -57,23 +57,75 @@ void seqc::packRows(KernelBuilder &kb, const CpuTarget &target,
   });
 }
 
+/// The square block whose rows are `rows` (as many as each has lanes),
+/// transposed in registers: log2(lanes) stages, each swapping the two
+/// off-diagonal h x h blocks of every 2h x 2h block (h = lanes / 2, ..., 1),
+/// two shuffles per pair of rows.
+static SmallVector<Value> transposeSquare(KernelBuilder &kb,
+                                          SmallVector<Value> rows) {
+  const int64_t n = rows.size();
+  for (int64_t h = n / 2; h >= 1; h /= 2) {
+    // Lane l of the upper row keeps its own lane where l is in the left
+    // block and takes the lower row's lane l - h in the right one; the
+    // lower row takes the upper row's lane l + h, or keeps its own.
+    SmallVector<int64_t> upper(n), lower(n);
+    for (int64_t l = 0; l < n; ++l) {
+      bool right = l & h;
+      upper[l] = right ? n + l - h : l;
+      lower[l] = right ? n + l : l + h;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      if (i & h)
+        continue;
+      Value a = rows[i], c = rows[i + h];
+      rows[i] = vector::ShuffleOp::create(kb.builder(), a, c, upper);
+      rows[i + h] = vector::ShuffleOp::create(kb.builder(), a, c, lower);
+    }
+  }
+  return rows;
+}
+
 void seqc::transposeInto(KernelBuilder &kb, const CpuTarget &target,
                          const MatrixRef &src, Value rows, int64_t cols,
-                         Value dst) {
+                         const MatrixRef &dst) {
   const int64_t lanes = target.vectorWidth;
-  kb.forEach(kb.idx(0), rows, kb.idx(1), [&](Value r) {
+  auto loadRow = [&](Value r, int64_t c0) {
+    int64_t n = std::min(lanes, cols - c0);
+    SmallVector<Value> at = src.at(r, kb.idx(c0));
+    return n == lanes ? kb.vload(src.memref, at, lanes)
+                      : kb.vloadMasked(src.memref, at, lanes,
+                                       kb.vmask(kb.idx(n), lanes));
+  };
+  // Whole blocks of `lanes` rows go through registers: a block's rows are
+  // loaded, transposed by shuffles and stored as whole columns.
+  Value wholeRows = kb.sub(rows, kb.rems(rows, kb.idx(lanes)));
+  kb.forEach(kb.idx(0), wholeRows, kb.idx(lanes), [&](Value r0) {
     for (int64_t c0 = 0; c0 < cols; c0 += lanes) {
-      int64_t n = std::min(lanes, cols - c0);
-      SmallVector<Value> at = src.at(r, kb.idx(c0));
-      Value v = n == lanes ? kb.vload(src.memref, at, lanes)
-                           : kb.vloadMasked(src.memref, at, lanes,
-                                            kb.vmask(kb.idx(n), lanes));
-      for (int64_t l = 0; l < n; ++l) {
+      SmallVector<Value> block;
+      for (int64_t i = 0; i < lanes; ++i)
+        block.push_back(loadRow(kb.add(r0, kb.idx(i)), c0));
+      SmallVector<Value> columns = transposeSquare(kb, std::move(block));
+      for (int64_t j = 0; j < std::min(lanes, cols - c0); ++j)
+        kb.vstore(columns[j], dst.memref, dst.at(kb.idx(c0 + j), r0));
+    }
+  });
+  // The rows past them one at a time, a lane per store (no scatters, which
+  // are slow where they exist at all).
+  kb.forEach(wholeRows, rows, kb.idx(1), [&](Value r) {
+    for (int64_t c0 = 0; c0 < cols; c0 += lanes) {
+      Value v = loadRow(r, c0);
+      for (int64_t l = 0; l < std::min(lanes, cols - c0); ++l) {
         Value x = vector::ExtractOp::create(kb.builder(), v, l);
-        kb.mstore(x, dst, {kb.idx(c0 + l), r});
+        kb.mstore(x, dst.memref, dst.at(kb.idx(c0 + l), r));
       }
     }
   });
+}
+
+void seqc::transposeInto(KernelBuilder &kb, const CpuTarget &target,
+                         const MatrixRef &src, Value rows, int64_t cols,
+                         Value dst) {
+  transposeInto(kb, target, src, rows, cols, rowMajor(dst));
 }
 
 namespace {

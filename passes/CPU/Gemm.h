@@ -196,9 +196,14 @@ void packRows(KernelBuilder &kb, const CpuTarget &target, const MatrixRef &src,
 void packRows(KernelBuilder &kb, const CpuTarget &target, const MatrixRef &src,
               Value rows, int64_t cols, Value dst,
               const std::function<Value(Value, Value)> &transform = nullptr);
-/// Writes the transpose of the row-major [rows x cols] buffer `src` into
-/// `dst` [cols x >= rows]: vector loads of rows, scalar stores of lanes
-/// (no scatters, which are slow where they exist at all).
+/// Writes the transpose of the [rows x cols] matrix `src` (rows contiguous)
+/// into `dst` (element (c, r) for c < cols, r < rows; its rows contiguous):
+/// blocks of lanes x lanes transposed in registers, the rows past the last
+/// whole block a lane at a time.
+void transposeInto(KernelBuilder &kb, const CpuTarget &target,
+                   const MatrixRef &src, Value rows, int64_t cols,
+                   const MatrixRef &dst);
+/// transposeInto the row-major 2-D buffer `dst` [cols x >= rows].
 void transposeInto(KernelBuilder &kb, const CpuTarget &target,
                    const MatrixRef &src, Value rows, int64_t cols, Value dst);
 
