@@ -14,6 +14,8 @@
 // RUN: seqc-opt %s --seqc-cpu-pipeline="bf16-products=dot" --split-input-file | FileCheck %s --check-prefix=LLVM
 // RUN: seqc-opt %s --seqc-cpu-pipeline="bf16-products=amx" --split-input-file | FileCheck %s --check-prefix=AMXLLVM
 // RUN: not seqc-opt %s --seq-lower-to-cpu="bf16-products=tiles" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not seqc-opt %s --seq-lower-to-cpu="vector-width=6" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADWIDTH
+// RUN: not seqc-opt %s --seqc-cpu-pipeline="vector-width=32" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADWIDTH32
 
 // B packed once into bf16 pair panels, A's rows into bf16 blocks, the
 // product from both.
@@ -46,6 +48,8 @@
 // AMXLLVM: llvm.call_intrinsic "llvm.x86.tdpbf16ps.internal"
 // AMXLLVM: llvm.call_intrinsic "llvm.x86.tilestored64.internal"
 // BAD: unknown bf16-products 'tiles' (amx, amx-emulated, dot, widen or auto)
+// BADWIDTH: error: seq-lower-to-cpu: vector-width 6 is not 4, 8 or 16 (the f32 lanes of SSE, AVX or AVX-512 vectors; 0: the host's)
+// BADWIDTH32: error: seq-select-strategy: vector-width 32 is not 4, 8 or 16
 func.func @matmul_bf16(%a: tensor<300x333xbf16>, %b: tensor<333x70xbf16>) -> tensor<300x70xf32> {
   %e = tensor.empty() : tensor<300x70xf32>
   %z = arith.constant 0.0 : f32
