@@ -91,13 +91,6 @@ seqc::hostTargetMachine(int optLevel, const std::string &cpu) {
   return std::move(*tm);
 }
 
-int64_t seqc::cpuVectorLanes(const llvm::TargetMachine &tm) {
-  const llvm::MCSubtargetInfo &info = *tm.getMCSubtargetInfo();
-  if (info.checkFeatures("+avx512f"))
-    return 16;
-  return info.checkFeatures("+avx") ? 8 : 4;
-}
-
 std::vector<std::string> seqc::cpuFeaturesOf(const llvm::TargetMachine &tm) {
   std::vector<std::string> features;
   for (const std::string &f : knownCpuFeatures())
@@ -423,7 +416,9 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     // fallback): 512-bit vectors on an AVX2 CPU would be split in two by
     // LLVM, and on SSE in four. The cache sizes stay this machine's, the
     // only ones known.
-    cpu.vectorWidth = cpuVectorLanes(tm);
+    cpu.vectorWidth = cpuVectorLanes([&](llvm::StringRef feature) {
+      return tm.getMCSubtargetInfo()->checkFeatures(("+" + feature).str());
+    });
     buildCpuPipeline(pm, cpu);
   } else {
     if (options.reference)

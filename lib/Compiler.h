@@ -53,10 +53,6 @@ hostTargetMachine(int optLevel, const std::string &cpu = "");
 Expected<std::string> resolveBf16Products(const CompileOptions &options,
                                           const llvm::TargetMachine &tm);
 
-/// The f32 lanes of the widest vector registers of `tm`'s CPU: 16 with
-/// AVX-512, 8 with AVX, else 4.
-int64_t cpuVectorLanes(const llvm::TargetMachine &tm);
-
 /// The features of knownCpuFeatures() code for `tm` may use.
 std::vector<std::string> cpuFeaturesOf(const llvm::TargetMachine &tm);
 

@@ -29,6 +29,17 @@ namespace seqc {
 #define GEN_PASS_DECL
 #include "passes/RuntimeABI/Passes.h.inc"
 
+/// The f32 lanes of a CPU's widest vectors, from its features (`has`
+/// answers for LLVM's feature names): 16 with AVX-512, 8 with AVX, else 4.
+/// The host's description and code for a named CPU both take it.
+int64_t cpuVectorLanes(llvm::function_ref<bool(llvm::StringRef)> has);
+
+/// An error on `root` unless `lanes`, the `vector-width` option of `pass`,
+/// is 0 (the host's) or a CPU's: 4, 8 or 16 (SSE, AVX, AVX-512; the
+/// kernels' in-register transposes take powers of two).
+mlir::LogicalResult checkCpuVectorWidth(mlir::Operation *root,
+                                        llvm::StringRef pass, int64_t lanes);
+
 /// An error on the first op with `segments` or `checkpoint_every` under
 /// `root`: the lowering `pass` takes only plain ops, which
 /// seq-expand-sequences makes.

@@ -64,6 +64,7 @@ void seqc::packRows(KernelBuilder &kb, const CpuTarget &target,
 static SmallVector<Value> transposeSquare(KernelBuilder &kb,
                                           SmallVector<Value> rows) {
   const int64_t n = rows.size();
+  assert(llvm::isPowerOf2_64(n) && "a transpose in registers halves blocks");
   for (int64_t h = n / 2; h >= 1; h /= 2) {
     // Lane l of the upper row keeps its own lane where l is in the left
     // block and takes the lower row's lane l - h in the right one; the

@@ -34,14 +34,9 @@ struct SeqLowerToCpu : seqc::impl::SeqLowerToCpuBase<SeqLowerToCpu> {
                                                "seq-lower-to-cpu")))
       return signalPassFailure();
     seqc::CpuTarget target = seqc::CpuTarget::host();
-    if (vectorWidth != 0 &&
-        !seqc::TargetDescription::isCpuVectorWidth(vectorWidth)) {
-      getOperation().emitError()
-          << "seq-lower-to-cpu: vector-width " << vectorWidth.getValue()
-          << " is not 4, 8 or 16 (the f32 lanes of SSE, AVX or AVX-512 "
-             "vectors; 0: the host's)";
+    if (failed(seqc::checkCpuVectorWidth(getOperation(), "seq-lower-to-cpu",
+                                         vectorWidth)))
       return signalPassFailure();
-    }
     if (vectorWidth > 0)
       target.vectorWidth = vectorWidth;
     // "dot" and "amx" emit their instructions whatever the host (IR for

@@ -24,14 +24,9 @@ struct SelectStrategy : seqc::impl::SeqSelectStrategyBase<SelectStrategy> {
   FailureOr<TargetDescription> describeTarget() {
     if (target == "cpu") {
       TargetDescription t = TargetDescription::host();
-      if (vectorWidth != 0 &&
-          !TargetDescription::isCpuVectorWidth(vectorWidth)) {
-        getOperation().emitError()
-            << "seq-select-strategy: vector-width " << vectorWidth.getValue()
-            << " is not 4, 8 or 16 (the f32 lanes of SSE, AVX or AVX-512 "
-               "vectors; 0: the host's)";
+      if (failed(checkCpuVectorWidth(getOperation(), "seq-select-strategy",
+                                     vectorWidth)))
         return failure();
-      }
       if (vectorWidth > 0)
         t.vectorWidth = vectorWidth;
       if (l2Bytes > 0)

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Transforms/Strategy.h"
+#include "seqc/Passes.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/TargetParser/Host.h"
@@ -178,10 +179,25 @@ TargetDescription TargetDescription::cpu(int64_t vectorWidth, int64_t l1Bytes,
   return t;
 }
 
+int64_t seqc::cpuVectorLanes(llvm::function_ref<bool(StringRef)> has) {
+  if (has("avx512f"))
+    return 16;
+  return has("avx") ? 8 : 4;
+}
+
+LogicalResult seqc::checkCpuVectorWidth(Operation *root, StringRef pass,
+                                        int64_t lanes) {
+  if (lanes == 0 || lanes == 4 || lanes == 8 || lanes == 16)
+    return success();
+  return root->emitError() << pass << ": vector-width " << lanes
+                           << " is not 4, 8 or 16 (the f32 lanes of SSE, AVX "
+                              "or AVX-512 vectors; 0: the host's)";
+}
+
 TargetDescription TargetDescription::host() {
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  auto has = [&](const char *f) { return features.lookup(f); };
-  int64_t lanes = has("avx512f") ? 16 : (has("avx2") || has("avx")) ? 8 : 4;
+  auto has = [&](StringRef f) { return features.lookup(f); };
+  int64_t lanes = cpuVectorLanes(has);
   int64_t l1 = 32 * 1024, l2 = 1024 * 1024;
 #ifdef _SC_LEVEL1_DCACHE_SIZE
   if (long v = sysconf(_SC_LEVEL1_DCACHE_SIZE); v > 0)

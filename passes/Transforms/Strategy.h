@@ -73,12 +73,6 @@ struct TargetDescription {
   /// runs. No target chunks a per-key delta-rule decay (KDA) yet.
   bool chunkedDeltaRule = false;
 
-  /// Whether a CPU's vectors can have `lanes` f32 lanes: 4, 8 or 16 (SSE,
-  /// AVX, AVX-512; the kernels' transposes and reductions take powers of
-  /// two).
-  static bool isCpuVectorWidth(int64_t lanes) {
-    return lanes == 4 || lanes == 8 || lanes == 16;
-  }
   /// A CPU with `vectorWidth` f32 lanes and the given caches.
   static TargetDescription cpu(int64_t vectorWidth, int64_t l1Bytes,
                                int64_t l2Bytes);

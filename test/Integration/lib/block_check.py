@@ -11,6 +11,7 @@ each sequence run alone through @main.
 
   block_check.py KIND EXAMPLES_DIR
 """
+import itertools
 import os
 import subprocess
 import sys
@@ -140,13 +141,12 @@ def main():
             wfile = os.path.join(tmp, f"{func}.safetensors")
             wgen.write_safetensors(wfile, W)
             expect = reference(kind, u, W, func)
-            runs = [(name, lambda extra=extra, name=name: seqc_run(
-                path, func, wfile, [u], tmp, f"{func}-{name}", extra))
-                for name, extra in PIPELINES]
-            runs += [(f"aot {cpu}", lambda cpu=cpu: seqc_aot_run(path, func, wfile, [u], tmp, cpu))
-                     for cpu in AOT_CPUS]
-            for pipeline, run in runs:
-                got = run()
+            runs = itertools.chain(
+                ((name, seqc_run(path, func, wfile, [u], tmp, f"{func}-{name}", extra))
+                 for name, extra in PIPELINES),
+                ((f"aot {cpu}", seqc_aot_run(path, func, wfile, [u], tmp, cpu))
+                 for cpu in AOT_CPUS))
+            for pipeline, got in runs:
                 c.expect(f"@{func} {pipeline}: {len(expect)} results", len(got) == len(expect),
                          f"(got {len(got)})")
                 for i, (g, e) in enumerate(zip(got, expect)):
