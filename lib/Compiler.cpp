@@ -46,6 +46,19 @@ bool seqc::isRuntimeSymbol(const std::string &name) {
   return false;
 }
 
+/// What the ranks split, as the pipelines' `parallel` option.
+static std::string splitName(Parallelism parallel) {
+  switch (parallel) {
+  case Parallelism::Experts:
+    return "experts";
+  case Parallelism::SequenceAndExperts:
+    return "sequence+experts";
+  case Parallelism::Sequence:
+    break;
+  }
+  return "sequence";
+}
+
 static void initializeLLVM() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -403,10 +416,7 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     cpu.fuse = options.fuse;
     cpu.strict = options.strict;
     cpu.ranks = options.ranks;
-    cpu.parallel = options.parallel == Parallelism::Experts ? "experts"
-                   : options.parallel == Parallelism::SequenceAndExperts
-                       ? "sequence+experts"
-                       : "sequence";
+    cpu.parallel = splitName(options.parallel);
     Expected<std::string> products = resolveBf16Products(options, tm);
     if (!products)
       return products.status();
@@ -431,6 +441,8 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
       cuda.chip = options.cudaChip;
     if (options.cudaBlockThreads)
       cuda.blockThreads = options.cudaBlockThreads;
+    cuda.ranks = options.ranks;
+    cuda.parallel = splitName(options.parallel);
     // Without the toolkit's ptxas, embed PTX: the driver compiles it when
     // the module loads.
     if (!cuda.emulate && !cudaHasPtxas(cuda))

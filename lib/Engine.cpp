@@ -16,6 +16,7 @@
 
 #include "CudaDriver.h"
 #include "Mpi.h"
+#include "NcclApi.h"
 #include "PerfMap.h"
 #include "Runtime.h"
 #include "seqc/seqc_runtime.h"
@@ -51,6 +52,17 @@ const std::vector<RuntimeSymbol> &seqc::runtimeSymbols() {
        reinterpret_cast<void *>(&seqc_rt_profile_enter)},
       {rt::entry::kProfileExit,
        reinterpret_cast<void *>(&seqc_rt_profile_exit)},
+      // Distributed code's collectives on the CUDA target (Nccl.cpp).
+      {rt::entry::kNcclAllReduce,
+       reinterpret_cast<void *>(&seqc_rt_nccl_all_reduce)},
+      {rt::entry::kNcclSend, reinterpret_cast<void *>(&seqc_rt_nccl_send)},
+      {rt::entry::kNcclRecv, reinterpret_cast<void *>(&seqc_rt_nccl_recv)},
+      {rt::entry::kNcclEmulatedAllReduce,
+       reinterpret_cast<void *>(&seqc_rt_nccl_emulated_all_reduce)},
+      {rt::entry::kNcclEmulatedSend,
+       reinterpret_cast<void *>(&seqc_rt_nccl_emulated_send)},
+      {rt::entry::kNcclEmulatedRecv,
+       reinterpret_cast<void *>(&seqc_rt_nccl_emulated_recv)},
       // The CUDA entry points of MLIR's GPU lowering (CudaRuntime.cpp).
       {"mgpuModuleLoad", reinterpret_cast<void *>(&mgpuModuleLoad)},
       {"mgpuModuleLoadJIT", reinterpret_cast<void *>(&mgpuModuleLoadJIT)},
@@ -273,9 +285,13 @@ Engine::compile(std::string_view source, const CompileOptions &options,
   }
   if (options.ranks < 0)
     return Status::error("ranks must be >= 0");
-  if (options.ranks > 0 && options.target != Target::CPU)
-    return Status::error("distributed runs (ranks) are built for the CPU "
-                         "target only");
+  if (options.ranks > 0 && options.target == Target::CUDA) {
+    // The exchanges run on NCCL, opened here so that its absence is the
+    // compile's error rather than the first collective's.
+    const rt::NcclApi &nccl = rt::ncclApi();
+    if (!nccl.failure.empty())
+      return Status::error(nccl.failure);
+  }
   if (options.ranks > 0) {
     // The code's MPI calls resolve to the library opened here.
     rt::MpiWorld world;

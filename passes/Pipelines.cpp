@@ -107,6 +107,26 @@ static void addBufferization(OpPassManager &pm, bool deallocate = true,
   pm.addPass(createConvertBufferizationToMemRefPass());
 }
 
+/// Splits the graph's work over `ranks` processes (each target then lowers
+/// the exchanges, `shard` collectives, to its engine): "experts" gives each
+/// rank its experts of every moe_ffn, the routed tokens exchanged;
+/// "sequence" its steps of every op with a state, the states exchanged;
+/// "sequence+experts" both.
+static void addDistribution(OpPassManager &pm, int64_t ranks,
+                            StringRef parallel, bool strict) {
+  if (parallel != "sequence") {
+    seqc::SeqDistributeExpertsOptions distribute;
+    distribute.ranks = ranks;
+    pm.addPass(seqc::createSeqDistributeExperts(distribute));
+  }
+  if (parallel != "experts") {
+    seqc::SeqDistributeStepsOptions distribute;
+    distribute.ranks = ranks;
+    distribute.strict = strict;
+    pm.addPass(seqc::createSeqDistributeSteps(distribute));
+  }
+}
+
 std::string seqc::cudaToolkitPath(const CudaPipelineOptions &opts) {
   if (!opts.toolkit.empty())
     return opts.toolkit;
@@ -133,6 +153,15 @@ void seqc::buildCudaPipeline(OpPassManager &pm,
   // Packed batches and checkpoints become loops of plain ops, which the
   // lowerings plan and lower like any other.
   pm.addPass(createSeqExpandSequences());
+  if (opts.ranks > 0) {
+    // The exchanges run on NCCL between device buffers (emulated: on MPI
+    // between host buffers); MPI numbers the processes.
+    addDistribution(pm, opts.ranks, opts.parallel, opts.strict);
+    SeqCollectivesToNcclOptions nccl;
+    nccl.emulate = opts.emulate;
+    pm.addPass(createSeqCollectivesToNccl(nccl));
+    pm.addPass(createConvertShardToMPIPass());
+  }
   // One plan per op for the chip (also when emulated: the kernels are the
   // GPU's).
   SeqSelectStrategyOptions strategy;
@@ -216,19 +245,7 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
   // lowerings plan and lower like any other.
   pm.addPass(createSeqExpandSequences());
   if (opts.ranks > 0) {
-    if (opts.parallel != "sequence") {
-      // Each rank's experts, the routed tokens exchanged over MPI.
-      SeqDistributeExpertsOptions distribute;
-      distribute.ranks = opts.ranks;
-      pm.addPass(createSeqDistributeExperts(distribute));
-    }
-    if (opts.parallel != "experts") {
-      // Each rank's steps of every op, the states exchanged over MPI.
-      SeqDistributeStepsOptions distribute;
-      distribute.ranks = opts.ranks;
-      distribute.strict = opts.strict;
-      pm.addPass(createSeqDistributeSteps(distribute));
-    }
+    addDistribution(pm, opts.ranks, opts.parallel, opts.strict);
     pm.addPass(createSeqCollectivesToMpi());
     pm.addPass(createConvertShardToMPIPass());
   }
@@ -270,6 +287,37 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
 }
 
 namespace {
+/// What the ranks of a distributed pipeline split (both pipelines' option).
+enum class Split { Sequence, Experts, SequenceAndExperts };
+
+/// The `ranks` and `parallel` options of a pipeline with `Options`.
+template <typename Options> struct DistributionCLOptions {
+  explicit DistributionCLOptions(Options &owner)
+      : ranks(owner, "ranks",
+              llvm::cl::desc("split the work over this many MPI processes "
+                             "(0: one process)"),
+              llvm::cl::init(0)),
+        parallel(
+            owner, "parallel", llvm::cl::desc("what ranks split"),
+            llvm::cl::init(Split::Sequence),
+            llvm::cl::values(
+                clEnumValN(Split::Sequence, "sequence", "every seq op's steps"),
+                clEnumValN(Split::Experts, "experts", "moe_ffn's experts"),
+                clEnumValN(Split::SequenceAndExperts, "sequence+experts",
+                           "moe_ffn's experts and every other op's "
+                           "steps"))) {}
+
+  typename Options::template Option<int64_t> ranks;
+  typename Options::template Option<Split> parallel;
+
+  /// `parallel` as the pipelines' option string.
+  std::string split() const {
+    return parallel == Split::Experts              ? "experts"
+           : parallel == Split::SequenceAndExperts ? "sequence+experts"
+                                                   : "sequence";
+  }
+};
+
 struct CudaPipelineCLOptions
     : public PassPipelineOptions<CudaPipelineCLOptions> {
   Option<std::string> chip{*this, "chip", llvm::cl::desc("GPU architecture"),
@@ -298,6 +346,7 @@ struct CudaPipelineCLOptions
       llvm::cl::desc("an op without a fast kernel is an error (else a "
                      "remark)"),
       llvm::cl::init(false)};
+  DistributionCLOptions<CudaPipelineCLOptions> distribution{*this};
 };
 
 struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
@@ -317,11 +366,6 @@ struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
       llvm::cl::desc("an op without a fast kernel is an error (else a "
                      "remark)"),
       llvm::cl::init(false)};
-  Option<int64_t> ranks{
-      *this, "ranks",
-      llvm::cl::desc("split the steps over this many MPI processes (0: one "
-                     "process)"),
-      llvm::cl::init(0)};
   Option<std::string> bf16Products{
       *this, "bf16-products",
       llvm::cl::desc("products of bf16 operands: amx (AMX tiles in "
@@ -329,15 +373,7 @@ struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
                      "as vector code), dot (AVX-512 BF16), widen (f32 FMAs), "
                      "auto (amx, else dot, where the host has it)"),
       llvm::cl::init("auto")};
-  enum class Split { Sequence, Experts, SequenceAndExperts };
-  Option<Split> parallel{
-      *this, "parallel", llvm::cl::desc("what ranks split"),
-      llvm::cl::init(Split::Sequence),
-      llvm::cl::values(
-          clEnumValN(Split::Sequence, "sequence", "every seq op's steps"),
-          clEnumValN(Split::Experts, "experts", "moe_ffn's experts"),
-          clEnumValN(Split::SequenceAndExperts, "sequence+experts",
-                     "moe_ffn's experts and every other op's steps"))};
+  DistributionCLOptions<CpuPipelineCLOptions> distribution{*this};
 };
 } // namespace
 
@@ -357,6 +393,8 @@ void seqc::registerPasses() {
         opts.emulate = cl.emulate;
         opts.fuse = cl.fuse;
         opts.strict = cl.strict;
+        opts.ranks = cl.distribution.ranks;
+        opts.parallel = cl.distribution.split();
         buildCudaPipeline(pm, opts);
       });
   PassPipelineRegistration<CpuPipelineCLOptions>(
@@ -369,12 +407,8 @@ void seqc::registerPasses() {
         opts.vectorWidth = cl.vectorWidth;
         opts.fuse = cl.fuse;
         opts.strict = cl.strict;
-        opts.ranks = cl.ranks;
-        using Split = CpuPipelineCLOptions::Split;
-        opts.parallel = cl.parallel == Split::Experts ? "experts"
-                        : cl.parallel == Split::SequenceAndExperts
-                            ? "sequence+experts"
-                            : "sequence";
+        opts.ranks = cl.distribution.ranks;
+        opts.parallel = cl.distribution.split();
         opts.bf16Products = cl.bf16Products;
         buildCpuPipeline(pm, opts);
       });

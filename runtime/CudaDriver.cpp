@@ -2,9 +2,9 @@
 
 #include "CudaDriver.h"
 #include "CudaDriverApi.h"
+#include "DynamicLibrary.h"
 
 #include <cstdlib>
-#include <dlfcn.h>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -41,6 +41,29 @@ std::unordered_map<void *, size_t> &managedSizes() {
   static auto *sizes = new std::unordered_map<void *, size_t>;
   return *sizes;
 }
+/// The device this process uses among `count`: SEQC_CUDA_DEVICE, else the
+/// process's place among those its launcher (mpirun, srun) started on this
+/// node, modulo `count` (one GPU per rank, as NCCL requires), else 0. -1
+/// with `why` set when SEQC_CUDA_DEVICE names no device.
+int processDeviceOrdinal(int count, std::string &why) {
+  if (const char *asked = std::getenv("SEQC_CUDA_DEVICE"); asked && *asked) {
+    char *end = nullptr;
+    long ordinal = std::strtol(asked, &end, 10);
+    if (*end || ordinal < 0 || ordinal >= count) {
+      why = std::string("SEQC_CUDA_DEVICE=") + asked +
+            " names no CUDA device (this machine has " + std::to_string(count) +
+            ")";
+      return -1;
+    }
+    return static_cast<int>(ordinal);
+  }
+  for (const char *local :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char *rank = std::getenv(local); rank && *rank)
+      return static_cast<int>(std::strtol(rank, nullptr, 10) % count);
+  return 0;
+}
+
 } // namespace
 
 const CudaApi &seqc::rt::cudaApi() {
@@ -57,37 +80,35 @@ const CudaApi &seqc::rt::cudaApi() {
                     (why ? why : "unknown error") + ")";
       return;
     }
-    bool all = true;
-    auto get = [&](auto &fn, const char *symbol) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-          dlsym(api.handle, symbol));
-      all = all && fn;
-    };
-    get(api.cuInit, "cuInit");
-    get(api.cuGetErrorString, "cuGetErrorString");
-    get(api.cuDeviceGetCount, "cuDeviceGetCount");
-    get(api.cuDeviceGet, "cuDeviceGet");
-    get(api.cuDeviceGetAttribute, "cuDeviceGetAttribute");
-    get(api.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-    get(api.cuCtxSetCurrent, "cuCtxSetCurrent");
-    get(api.cuModuleLoadData, "cuModuleLoadData");
-    get(api.cuModuleUnload, "cuModuleUnload");
-    get(api.cuModuleGetFunction, "cuModuleGetFunction");
-    get(api.cuFuncSetAttribute, "cuFuncSetAttribute");
-    get(api.cuLaunchKernel, "cuLaunchKernel");
-    get(api.cuStreamCreate, "cuStreamCreate");
-    get(api.cuStreamSynchronize, "cuStreamSynchronize");
-    get(api.cuStreamWaitEvent, "cuStreamWaitEvent");
-    get(api.cuEventCreate, "cuEventCreate");
-    get(api.cuEventDestroy, "cuEventDestroy_v2");
-    get(api.cuEventSynchronize, "cuEventSynchronize");
-    get(api.cuEventRecord, "cuEventRecord");
-    get(api.cuMemAllocManaged, "cuMemAllocManaged");
-    get(api.cuMemFree, "cuMemFree_v2");
-    get(api.cuPointerGetAttribute, "cuPointerGetAttribute");
-    get(api.cuMemcpyAsync, "cuMemcpyAsync");
-    get(api.cuMemsetD32Async, "cuMemsetD32Async");
-    get(api.cuMemsetD16Async, "cuMemsetD16Async");
+    // `&`, not `&&`: every function is looked up.
+    void *lib = api.handle;
+    bool all =
+        findFunction(lib, api.cuInit, "cuInit") &
+        findFunction(lib, api.cuGetErrorString, "cuGetErrorString") &
+        findFunction(lib, api.cuDeviceGetCount, "cuDeviceGetCount") &
+        findFunction(lib, api.cuDeviceGet, "cuDeviceGet") &
+        findFunction(lib, api.cuDeviceGetAttribute, "cuDeviceGetAttribute") &
+        findFunction(lib, api.cuDevicePrimaryCtxRetain,
+                     "cuDevicePrimaryCtxRetain") &
+        findFunction(lib, api.cuCtxSetCurrent, "cuCtxSetCurrent") &
+        findFunction(lib, api.cuModuleLoadData, "cuModuleLoadData") &
+        findFunction(lib, api.cuModuleUnload, "cuModuleUnload") &
+        findFunction(lib, api.cuModuleGetFunction, "cuModuleGetFunction") &
+        findFunction(lib, api.cuFuncSetAttribute, "cuFuncSetAttribute") &
+        findFunction(lib, api.cuLaunchKernel, "cuLaunchKernel") &
+        findFunction(lib, api.cuStreamCreate, "cuStreamCreate") &
+        findFunction(lib, api.cuStreamSynchronize, "cuStreamSynchronize") &
+        findFunction(lib, api.cuStreamWaitEvent, "cuStreamWaitEvent") &
+        findFunction(lib, api.cuEventCreate, "cuEventCreate") &
+        findFunction(lib, api.cuEventDestroy, "cuEventDestroy_v2") &
+        findFunction(lib, api.cuEventSynchronize, "cuEventSynchronize") &
+        findFunction(lib, api.cuEventRecord, "cuEventRecord") &
+        findFunction(lib, api.cuMemAllocManaged, "cuMemAllocManaged") &
+        findFunction(lib, api.cuMemFree, "cuMemFree_v2") &
+        findFunction(lib, api.cuPointerGetAttribute, "cuPointerGetAttribute") &
+        findFunction(lib, api.cuMemcpyAsync, "cuMemcpyAsync") &
+        findFunction(lib, api.cuMemsetD32Async, "cuMemsetD32Async") &
+        findFunction(lib, api.cuMemsetD16Async, "cuMemsetD16Async");
     if (!all) {
       api.failure = std::string("no CUDA device (") + name +
                     " lacks CUDA driver entry points)";
@@ -102,11 +123,19 @@ const CudaApi &seqc::rt::cudaApi() {
       api.failure = "no CUDA device";
       return;
     }
-    CUdevice device = 0;
-    if (CUresult r = api.cuDeviceGet(&device, 0)) {
-      api.failure = "cannot open CUDA device 0: " + api.errorString(r);
+    std::string why;
+    int ordinal = processDeviceOrdinal(count, why);
+    if (ordinal < 0) {
+      api.failure = why;
       return;
     }
+    CUdevice device = 0;
+    if (CUresult r = api.cuDeviceGet(&device, ordinal)) {
+      api.failure = "cannot open CUDA device " + std::to_string(ordinal) +
+                    ": " + api.errorString(r);
+      return;
+    }
+    api.ordinal = ordinal;
     if (CUresult r = api.cuDevicePrimaryCtxRetain(&api.context, device)) {
       api.failure = "cannot create a CUDA context: " + api.errorString(r);
       return;

@@ -5,10 +5,12 @@
 // SEQC_LIBCUDA names another library to open instead (the toolkit's stub in
 // tests of the error paths).
 //
-// Compiled code uses device 0's primary context, made current on whichever
-// host thread calls in. Managed (unified) memory backs every buffer a CUDA
-// call allocates, so host code between kernels reads and writes the same
-// buffers the kernels do.
+// Compiled code uses one device's primary context, made current on whichever
+// host thread calls in: SEQC_CUDA_DEVICE's, else, in a process mpirun or srun
+// started, that of its place among the node's processes (modulo the device
+// count: one GPU per rank, as NCCL requires), else device 0. Managed (unified)
+// memory backs every buffer a CUDA call allocates, so host code between kernels
+// reads and writes the same buffers the kernels do.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,11 +26,16 @@ namespace seqc::rt {
 int cudaDeviceCount();
 
 /// Why CUDA cannot be used ("no CUDA device", "libcuda.so.1: ..."), or ""
-/// when device 0's context is ready on this thread.
+/// when the process's device's context is ready on this thread.
 std::string cudaReady();
 
-/// Device 0's architecture as a compilation target: sm_90a for compute
-/// capability 9.0 (Hopper's arch-specific features), sm_XY otherwise.
+/// This thread's stream, made on first use and kept (kernels and NCCL's
+/// collectives run on it). Call with the context ready; ends the running
+/// call with an error when the stream cannot be made.
+void *cudaThreadStream();
+
+/// The process's device's architecture as a compilation target: sm_90a for
+/// compute capability 9.0 (Hopper's arch-specific features), sm_XY otherwise.
 std::string cudaDeviceChip();
 
 /// `bytes` of managed memory (null and `error` set on failure).

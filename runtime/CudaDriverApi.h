@@ -32,7 +32,9 @@ struct CudaApi {
   std::string failure;
   int deviceCount = 0;
   CUcontext context = nullptr;
-  /// Compute capability of device 0.
+  /// The device of `context` (see CudaDriver.h).
+  int ordinal = 0;
+  /// Compute capability of that device.
   int major = 0, minor = 0;
 
   CUresult (*cuInit)(unsigned) = nullptr;

@@ -41,17 +41,18 @@ const CudaApi &ready() {
   return cudaApi();
 }
 
+} // namespace
+
 /// One stream per host thread, made on first use and kept: the lowering asks
 /// for a stream around every launch.
-CUstream threadStream(const CudaApi &api) {
+void *seqc::rt::cudaThreadStream() {
   static thread_local CUstream stream = nullptr;
   if (!stream)
-    if (CUresult r = api.cuStreamCreate(&stream, /*CU_STREAM_NON_BLOCKING=*/1))
+    if (CUresult r = cudaApi().cuStreamCreate(&stream,
+                                              /*CU_STREAM_NON_BLOCKING=*/1))
       SEQC_FAIL_CUDA("cannot create a CUDA stream", r);
   return stream;
 }
-
-} // namespace
 
 extern "C" {
 
@@ -118,7 +119,10 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
     SEQC_FAIL_CUDA("cannot launch a CUDA kernel", r);
 }
 
-void *mgpuStreamCreate() { return threadStream(ready()); }
+void *mgpuStreamCreate() {
+  ready();
+  return cudaThreadStream();
+}
 
 void mgpuStreamDestroy(void * /*stream*/) {}
 
@@ -202,8 +206,10 @@ void mgpuMemset16(void *dst, int value, size_t count, void *stream) {
 }
 
 void mgpuSetDefaultDevice(int32_t device) {
+  // The runtime picks the process's device itself (CudaDriver.h).
   if (device != 0)
-    SEQC_FAIL_CALL("seqc runs on CUDA device 0 only");
+    SEQC_FAIL_CALL("seqc picks the process's CUDA device itself "
+                   "(SEQC_CUDA_DEVICE), not the code");
 }
 
 } // extern "C"

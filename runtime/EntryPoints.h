@@ -10,6 +10,8 @@
 #ifndef SEQC_RUNTIME_ENTRYPOINTS_H
 #define SEQC_RUNTIME_ENTRYPOINTS_H
 
+#include <cstdint>
+
 namespace seqc::rt::entry {
 
 /// A failed seq_rt.check (seq-lower-checks).
@@ -27,6 +29,27 @@ inline constexpr char kCpuHas[] = "seqc_rt_cpu_has";
 /// the module was compiled for (each loaded module defines its own;
 /// seq-mpi-to-llvm reads it where MPIToLLVM names MPI_COMM_WORLD).
 inline constexpr char kMpiCommunicator[] = "seqc_mpi_communicator";
+
+/// The collectives of distributed code for the CUDA target
+/// (seq-collectives-to-nccl), each taking the module's MPI communicator
+/// first (the kMpiCommunicator cell's value):
+///   all_reduce(comm, send, recv, i64 count, i32 ReduceElement, i32 ReduceOp)
+///   send(comm, data, i64 bytes, i32 peer), recv(comm, data, i64 bytes, i32
+///   peer)
+/// on NCCL over the communicator's ranks, on this thread's stream.
+inline constexpr char kNcclAllReduce[] = "seqc_rt_nccl_all_reduce";
+inline constexpr char kNcclSend[] = "seqc_rt_nccl_send";
+inline constexpr char kNcclRecv[] = "seqc_rt_nccl_recv";
+/// The same for code of the emulated CUDA target, whose buffers are the
+/// host's: MPI carries out what NCCL would.
+inline constexpr char kNcclEmulatedAllReduce[] =
+    "seqc_rt_nccl_emulated_all_reduce";
+inline constexpr char kNcclEmulatedSend[] = "seqc_rt_nccl_emulated_send";
+inline constexpr char kNcclEmulatedRecv[] = "seqc_rt_nccl_emulated_recv";
+
+/// The element types and reductions of those all-reduces.
+enum class ReduceElement : int32_t { F32 = 0, F64 = 1, I32 = 2, I64 = 3 };
+enum class ReduceOp : int32_t { Sum = 0, Product = 1, Max = 2, Min = 3 };
 
 } // namespace seqc::rt::entry
 

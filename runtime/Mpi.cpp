@@ -8,8 +8,10 @@
 
 #include "Mpi.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <iterator>
 #include <mutex>
 #include <unistd.h>
 
@@ -23,6 +25,9 @@ using CommQueryFn = int (*)(void *, int *);
 using AllreduceFn = int (*)(const void *, void *, int, void *, void *, void *);
 using FinalizeFn = int (*)();
 using AbortFn = int (*)(void *, int);
+using BcastFn = int (*)(void *, int, void *, int, void *);
+using SendFn = int (*)(const void *, int, void *, int, int, void *);
+using RecvFn = int (*)(void *, int, void *, int, int, void *, void *);
 
 struct MpiLibrary {
   void *handle = nullptr;
@@ -32,7 +37,13 @@ struct MpiLibrary {
   AllreduceFn allreduce = nullptr;
   FinalizeFn finalize = nullptr;
   AbortFn abort = nullptr;
+  BcastFn bcast = nullptr;
+  SendFn send = nullptr;
+  RecvFn recv = nullptr;
   void *commWorld = nullptr, *uint64Type = nullptr, *opMax = nullptr;
+  // The all-reduces' datatypes (by entry::ReduceElement) and reductions (by
+  // entry::ReduceOp), and MPI_BYTE.
+  void *elementTypes[4] = {}, *reduceOps[4] = {}, *byteType = nullptr;
   void *inPlace = reinterpret_cast<void *>(1); // OpenMPI's MPI_IN_PLACE
   MpiWorld world;
   bool started = false;
@@ -84,7 +95,38 @@ bool open(MpiLibrary &lib) {
          find(lib, lib.abort, "MPI_Abort") &&
          find(lib, lib.commWorld, "ompi_mpi_comm_world") &&
          find(lib, lib.uint64Type, "ompi_mpi_uint64_t") &&
-         find(lib, lib.opMax, "ompi_mpi_op_max");
+         find(lib, lib.opMax, "ompi_mpi_op_max") &&
+         find(lib, lib.bcast, "MPI_Bcast") && find(lib, lib.send, "MPI_Send") &&
+         find(lib, lib.recv, "MPI_Recv") &&
+         find(lib, lib.elementTypes[0], "ompi_mpi_float") &&
+         find(lib, lib.elementTypes[1], "ompi_mpi_double") &&
+         find(lib, lib.elementTypes[2], "ompi_mpi_int32_t") &&
+         find(lib, lib.elementTypes[3], "ompi_mpi_int64_t") &&
+         find(lib, lib.reduceOps[0], "ompi_mpi_op_sum") &&
+         find(lib, lib.reduceOps[1], "ompi_mpi_op_prod") &&
+         find(lib, lib.reduceOps[2], "ompi_mpi_op_max") &&
+         find(lib, lib.reduceOps[3], "ompi_mpi_op_min") &&
+         find(lib, lib.byteType, "ompi_mpi_byte");
+}
+
+/// The library, or null with `error` set before mpiInit.
+MpiLibrary *started(std::string &error) {
+  MpiLibrary &lib = library();
+  if (lib.started)
+    return &lib;
+  error = "MPI is not initialized";
+  return nullptr;
+}
+
+/// Calls `piece(offset, count)` over [0, total) in pieces MPI's int counts
+/// hold; false at the first that fails.
+template <typename Piece> bool inPieces(int64_t total, Piece piece) {
+  constexpr int64_t kMaxPiece = int64_t(1) << 30;
+  for (int64_t offset = 0; offset < total; offset += kMaxPiece)
+    if (piece(offset, static_cast<int>(std::min(kMaxPiece, total - offset))) !=
+        0)
+      return false;
+  return true;
 }
 
 bool start(MpiLibrary &lib) {
@@ -159,6 +201,88 @@ bool seqc::rt::mpiMaxAll(uint64_t *values, int count, std::string &error) {
     return false;
   }
   return true;
+}
+
+int seqc::rt::mpiCommunicatorRank(void *communicator, std::string &error) {
+  MpiLibrary *lib = started(error);
+  int rank = 0;
+  if (!lib)
+    return -1;
+  if (lib->commRank(communicator, &rank) != 0) {
+    error = "MPI_Comm_rank failed";
+    return -1;
+  }
+  return rank;
+}
+
+bool seqc::rt::mpiBroadcast(void *communicator, void *data, int64_t bytes,
+                            int root, std::string &error) {
+  MpiLibrary *lib = started(error);
+  if (!lib)
+    return false;
+  auto *base = static_cast<char *>(data);
+  if (inPieces(bytes, [&](int64_t offset, int count) {
+        return lib->bcast(base + offset, count, lib->byteType, root,
+                          communicator);
+      }))
+    return true;
+  error = "MPI_Bcast failed";
+  return false;
+}
+
+bool seqc::rt::mpiAllReduce(void *communicator, const void *send, void *recv,
+                            int64_t count, entry::ReduceElement element,
+                            entry::ReduceOp op, std::string &error) {
+  MpiLibrary *lib = started(error);
+  if (!lib)
+    return false;
+  auto e = static_cast<size_t>(element), o = static_cast<size_t>(op);
+  if (e >= std::size(lib->elementTypes) || o >= std::size(lib->reduceOps)) {
+    error = "an all-reduce of an unknown element type or reduction";
+    return false;
+  }
+  static constexpr int64_t kBytes[] = {4, 8, 4, 8};
+  auto *in = static_cast<const char *>(send);
+  auto *out = static_cast<char *>(recv);
+  if (inPieces(count, [&](int64_t offset, int n) {
+        return lib->allreduce(in + offset * kBytes[e], out + offset * kBytes[e],
+                              n, lib->elementTypes[e], lib->reduceOps[o],
+                              communicator);
+      }))
+    return true;
+  error = "MPI_Allreduce failed";
+  return false;
+}
+
+bool seqc::rt::mpiSendBytes(void *communicator, const void *data, int64_t bytes,
+                            int peer, std::string &error) {
+  MpiLibrary *lib = started(error);
+  if (!lib)
+    return false;
+  auto *base = static_cast<const char *>(data);
+  if (inPieces(bytes, [&](int64_t offset, int count) {
+        return lib->send(base + offset, count, lib->byteType, peer, /*tag=*/0,
+                         communicator);
+      }))
+    return true;
+  error = "MPI_Send to rank " + std::to_string(peer) + " failed";
+  return false;
+}
+
+bool seqc::rt::mpiRecvBytes(void *communicator, void *data, int64_t bytes,
+                            int peer, std::string &error) {
+  MpiLibrary *lib = started(error);
+  if (!lib)
+    return false;
+  auto *base = static_cast<char *>(data);
+  // OpenMPI's MPI_STATUS_IGNORE is a null pointer.
+  if (inPieces(bytes, [&](int64_t offset, int count) {
+        return lib->recv(base + offset, count, lib->byteType, peer, /*tag=*/0,
+                         communicator, /*status=*/nullptr);
+      }))
+    return true;
+  error = "MPI_Recv from rank " + std::to_string(peer) + " failed";
+  return false;
 }
 
 void seqc::rt::mpiFinalize() {

@@ -11,6 +11,8 @@
 #ifndef SEQC_RUNTIME_MPI_H
 #define SEQC_RUNTIME_MPI_H
 
+#include "EntryPoints.h"
+
 #include <cstdint>
 #include <string>
 
@@ -36,6 +38,26 @@ int mpiCommunicatorSize(void *communicator, std::string &error);
 
 /// Element-wise maximum of `values` over every process (in place).
 bool mpiMaxAll(uint64_t *values, int count, std::string &error);
+
+/// This process's rank in `communicator`, or -1 with `error` set.
+int mpiCommunicatorRank(void *communicator, std::string &error);
+
+/// `bytes` of `data` from rank `root` of `communicator` to all its ranks.
+bool mpiBroadcast(void *communicator, void *data, int64_t bytes, int root,
+                  std::string &error);
+
+/// MPI_Allreduce of `count` elements from `send` into `recv` over
+/// `communicator` (in pieces when `count` exceeds MPI's int).
+bool mpiAllReduce(void *communicator, const void *send, void *recv,
+                  int64_t count, entry::ReduceElement element,
+                  entry::ReduceOp op, std::string &error);
+
+/// `bytes` of `data` to / from rank `peer` of `communicator` (MPI_Send /
+/// MPI_Recv of MPI_BYTE, tag 0, in pieces past MPI's int).
+bool mpiSendBytes(void *communicator, const void *data, int64_t bytes, int peer,
+                  std::string &error);
+bool mpiRecvBytes(void *communicator, void *data, int64_t bytes, int peer,
+                  std::string &error);
 
 /// Ends MPI if it was started here (once; after the last distributed call;
 /// also run at exit).

@@ -29,15 +29,15 @@ config.substitutions.append(("%seqc_src", config.seqc_src_root))
 config.substitutions.append(("%seqc_obj", config.seqc_obj_root))
 
 
-def cuda_device_present():
+def cuda_device_count():
     try:
         cuda = ctypes.CDLL("libcuda.so.1")
         if cuda.cuInit(0) != 0:
-            return False
+            return 0
         count = ctypes.c_int(0)
-        return cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+        return count.value if cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 else 0
     except OSError:
-        return False
+        return 0
 
 
 # Sanitizer builds (scripts/sanitize.sh) have no installable package.
@@ -47,8 +47,12 @@ if getattr(config, "seqc_sanitize", ""):
     config.environment["UBSAN_OPTIONS"] = os.environ.get("UBSAN_OPTIONS", "")
     config.environment["LSAN_OPTIONS"] = os.environ.get("LSAN_OPTIONS", "")
 
-if cuda_device_present():
+cuda_devices = cuda_device_count()
+if cuda_devices > 0:
     config.available_features.add("cuda-device")
+# NCCL's collectives need a GPU per rank: two for the smallest real split.
+if cuda_devices > 1 and ctypes.util.find_library("nccl"):
+    config.available_features.add("nccl-gpus")
 cuda_home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
 ptxas = os.path.join(cuda_home, "bin", "ptxas")
 if os.path.exists(ptxas):

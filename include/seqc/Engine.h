@@ -121,11 +121,13 @@ struct CompileOptions {
   /// reference loops, or on the host for CUDA) fails the compile with an
   /// error naming it and why; without `strict` each is a Remark event.
   bool strict = false;
-  /// Sequence parallelism (CPU): the steps of every seq op are split over
-  /// this many MPI processes, which must be MPI_COMM_WORLD's size; every
-  /// process compiles the same module and calls it with the same (whole)
-  /// arguments, and gets the whole results. 0: one process, no MPI. The
-  /// engine opens and initializes MPI (OpenMPI's libmpi) when it is not.
+  /// Distributed: the work (see `parallel`) is split over this many MPI
+  /// processes, which must be MPI_COMM_WORLD's size; every process compiles
+  /// the same module and calls it with the same (whole) arguments, and gets
+  /// the whole results. 0: one process, no MPI. The engine opens and
+  /// initializes MPI (OpenMPI's libmpi) when it is not. For Target::CUDA
+  /// each process uses one GPU and the exchanges run on NCCL (libnccl.so.2,
+  /// opened here); for Target::CUDAEmulated on MPI.
   int ranks = 0;
   /// What the ranks split: see Parallelism.
   Parallelism parallel = Parallelism::Sequence;

@@ -104,6 +104,11 @@ struct CudaPipelineOptions {
   bool fuse = true;
   /// An op without a GPU kernel is an error, not a remark.
   bool strict = false;
+  /// Distributed over this many processes (0: one process), one GPU each,
+  /// the exchanges on NCCL (seq-collectives-to-nccl); what they split as in
+  /// CpuPipelineOptions::parallel.
+  int64_t ranks = 0;
+  std::string parallel = "sequence";
 };
 
 /// Tensor-level graph to the LLVM dialect for the host, with the kernels as

@@ -88,10 +88,12 @@ typedef struct seqc_compile_options {
   seqc_profile profile; /* default SEQC_PROFILE_NONE */
   int strict;           /* nonzero: an op without a fast lowering is an error */
   int ranks; /* > 0: sequence parallelism over MPI_COMM_WORLD's `ranks`
-                processes (CPU; every process compiles and calls the same
+                processes (every process compiles and calls the same
                 module on the same arguments, each computes its share of
                 the steps; the engine opens OpenMPI's libmpi and calls
-                MPI_Init_thread unless MPI is up). 0 (default): one process */
+                MPI_Init_thread unless MPI is up; SEQC_TARGET_CUDA: one GPU
+                per process, the exchanges on NCCL). 0 (default): one
+                process */
   seqc_bf16_products bf16_products; /* default SEQC_BF16_AUTO */
   seqc_parallel parallel; /* with ranks > 0; default SEQC_PARALLEL_SEQUENCE */
   void *communicator; /* with ranks > 0: the host's MPI_Comm (OpenMPI), whose

@@ -27,6 +27,7 @@
 #include "seqc/Passes.h"
 
 #include "EntryPoints.h"
+#include "Transforms/RankGrid.h"
 
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/MPIToLLVM/MPIToLLVM.h"
@@ -223,32 +224,18 @@ struct SeqCollectivesToMpi
     : seqc::impl::SeqCollectivesToMpiBase<SeqCollectivesToMpi> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    // MPIToLLVM writes calls for the ABI this names (Debian ships OpenMPI).
     MLIRContext *ctx = &getContext();
-    if (!module->hasAttr(DLTIDialect::kMapAttrName))
-      module->setAttr(
-          DLTIDialect::kMapAttrName,
-          MapAttr::get(ctx, {DataLayoutEntryAttr::get(
-                                StringAttr::get(ctx, "MPI:Implementation"),
-                                StringAttr::get(ctx, "OpenMPI"))}));
+    seqc::useOpenMpiAbi(module);
     RewritePatternSet patterns(ctx);
     patterns.add<WholeGridAllReduce, PointToPointSend, PointToPointRecv>(ctx);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
     // Anything left would reach upstream's lowering, which splits the
     // communicator (see above), or MPIToLLVM without a datatype.
-    WalkResult left = module.walk([](Operation *op) {
-      if (!isa<shard::AllReduceOp, shard::SendOp, shard::RecvOp>(op))
-        return WalkResult::advance();
-      op->emitError() << "this " << op->getName()
-                      << " has no MPI lowering here: "
-                      << op->getOperand(0).getType()
-                      << " on a one-dimensional grid, in f32, f64, i32 or "
-                         "i64 (sends and receives also i8 and i16), is what "
-                         "seqc lowers";
-      return WalkResult::interrupt();
-    });
-    if (left.wasInterrupted())
+    if (failed(seqc::rejectUnloweredCollectives(
+            module, "MPI",
+            "on a one-dimensional grid, in f32, f64, i32 or i64 (sends and "
+            "receives also i8 and i16),")))
       signalPassFailure();
   }
 };
@@ -282,22 +269,10 @@ void readCommunicatorCell(ModuleOp module) {
     if (address.getGlobalName() == "ompi_mpi_comm_world")
       worlds.push_back(address);
   });
-  if (worlds.empty())
-    return;
-  MLIRContext *ctx = module.getContext();
-  auto ptr = LLVM::LLVMPointerType::get(ctx);
-  if (!module.lookupSymbol(seqc::rt::entry::kMpiCommunicator)) {
-    OpBuilder top(module.getBodyRegion());
-    LLVM::GlobalOp::create(top, module.getLoc(), ptr, /*isConstant=*/false,
-                           LLVM::Linkage::External,
-                           seqc::rt::entry::kMpiCommunicator, Attribute());
-  }
   for (LLVM::AddressOfOp world : worlds) {
     OpBuilder b(world);
-    Value cell = LLVM::AddressOfOp::create(b, world.getLoc(), ptr,
-                                           seqc::rt::entry::kMpiCommunicator);
-    Value comm = LLVM::LoadOp::create(b, world.getLoc(), ptr, cell);
-    world.replaceAllUsesWith(comm);
+    world.replaceAllUsesWith(
+        seqc::loadMpiCommunicator(b, world.getLoc(), module));
     world.erase();
   }
 }

@@ -46,6 +46,36 @@ def SeqLowerToGpu : Pass<"seq-lower-to-gpu", "::mlir::ModuleOp"> {
   ];
 }
 
+def SeqCollectivesToNccl : Pass<"seq-collectives-to-nccl", "::mlir::ModuleOp"> {
+  let summary = "shard all-reduces and sends / receives as calls of the runtime's NCCL entry points";
+  let description = [{
+    The CUDA target's form of `seq-collectives-to-mpi`. An all-reduce of a
+    tensor over every process of a one-dimensional grid becomes a call of
+    `seqc_rt_nccl_all_reduce` from the tensor's buffer into a new one, with
+    the runtime's codes for the element type (f32, f64, i32, i64) and the
+    reduction; a `shard.send` / `shard.recv` with one peer becomes
+    `seqc_rt_nccl_send` / `_recv` of the buffer's bytes. Each call takes the
+    module's MPI communicator first (a load of `seqc_mpi_communicator`),
+    over whose ranks the runtime makes the NCCL communicator. With
+    `emulate`, the calls name the `seqc_rt_nccl_emulated_*` entry points,
+    which do the same on MPI between host buffers (`--target
+    cuda-emulated`). The module gets the DLTI entry
+    `"MPI:Implementation" = "OpenMPI"` for upstream `convert-shard-to-mpi`,
+    which takes the process index after it.
+  }];
+  let options = [
+    Option<"emulate", "emulate", "bool", /*default=*/"false",
+           "Call the emulated target's entry points (MPI between host buffers)">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::DLTIDialect"];
+}
+
 def SeqCopyGlobalsToManaged
     : Pass<"seq-copy-globals-to-managed", "::mlir::ModuleOp"> {
   let summary = "Give kernels managed copies of constant globals";

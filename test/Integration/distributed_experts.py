@@ -7,10 +7,13 @@
 # routing that leaves ranks without rows, a router in the graph, bf16
 # tokens and experts, the hybrid stack example with experts split alone
 # and together with every other op's steps, and the bad inputs: E that does not split over R,
-# an index outside [0, E) (every rank names it, no hang).
+# an index outside [0, E) (every rank names it, no hang). The second run is
+# the same on the emulated GPU target: its kernels, the exchanges through
+# the NCCL entry points (carried out by MPI on host buffers).
 # REQUIRES: mpi
 # UNSUPPORTED: sanitizer
 # RUN: %python %s
+# RUN: env SEQC_MPI_TEST_TARGET=cuda-emulated %python %s
 import os
 
 import numpy as np

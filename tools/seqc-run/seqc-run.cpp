@@ -115,6 +115,8 @@ const char *kUsage =
     "                     on every rank\n"
     "  --parallel sequence+experts  both: moe_ffn by experts, every other\n"
     "                     seq op by steps\n"
+    "                     (--target cuda: one GPU per rank, the exchanges on\n"
+    "                     NCCL; cuda-emulated: on MPI)\n"
     "  --timeout S        a distributed run that has not finished after S\n"
     "                     seconds (default 600) ends every rank with an error\n"
     "  -v, --verbose      prints each compile stage's time and whether the\n"
@@ -135,9 +137,13 @@ const char *kUsage =
     "  CUDA_HOME          the CUDA toolkit for --target cuda (default\n"
     "                     /usr/local/cuda)\n"
     "  SEQC_LIBCUDA       the CUDA driver library (default libcuda.so.1)\n"
+    "  SEQC_CUDA_DEVICE   the CUDA device to run on (default: under mpirun\n"
+    "                     the rank's place on its node, else 0)\n"
     "  SEQC_LIBMPI        the MPI library of --parallel (default "
     "libmpi.so.40,\n"
-    "                     OpenMPI)\n";
+    "                     OpenMPI)\n"
+    "  SEQC_LIBNCCL       the NCCL library of --parallel --target cuda\n"
+    "                     (default libnccl.so.2)\n";
 
 /// Set once MPI is up (--parallel): a failing rank then leaves at once,
 /// without MPI_Finalize, which would wait for ranks that wait for it; mpirun
@@ -311,8 +317,6 @@ Options parseArgs(int argc, char **argv) {
   }
   if (o.file.empty())
     fail("no input file (usage: seqc-run FILE.mlir [options], see --help)");
-  if (o.parallel && o.target != Target::CPU)
-    fail("--parallel runs on the CPU target only (MPI)");
   return o;
 }
 

@@ -1,6 +1,8 @@
 """seqc-run under mpirun on this machine, for the distributed tests:
 `run` compiles and calls a graph with --parallel on R ranks (or in one
-process) and returns the results rank 0 wrote."""
+process) and returns the results rank 0 wrote. SEQC_MPI_TEST_TARGET names
+the target of every run (default: the CPU; cuda-emulated runs the GPU
+target's kernels and NCCL entry points on the host)."""
 import os
 import subprocess
 import tempfile
@@ -9,6 +11,7 @@ import numpy as np
 from seqc_testing import SEQC_RUN
 
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+TARGET = os.environ.get("SEQC_MPI_TEST_TARGET", "cpu")
 # Shared memory between the ranks on this machine; no single-copy (CMA
 # needs ptrace rights containers often lack).
 ENV = dict(os.environ, OMPI_MCA_btl="self,vader",
@@ -25,7 +28,8 @@ def run(mlir, inputs, ranks, extra=(), expect_error=False, timeout=240,
         src = os.path.join(tmp, "graph.mlir")
         with open(src, "w") as f:
             f.write(mlir)
-        cmd = [SEQC_RUN, src, "--output-dir", os.path.join(tmp, "out")]
+        cmd = [SEQC_RUN, src, "--output-dir", os.path.join(tmp, "out"),
+               "--target", TARGET]
         for i, a in enumerate(inputs):
             path = os.path.join(tmp, f"in{i}.npy")
             np.save(path, np.ascontiguousarray(a))

@@ -1,0 +1,299 @@
+//===- CollectivesToNccl.cpp - shard collectives as NCCL calls
+//-------------===//
+//
+// seq-distribute-steps and seq-distribute-experts exchange with `shard`
+// collectives on a one-dimensional grid of every process. For the CUDA
+// target they run on NCCL, between the ranks' device buffers: each becomes
+// a call of the runtime's NCCL entry points (runtime/Nccl.cpp) with the
+// module's MPI communicator, from which the runtime makes NCCL's (MPI
+// starts NCCL and numbers the processes; NCCL moves the data):
+//
+//   - an all-reduce over the whole grid: seqc_rt_nccl_all_reduce of the
+//     tensor's buffer into a new one, with the element type and reduction
+//     as the runtime's codes (EntryPoints.h);
+//   - a send or receive with one peer: seqc_rt_nccl_send / _recv of the
+//     buffer's bytes (NCCL's point-to-point moves bytes exactly, 16-bit
+//     floats included).
+//
+// With `emulate` (the emulated CUDA target, whose buffers are the host's)
+// the calls name the runtime's _emulated_ entry points, which do the same
+// on MPI. Upstream convert-shard-to-mpi then takes the process index, as on
+// the CPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "seqc/Passes.h"
+
+#include "EntryPoints.h"
+#include "Transforms/RankGrid.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace seqc {
+#define GEN_PASS_DEF_SEQCOLLECTIVESTONCCL
+#include "passes/GPU/Passes.h.inc"
+} // namespace seqc
+
+using namespace mlir;
+namespace entry = seqc::rt::entry;
+
+namespace {
+
+/// The runtime functions the calls name: NCCL's, or their emulation's.
+struct NcclEntries {
+  StringRef allReduce, send, recv;
+
+  static NcclEntries get(bool emulate) {
+    if (emulate)
+      return {entry::kNcclEmulatedAllReduce, entry::kNcclEmulatedSend,
+              entry::kNcclEmulatedRecv};
+    return {entry::kNcclAllReduce, entry::kNcclSend, entry::kNcclRecv};
+  }
+};
+
+std::optional<entry::ReduceElement> reduceElement(Type type) {
+  if (type.isF32())
+    return entry::ReduceElement::F32;
+  if (type.isF64())
+    return entry::ReduceElement::F64;
+  if (type.isInteger(32))
+    return entry::ReduceElement::I32;
+  if (type.isInteger(64))
+    return entry::ReduceElement::I64;
+  return std::nullopt;
+}
+
+std::optional<entry::ReduceOp> reduceOp(shard::ReductionKind kind) {
+  switch (kind) {
+  case shard::ReductionKind::Sum:
+    return entry::ReduceOp::Sum;
+  case shard::ReductionKind::Product:
+    return entry::ReduceOp::Product;
+  case shard::ReductionKind::Max:
+    return entry::ReduceOp::Max;
+  case shard::ReductionKind::Min:
+    return entry::ReduceOp::Min;
+  default:
+    return std::nullopt;
+  }
+}
+
+/// Whether `op` exchanges over the one axis of a one-dimensional grid.
+bool onWholeLineGrid(Operation *op, FlatSymbolRefAttr gridName,
+                     ArrayRef<shard::GridAxis> axes) {
+  auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, gridName);
+  return grid && grid.getRank() == 1 && axes.size() == 1;
+}
+
+/// Builds the calls of one collective at the rewriter's insertion point.
+class NcclCallBuilder {
+public:
+  NcclCallBuilder(PatternRewriter &rewriter, Location loc, ModuleOp module)
+      : rewriter(rewriter), loc(loc), module(module),
+        ptr(LLVM::LLVMPointerType::get(rewriter.getContext())) {}
+
+  /// `tensor`'s buffer (identity layout: its data starts at the aligned
+  /// pointer, contiguous).
+  Value bufferOf(Value tensor, bool readOnly) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    return bufferization::ToBufferOp::create(
+        rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()),
+        tensor, readOnly);
+  }
+
+  /// A new buffer of `like`'s shape (dynamic sizes read from it).
+  Value allocLike(Value like) {
+    auto type = cast<RankedTensorType>(like.getType());
+    SmallVector<Value> sizes;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      if (type.isDynamicDim(i))
+        sizes.push_back(tensor::DimOp::create(rewriter, loc, like, i));
+    return memref::AllocOp::create(
+        rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()),
+        sizes);
+  }
+
+  /// The address of `buffer`'s first element.
+  Value dataPointer(Value buffer) {
+    Value address =
+        memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buffer);
+    Value asInt = arith::IndexCastOp::create(rewriter, loc,
+                                             rewriter.getI64Type(), address);
+    return LLVM::IntToPtrOp::create(rewriter, loc, ptr, asInt);
+  }
+
+  /// The number of elements of `buffer`, as i64, times `scale`.
+  Value elementCount(Value buffer, int64_t scale = 1) {
+    auto type = cast<MemRefType>(buffer.getType());
+    Value count = arith::ConstantIndexOp::create(rewriter, loc, scale);
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      count = arith::MulIOp::create(
+          rewriter, loc, count,
+          memref::DimOp::create(rewriter, loc, buffer, i).getResult());
+    return arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
+                                      count);
+  }
+
+  Value i32(int64_t value) {
+    return arith::ConstantIntOp::create(rewriter, loc, value, 32);
+  }
+
+  /// The peer's rank as i32: the static index, or the dynamic one.
+  Value peer(ArrayRef<int64_t> statics, ValueRange dynamics) {
+    Value index =
+        statics[0] == ShapedType::kDynamic
+            ? dynamics[0]
+            : arith::ConstantIndexOp::create(rewriter, loc, statics[0])
+                  .getResult();
+    return arith::IndexCastOp::create(rewriter, loc, rewriter.getI32Type(),
+                                      index);
+  }
+
+  /// A call of runtime function `name` with the module's communicator and
+  /// `operands`, declared in the module on first use.
+  void call(StringRef name, ValueRange operands) {
+    SmallVector<Value> args{seqc::loadMpiCommunicator(rewriter, loc, module)};
+    llvm::append_range(args, operands);
+    auto fn = module.lookupSymbol<func::FuncOp>(name);
+    if (!fn) {
+      OpBuilder top(module.getBodyRegion());
+      fn = func::FuncOp::create(
+          top, loc, name,
+          rewriter.getFunctionType(ValueRange(args).getTypes(), {}));
+      fn.setPrivate();
+    }
+    func::CallOp::create(rewriter, loc, fn, args);
+  }
+
+private:
+  PatternRewriter &rewriter;
+  Location loc;
+  ModuleOp module;
+  Type ptr;
+};
+
+/// An all-reduce of a tensor over every process: from its buffer into a new
+/// one.
+struct AllReduceToNccl : OpRewritePattern<shard::AllReduceOp> {
+  AllReduceToNccl(MLIRContext *ctx, NcclEntries entries)
+      : OpRewritePattern(ctx), entries(entries) {}
+
+  LogicalResult matchAndRewrite(shard::AllReduceOp reduce,
+                                PatternRewriter &rewriter) const override {
+    if (!onWholeLineGrid(reduce, reduce.getGridAttr(), reduce.getGridAxes()))
+      return rewriter.notifyMatchFailure(reduce, "not the whole of a 1-D grid");
+    auto type = dyn_cast<RankedTensorType>(reduce.getInput().getType());
+    if (!type || type != reduce.getResult().getType())
+      return rewriter.notifyMatchFailure(reduce, "not tensor to same tensor");
+    std::optional<entry::ReduceElement> element =
+        reduceElement(type.getElementType());
+    std::optional<entry::ReduceOp> op = reduceOp(reduce.getReduction());
+    if (!element || !op)
+      return rewriter.notifyMatchFailure(reduce, "no NCCL type or reduction");
+
+    NcclCallBuilder b(rewriter, reduce.getLoc(),
+                      reduce->getParentOfType<ModuleOp>());
+    Value input = b.bufferOf(reduce.getInput(), /*readOnly=*/true);
+    Value output = b.allocLike(reduce.getInput());
+    b.call(entries.allReduce,
+           {b.dataPointer(input), b.dataPointer(output), b.elementCount(input),
+            b.i32(static_cast<int32_t>(*element)),
+            b.i32(static_cast<int32_t>(*op))});
+    rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
+        reduce, type, output, /*restrict=*/true, /*writable=*/true);
+    return success();
+  }
+
+  NcclEntries entries;
+};
+
+/// The bytes of one element of `type`, if whole.
+std::optional<int64_t> elementBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.getElementType().isIntOrFloat() ||
+      tensor.getElementTypeBitWidth() % 8 != 0)
+    return std::nullopt;
+  return tensor.getElementTypeBitWidth() / 8;
+}
+
+/// A send of a tensor's bytes to one process.
+struct SendToNccl : OpRewritePattern<shard::SendOp> {
+  SendToNccl(MLIRContext *ctx, NcclEntries entries)
+      : OpRewritePattern(ctx), entries(entries) {}
+
+  LogicalResult matchAndRewrite(shard::SendOp send,
+                                PatternRewriter &rewriter) const override {
+    std::optional<int64_t> bytes = elementBytes(send.getInput().getType());
+    if (!onWholeLineGrid(send, send.getGridAttr(), send.getGridAxes()) ||
+        send.getDestination().size() != 1 || !bytes)
+      return rewriter.notifyMatchFailure(send, "not bytes on a 1-D grid");
+    NcclCallBuilder b(rewriter, send.getLoc(),
+                      send->getParentOfType<ModuleOp>());
+    Value buffer = b.bufferOf(send.getInput(), /*readOnly=*/true);
+    b.call(entries.send,
+           {b.dataPointer(buffer), b.elementCount(buffer, *bytes),
+            b.peer(send.getDestination(), send.getDestinationDynamic())});
+    rewriter.replaceOp(send, send.getInput());
+    return success();
+  }
+
+  NcclEntries entries;
+};
+
+/// A receive of a tensor's bytes from one process, into a new buffer.
+struct RecvToNccl : OpRewritePattern<shard::RecvOp> {
+  RecvToNccl(MLIRContext *ctx, NcclEntries entries)
+      : OpRewritePattern(ctx), entries(entries) {}
+
+  LogicalResult matchAndRewrite(shard::RecvOp recv,
+                                PatternRewriter &rewriter) const override {
+    std::optional<ArrayRef<int64_t>> source = recv.getSource();
+    std::optional<int64_t> bytes = elementBytes(recv.getResult().getType());
+    if (!source || source->size() != 1 || !bytes ||
+        !onWholeLineGrid(recv, recv.getGridAttr(), recv.getGridAxes()))
+      return rewriter.notifyMatchFailure(recv, "not bytes on a 1-D grid");
+    NcclCallBuilder b(rewriter, recv.getLoc(),
+                      recv->getParentOfType<ModuleOp>());
+    Value buffer = b.allocLike(recv.getInput());
+    b.call(entries.recv, {b.dataPointer(buffer), b.elementCount(buffer, *bytes),
+                          b.peer(*source, recv.getSourceDynamic())});
+    rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
+        recv, recv.getResult().getType(), buffer, /*restrict=*/true,
+        /*writable=*/true);
+    return success();
+  }
+
+  NcclEntries entries;
+};
+
+struct SeqCollectivesToNccl
+    : seqc::impl::SeqCollectivesToNcclBase<SeqCollectivesToNccl> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet patterns(ctx);
+    NcclEntries entries = NcclEntries::get(emulate);
+    patterns.add<AllReduceToNccl, SendToNccl, RecvToNccl>(ctx, entries);
+    if (failed(applyPatternsGreedily(module, std::move(patterns))))
+      return signalPassFailure();
+    if (failed(seqc::rejectUnloweredCollectives(
+            module, "NCCL",
+            "on a one-dimensional grid (all-reduces of f32, f64, i32 or i64; "
+            "sends and receives of whole bytes)")))
+      return signalPassFailure();
+    // The process index goes through MPI (convert-shard-to-mpi).
+    seqc::useOpenMpiAbi(module);
+  }
+};
+
+} // namespace
