@@ -30,9 +30,9 @@ int cudaDeviceCount();
 std::string cudaReady();
 
 /// This thread's stream, made on first use and kept (kernels and NCCL's
-/// collectives run on it). Call with the context ready; ends the running
-/// call with an error when the stream cannot be made.
-void *cudaThreadStream();
+/// collectives run on it). Call with the context ready; null with `error`
+/// set when the stream cannot be made.
+void *cudaThreadStream(std::string &error);
 
 /// The process's device's architecture as a compilation target: sm_90a for
 /// compute capability 9.0 (Hopper's arch-specific features), sm_XY otherwise.

@@ -45,12 +45,12 @@ const CudaApi &ready() {
 
 /// One stream per host thread, made on first use and kept: the lowering asks
 /// for a stream around every launch.
-void *seqc::rt::cudaThreadStream() {
+void *seqc::rt::cudaThreadStream(std::string &error) {
   static thread_local CUstream stream = nullptr;
   if (!stream)
     if (CUresult r = cudaApi().cuStreamCreate(&stream,
                                               /*CU_STREAM_NON_BLOCKING=*/1))
-      SEQC_FAIL_CUDA("cannot create a CUDA stream", r);
+      error = "cannot create a CUDA stream: " + cudaApi().errorString(r);
   return stream;
 }
 
@@ -121,7 +121,16 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
 
 void *mgpuStreamCreate() {
   ready();
-  return cudaThreadStream();
+  void *stream = nullptr;
+  {
+    std::string error;
+    stream = cudaThreadStream(error);
+    if (!stream)
+      recordCallError(error);
+  }
+  if (!stream)
+    unwindCall();
+  return stream;
 }
 
 void mgpuStreamDestroy(void * /*stream*/) {}

@@ -133,8 +133,8 @@ bool prepare(void *mpi, NcclCall &call, std::string &error) {
   call.comm = communicatorFor(*call.api, mpi, error);
   if (!call.comm)
     return false;
-  call.stream = static_cast<NcclStream>(cudaThreadStream());
-  return true;
+  call.stream = static_cast<NcclStream>(cudaThreadStream(error));
+  return call.stream != nullptr;
 }
 
 /// Waits for `call`'s collective; an error names `what` and the cause.

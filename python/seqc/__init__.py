@@ -112,7 +112,8 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
     call may hold, 0 for the machine's memory), `ranks` (sequence
     parallelism over MPI_COMM_WORLD's `ranks` processes, under mpirun: every
     process compiles and calls with the same whole arguments and gets the
-    whole results, docs/distributed.md; 0, the default: one process),
+    whole results, docs/distributed.md; with target="cuda" one GPU per
+    process, the exchanges on NCCL; 0, the default: one process),
     `parallel` (what the ranks split: "sequence", the default, every op's
     steps; "experts", moe_ffn's experts with the routed tokens exchanged
     all-to-all; "sequence+experts", both),
