@@ -86,6 +86,29 @@ for d in tests:
         failures += 0 if ok else 1
         say(f"{'ok  ' if ok else 'FAIL'} test {name} result {i}: {detail}")
 say(f"device tests: {'all passed' if failures == 0 else f'{failures} failed'}")
+
+
+def nccl_probe():
+    """What the NCCL path of --parallel on --target cuda would find here
+    (test/Integration/distributed_cuda.py needs two GPUs and libnccl)."""
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        count = ctypes.c_int(0)
+        gpus = count.value if cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 else 0
+    except OSError:
+        gpus = 0
+    try:
+        nccl = ctypes.CDLL("libnccl.so.2")
+        version = ctypes.c_int(0)
+        nccl.ncclGetVersion(ctypes.byref(version))
+        found = f"libnccl.so.2 {version.value}"
+    except OSError:
+        found = "no libnccl.so.2 on the loader path"
+    say(f"nccl: {found}; {gpus} GPU(s) (seqc's NCCL path runs from 2)")
+
+
+nccl_probe()
 if TESTS_ONLY:
     sys.exit(1 if failures else 0)
 
