@@ -2,7 +2,9 @@
 function on the same arrays and gets the single-process results (an ssd
 with init, T = 50 over 2 ranks); ranks that are not the world's size are a
 CompileError. With parallel="experts", a moe_ffn with capacity, its
-experts split over 2 ranks, equals one process too."""
+experts split over 2 ranks, equals one process too. The ssd also runs on
+the emulated GPU target (its exchanges through the NCCL entry points,
+carried out by MPI)."""
 
 import os
 import shutil
@@ -35,8 +37,9 @@ SCRIPT = textwrap.dedent("""
             -r.uniform(0.5, 1.5, H), r.standard_normal((1, T, 1, N)),
             r.standard_normal((1, T, 1, N)), r.standard_normal((1, H, P, N))]
     args = [np.ascontiguousarray(a, np.float32) for a in args]
-    split = seqc.compile(text, ranks=int(sys.argv[1])).main(*args)
-    whole = seqc.compile(text).main(*args)
+    target = sys.argv[2]
+    split = seqc.compile(text, target, ranks=int(sys.argv[1])).main(*args)
+    whole = seqc.compile(text, target).main(*args)
     for got, ref in zip(split, whole):
         err = float(np.max(np.abs(got - ref)))
         assert err <= 1e-4 * max(1.0, float(np.max(np.abs(ref)))), err
@@ -51,7 +54,8 @@ SCRIPT = textwrap.dedent("""
 
 @pytest.mark.skipif(MPIRUN is None, reason="needs OpenMPI's mpirun")
 @pytest.mark.parametrize("ranks", [2])
-def test_ranks_agree_with_one_process(tmp_path, ranks):
+@pytest.mark.parametrize("target", ["cpu", "cuda-emulated"])
+def test_ranks_agree_with_one_process(tmp_path, ranks, target):
     script = tmp_path / "split.py"
     script.write_text(SCRIPT)
     env = dict(os.environ, OMPI_MCA_btl="self,vader",
@@ -59,7 +63,7 @@ def test_ranks_agree_with_one_process(tmp_path, ranks):
                SEQC_NUM_THREADS="1")
     proc = subprocess.run(
         [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks),
-         sys.executable, str(script), str(ranks)],
+         sys.executable, str(script), str(ranks), target],
         capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.count("agree") == ranks, proc.stdout
