@@ -5,7 +5,9 @@
  * parallelism. Each group's results must equal one process's (the code
  * talking over MPI_COMM_WORLD would mix the groups' data or wait on the
  * wrong peers); a module for more ranks than its communicator has is an
- * error. Built with mpicc against the build tree's libseqc. */
+ * error. With the argument cuda-emulated, both run on the emulated GPU
+ * target (its exchanges through the NCCL entry points, on MPI). Built with
+ * mpicc against the build tree's libseqc. */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -35,6 +37,7 @@ static const char *kMoe =
     "  return %y, %load : tensor<41x8xf32>, tensor<4xi64>\n"
     "}\n";
 
+static seqc_target target = SEQC_TARGET_CPU;
 static unsigned state;
 static float uniform(void) {
   state = state * 1664525u + 1013904223u;
@@ -61,6 +64,7 @@ static int agree(seqc_engine *engine, const char *what, const char *source,
   int bad = 0;
   seqc_compile_options_init(&split);
   seqc_compile_options_init(&single);
+  split.target = single.target = target;
   split.ranks = 2;
   split.parallel = parallel;
   split.communicator = comm;
@@ -110,6 +114,8 @@ int main(int argc, char **argv) {
   int t, i;
 
   MPI_Init(&argc, &argv);
+  if (argc > 1 && strcmp(argv[1], "cuda-emulated") == 0)
+    target = SEQC_TARGET_CUDA_EMULATED;
   MPI_Comm_rank(MPI_COMM_WORLD, &world);
   color = world % 2;
   MPI_Comm_split(MPI_COMM_WORLD, color, world, &group);
@@ -150,6 +156,7 @@ int main(int argc, char **argv) {
     seqc_compile_options o;
     seqc_module *m = NULL;
     seqc_compile_options_init(&o);
+    o.target = target;
     o.ranks = 4;
     o.communicator = group;
     if (seqc_compile(engine, kScan, strlen(kScan), "scan.mlir", &o, &m) ==
