@@ -68,6 +68,21 @@ void recordCallError(const std::string &message);
     ::seqc::rt::unwindCall();                                                  \
   } while (0)
 
+/// Runs `attempt(error)` (returning whether it succeeded) and, when it
+/// fails, ends the running call with the message it left in `error`: the
+/// string is gone before the call unwinds.
+template <typename Attempt> void endCallUnless(Attempt attempt) {
+  bool ok;
+  {
+    std::string error;
+    ok = attempt(error);
+    if (!ok)
+      recordCallError(error);
+  }
+  if (!ok)
+    unwindCall();
+}
+
 /// Lets a worker thread of the thread pool act on behalf of a call (its
 /// allocations are tracked there). Returns the previous state.
 CallState *enterCall(CallState *state);

@@ -135,7 +135,6 @@ const CudaApi &seqc::rt::cudaApi() {
                     ": " + api.errorString(r);
       return;
     }
-    api.ordinal = ordinal;
     if (CUresult r = api.cuDevicePrimaryCtxRetain(&api.context, device)) {
       api.failure = "cannot create a CUDA context: " + api.errorString(r);
       return;

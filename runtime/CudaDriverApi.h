@@ -32,8 +32,6 @@ struct CudaApi {
   std::string failure;
   int deviceCount = 0;
   CUcontext context = nullptr;
-  /// The device of `context` (see CudaDriver.h).
-  int ordinal = 0;
   /// Compute capability of that device.
   int major = 0, minor = 0;
 

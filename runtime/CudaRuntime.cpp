@@ -25,19 +25,12 @@ namespace {
 #define SEQC_FAIL_CUDA(what, r)                                                \
   SEQC_FAIL_CALL(std::string(what) + ": " + cudaApi().errorString(r))
 
-/// Makes the context current on this thread, or records why it cannot be.
-bool makeReady() {
-  std::string why = cudaReady();
-  if (why.empty())
-    return true;
-  recordCallError(why);
-  return false;
-}
-
 /// The driver with the context current; ends the call when there is none.
 const CudaApi &ready() {
-  if (!makeReady())
-    unwindCall();
+  endCallUnless([](std::string &why) {
+    why = cudaReady();
+    return why.empty();
+  });
   return cudaApi();
 }
 
@@ -122,14 +115,10 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
 void *mgpuStreamCreate() {
   ready();
   void *stream = nullptr;
-  {
-    std::string error;
+  endCallUnless([&](std::string &error) {
     stream = cudaThreadStream(error);
-    if (!stream)
-      recordCallError(error);
-  }
-  if (!stream)
-    unwindCall();
+    return stream != nullptr;
+  });
   return stream;
 }
 
@@ -177,14 +166,10 @@ void mgpuEventRecord(void *event, void *stream) {
 void *mgpuMemAlloc(uint64_t bytes, void * /*stream*/, bool /*isHostShared*/) {
   // Managed memory either way: the host part of a graph may touch it.
   void *ptr = nullptr;
-  {
-    std::string error;
+  endCallUnless([&](std::string &error) {
     ptr = cudaManagedAlloc(bytes, error);
-    if (!ptr)
-      recordCallError(error);
-  }
-  if (!ptr)
-    unwindCall();
+    return ptr != nullptr;
+  });
   return ptr;
 }
 

@@ -28,6 +28,8 @@ using AbortFn = int (*)(void *, int);
 using BcastFn = int (*)(void *, int, void *, int, void *);
 using SendFn = int (*)(const void *, int, void *, int, int, void *);
 using RecvFn = int (*)(void *, int, void *, int, int, void *, void *);
+using CommDupFn = int (*)(void *, void **);
+using CommCompareFn = int (*)(void *, void *, int *);
 
 struct MpiLibrary {
   void *handle = nullptr;
@@ -40,6 +42,8 @@ struct MpiLibrary {
   BcastFn bcast = nullptr;
   SendFn send = nullptr;
   RecvFn recv = nullptr;
+  CommDupFn commDup = nullptr;
+  CommCompareFn commCompare = nullptr;
   void *commWorld = nullptr, *uint64Type = nullptr, *opMax = nullptr;
   // The all-reduces' datatypes (by entry::ReduceElement) and reductions (by
   // entry::ReduceOp), and MPI_BYTE.
@@ -98,6 +102,8 @@ bool open(MpiLibrary &lib) {
          find(lib, lib.opMax, "ompi_mpi_op_max") &&
          find(lib, lib.bcast, "MPI_Bcast") && find(lib, lib.send, "MPI_Send") &&
          find(lib, lib.recv, "MPI_Recv") &&
+         find(lib, lib.commDup, "MPI_Comm_dup") &&
+         find(lib, lib.commCompare, "MPI_Comm_compare") &&
          find(lib, lib.elementTypes[0], "ompi_mpi_float") &&
          find(lib, lib.elementTypes[1], "ompi_mpi_double") &&
          find(lib, lib.elementTypes[2], "ompi_mpi_int32_t") &&
@@ -213,6 +219,28 @@ int seqc::rt::mpiCommunicatorRank(void *communicator, std::string &error) {
     return -1;
   }
   return rank;
+}
+
+void *seqc::rt::mpiDuplicate(void *communicator, std::string &error) {
+  MpiLibrary *lib = started(error);
+  if (!lib)
+    return nullptr;
+  void *copy = nullptr;
+  if (lib->commDup(communicator, &copy) != 0) {
+    error = "MPI_Comm_dup failed";
+    return nullptr;
+  }
+  return copy;
+}
+
+bool seqc::rt::mpiSameProcesses(void *a, void *b) {
+  // OpenMPI's MPI_IDENT and MPI_CONGRUENT.
+  constexpr int kIdent = 0, kCongruent = 1;
+  std::string error;
+  MpiLibrary *lib = started(error);
+  int result = -1;
+  return lib && lib->commCompare(a, b, &result) == 0 &&
+         (result == kIdent || result == kCongruent);
 }
 
 bool seqc::rt::mpiBroadcast(void *communicator, void *data, int64_t bytes,

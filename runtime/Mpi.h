@@ -42,6 +42,15 @@ bool mpiMaxAll(uint64_t *values, int count, std::string &error);
 /// This process's rank in `communicator`, or -1 with `error` set.
 int mpiCommunicatorRank(void *communicator, std::string &error);
 
+/// A communicator of the same processes as `communicator`, in the same
+/// order (MPI_Comm_dup: collective over them), kept until the process ends;
+/// null with `error` set on failure.
+void *mpiDuplicate(void *communicator, std::string &error);
+
+/// Whether communicators `a` and `b` hold the same processes in the same
+/// order (MPI_Comm_compare: identical or congruent).
+bool mpiSameProcesses(void *a, void *b);
+
 /// `bytes` of `data` from rank `root` of `communicator` to all its ranks.
 bool mpiBroadcast(void *communicator, void *data, int64_t bytes, int root,
                   std::string &error);

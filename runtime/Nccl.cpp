@@ -3,9 +3,10 @@
 // Distributed code compiled for the CUDA target exchanges through the
 // seqc_rt_nccl_* entry points (seq-collectives-to-nccl), each given the
 // module's MPI communicator. NCCL carries them between the ranks' device
-// buffers; MPI only starts it: the first collective on a communicator makes
-// its NCCL communicator (rank 0's unique id broadcast over MPI, then
-// ncclCommInitRank on the process's device), kept for the process's life.
+// buffers; MPI only starts it: the first collective over a set of processes
+// makes their NCCL communicator (rank 0's unique id broadcast over MPI, then
+// ncclCommInitRank on the process's device), kept for the process's life
+// and found again by the processes it holds.
 // A collective runs on the thread's stream, which is then synchronized: the
 // host code after it reads the result (the kernels run on the same stream).
 //
@@ -13,7 +14,9 @@
 // another), as libcuda is, so nothing else depends on it.
 //
 // Code of the emulated CUDA target has host buffers: its
-// seqc_rt_nccl_emulated_* entry points do the same exchanges on MPI.
+// seqc_rt_nccl_emulated_* entry points do the same exchanges on MPI, over a
+// communicator of their own made and found the same way as NCCL's (a
+// duplicate of the module's), so the emulation tests that too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,9 +30,9 @@
 #include "Runtime.h"
 
 #include <cstdlib>
-#include <map>
 #include <mutex>
-#include <type_traits>
+#include <optional>
+#include <vector>
 
 using namespace seqc::rt;
 
@@ -76,25 +79,41 @@ std::string NcclApi::errorString(NcclResult r) const {
 
 namespace {
 
-/// NCCL with the process's device current on this thread; why not, else.
-std::string ncclReady(const NcclApi *&api) {
-  api = &ncclApi();
-  if (!api->failure.empty())
-    return api->failure;
-  return cudaReady();
-}
+/// Communicators of type `Comm` made from MPI communicators, each kept with
+/// a duplicate of the MPI communicator of its processes. They are found by
+/// the processes they hold, not by the MPI handle: a host may free a
+/// communicator and get the same handle back for other processes.
+template <typename Comm> class CommunicatorCache {
+public:
+  /// The communicator over the processes of `mpi`, made the first time by
+  /// `make(processes, error)` from a duplicate of `mpi` (by all of them at
+  /// once, as they run the same code); null with `error` set on failure.
+  template <typename Make> Comm get(void *mpi, std::string &error, Make make) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto &[processes, comm] : made)
+      if (mpiSameProcesses(processes, mpi))
+        return comm;
+    void *processes = mpiDuplicate(mpi, error);
+    if (!processes)
+      return nullptr;
+    Comm comm = make(processes, error);
+    if (comm)
+      made.emplace_back(processes, comm);
+    return comm;
+  }
 
-/// The NCCL communicator over the ranks of MPI communicator `mpi`, made by
-/// its first collective (every rank makes it at the same collective, as
-/// they run the same code); null with `error` set on failure.
-NcclComm communicatorFor(const NcclApi &api, void *mpi, std::string &error) {
-  static std::mutex mutex;
-  static auto *made = new std::map<void *, NcclComm>; // kept to the end
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = made->find(mpi); it != made->end())
-    return it->second;
-  int rank = mpiCommunicatorRank(mpi, error);
-  int size = rank < 0 ? -1 : mpiCommunicatorSize(mpi, error);
+private:
+  std::mutex mutex;
+  std::vector<std::pair<void *, Comm>> made; // kept to the end
+};
+
+/// The NCCL communicator over the processes of MPI communicator
+/// `processes`: rank 0's unique id broadcast over it, then
+/// ncclCommInitRank on every rank; null with `error` set on failure.
+NcclComm makeNcclCommunicator(const NcclApi &api, void *processes,
+                              std::string &error) {
+  int rank = mpiCommunicatorRank(processes, error);
+  int size = rank < 0 ? -1 : mpiCommunicatorSize(processes, error);
   if (size < 0)
     return nullptr;
   NcclUniqueId id{};
@@ -105,7 +124,7 @@ NcclComm communicatorFor(const NcclApi &api, void *mpi, std::string &error) {
       error = "ncclGetUniqueId failed: " + api.errorString(r);
       return nullptr;
     }
-  if (!mpiBroadcast(mpi, &id, sizeof id, /*root=*/0, error))
+  if (!mpiBroadcast(processes, &id, sizeof id, /*root=*/0, error))
     return nullptr;
   NcclComm comm = nullptr;
   if (NcclResult r = api.commInitRank(&comm, size, id, rank)) {
@@ -113,8 +132,25 @@ NcclComm communicatorFor(const NcclApi &api, void *mpi, std::string &error) {
             std::to_string(size) + ") failed: " + api.errorString(r);
     return nullptr;
   }
-  (*made)[mpi] = comm;
   return comm;
+}
+
+/// NCCL's communicator for the processes of `mpi`.
+NcclComm ncclCommunicatorFor(const NcclApi &api, void *mpi,
+                             std::string &error) {
+  static auto *cache = new CommunicatorCache<NcclComm>; // kept to the end
+  return cache->get(mpi, error, [&](void *processes, std::string &error) {
+    return makeNcclCommunicator(api, processes, error);
+  });
+}
+
+/// The emulation's own MPI communicator for the processes of `mpi` (a
+/// duplicate, as NCCL's is its own): its exchanges do not mix with the
+/// host's messages on `mpi`.
+void *emulatedCommunicatorFor(void *mpi, std::string &error) {
+  static auto *cache = new CommunicatorCache<void *>; // kept to the end
+  return cache->get(mpi, error,
+                    [](void *processes, std::string &) { return processes; });
 }
 
 /// What one collective runs with.
@@ -127,10 +163,11 @@ struct NcclCall {
 /// NCCL's communicator for `mpi` and this thread's stream, or false with
 /// `error` set.
 bool prepare(void *mpi, NcclCall &call, std::string &error) {
-  error = ncclReady(call.api);
+  call.api = &ncclApi();
+  error = call.api->failure.empty() ? cudaReady() : call.api->failure;
   if (!error.empty())
     return false;
-  call.comm = communicatorFor(*call.api, mpi, error);
+  call.comm = ncclCommunicatorFor(*call.api, mpi, error);
   if (!call.comm)
     return false;
   call.stream = static_cast<NcclStream>(cudaThreadStream(error));
@@ -151,7 +188,8 @@ bool finish(const NcclCall &call, NcclResult r, const char *what,
   return true;
 }
 
-NcclDataType ncclType(int32_t element) {
+/// NCCL's type and reduction for the runtime's codes (EntryPoints.h).
+std::optional<NcclDataType> ncclType(int32_t element) {
   switch (static_cast<entry::ReduceElement>(element)) {
   case entry::ReduceElement::F32:
     return NcclFloat32;
@@ -162,30 +200,36 @@ NcclDataType ncclType(int32_t element) {
   case entry::ReduceElement::I64:
     return NcclInt64;
   }
-  return NcclUint8;
+  return std::nullopt;
 }
 
-NcclRedOp ncclOp(int32_t op) {
+std::optional<NcclRedOp> ncclOp(int32_t op) {
   switch (static_cast<entry::ReduceOp>(op)) {
+  case entry::ReduceOp::Sum:
+    return NcclSum;
   case entry::ReduceOp::Product:
     return NcclProd;
   case entry::ReduceOp::Max:
     return NcclMax;
   case entry::ReduceOp::Min:
     return NcclMin;
-  case entry::ReduceOp::Sum:
-    break;
   }
-  return NcclSum;
+  return std::nullopt;
 }
 
 bool allReduce(void *mpi, const void *send, void *recv, int64_t count,
                int32_t element, int32_t op, std::string &error) {
+  std::optional<NcclDataType> type = ncclType(element);
+  std::optional<NcclRedOp> reduction = ncclOp(op);
+  if (!type || !reduction) {
+    error = "an all-reduce of an unknown element type or reduction";
+    return false;
+  }
   NcclCall call;
   return prepare(mpi, call, error) &&
          finish(call,
-                call.api->allReduce(send, recv, count, ncclType(element),
-                                    ncclOp(op), call.comm, call.stream),
+                call.api->allReduce(send, recv, count, *type, *reduction,
+                                    call.comm, call.stream),
                 "ncclAllReduce", error);
 }
 
@@ -209,41 +253,26 @@ bool recvBytes(void *mpi, void *data, int64_t bytes, int32_t peer,
                 "ncclRecv", error);
 }
 
-/// Runs `exchange(error)`; when it fails, ends the running call with its
-/// message (kept in a string gone before the call unwinds: unwindCall
-/// skips destructors).
-template <typename Exchange> void exchangeOrEnd(Exchange exchange) {
-  bool ok;
-  {
-    std::string error;
-    ok = exchange(error);
-    if (!ok)
-      recordCallError(error);
-  }
-  if (!ok)
-    unwindCall();
-}
-
 } // namespace
 
 extern "C" {
 
 void seqc_rt_nccl_all_reduce(void *mpi, const void *send, void *recv,
                              int64_t count, int32_t element, int32_t op) {
-  exchangeOrEnd([=](std::string &error) {
+  endCallUnless([=](std::string &error) {
     return allReduce(mpi, send, recv, count, element, op, error);
   });
 }
 
 void seqc_rt_nccl_send(void *mpi, const void *data, int64_t bytes,
                        int32_t peer) {
-  exchangeOrEnd([=](std::string &error) {
+  endCallUnless([=](std::string &error) {
     return sendBytes(mpi, data, bytes, peer, error);
   });
 }
 
 void seqc_rt_nccl_recv(void *mpi, void *data, int64_t bytes, int32_t peer) {
-  exchangeOrEnd([=](std::string &error) {
+  endCallUnless([=](std::string &error) {
     return recvBytes(mpi, data, bytes, peer, error);
   });
 }
@@ -251,24 +280,27 @@ void seqc_rt_nccl_recv(void *mpi, void *data, int64_t bytes, int32_t peer) {
 void seqc_rt_nccl_emulated_all_reduce(void *mpi, const void *send, void *recv,
                                       int64_t count, int32_t element,
                                       int32_t op) {
-  exchangeOrEnd([=](std::string &error) {
-    return mpiAllReduce(mpi, send, recv, count,
-                        static_cast<entry::ReduceElement>(element),
-                        static_cast<entry::ReduceOp>(op), error);
+  endCallUnless([=](std::string &error) {
+    void *comm = emulatedCommunicatorFor(mpi, error);
+    return comm && mpiAllReduce(comm, send, recv, count,
+                                static_cast<entry::ReduceElement>(element),
+                                static_cast<entry::ReduceOp>(op), error);
   });
 }
 
 void seqc_rt_nccl_emulated_send(void *mpi, const void *data, int64_t bytes,
                                 int32_t peer) {
-  exchangeOrEnd([=](std::string &error) {
-    return mpiSendBytes(mpi, data, bytes, peer, error);
+  endCallUnless([=](std::string &error) {
+    void *comm = emulatedCommunicatorFor(mpi, error);
+    return comm && mpiSendBytes(comm, data, bytes, peer, error);
   });
 }
 
 void seqc_rt_nccl_emulated_recv(void *mpi, void *data, int64_t bytes,
                                 int32_t peer) {
-  exchangeOrEnd([=](std::string &error) {
-    return mpiRecvBytes(mpi, data, bytes, peer, error);
+  endCallUnless([=](std::string &error) {
+    void *comm = emulatedCommunicatorFor(mpi, error);
+    return comm && mpiRecvBytes(comm, data, bytes, peer, error);
   });
 }
 

@@ -27,7 +27,7 @@
 #include "seqc/Passes.h"
 
 #include "EntryPoints.h"
-#include "Transforms/RankGrid.h"
+#include "Transforms/CollectiveLowering.h"
 
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/MPIToLLVM/MPIToLLVM.h"
@@ -88,9 +88,8 @@ struct WholeGridAllReduce : OpRewritePattern<shard::AllReduceOp> {
 
   LogicalResult matchAndRewrite(shard::AllReduceOp reduce,
                                 PatternRewriter &rewriter) const override {
-    auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
-        reduce, reduce.getGridAttr());
-    if (!grid || grid.getRank() != 1 || reduce.getGridAxes().size() != 1)
+    if (!seqc::onWholeLineGrid(reduce, reduce.getGridAttr(),
+                               reduce.getGridAxes()))
       return rewriter.notifyMatchFailure(reduce, "not the whole of a 1-D grid");
     auto type = dyn_cast<RankedTensorType>(reduce.getInput().getType());
     if (!type || type != reduce.getResult().getType())
@@ -126,25 +125,13 @@ struct WholeGridAllReduce : OpRewritePattern<shard::AllReduceOp> {
   }
 };
 
-/// The peer of a send or receive on a one-dimensional grid, as MPI's i32
-/// rank: the static index, or the dynamic one.
-Value peerRank(PatternRewriter &rewriter, Location loc,
-               ArrayRef<int64_t> statics, ValueRange dynamics) {
-  Value peer = statics[0] == ShapedType::kDynamic
-                   ? dynamics[0]
-                   : arith::ConstantIndexOp::create(rewriter, loc, statics[0])
-                         .getResult();
-  return arith::IndexCastOp::create(rewriter, loc, rewriter.getI32Type(), peer);
-}
-
 /// Whether point-to-point `op` on `gridName` is one MPI can carry: the one
 /// axis of a one-dimensional grid, a tensor of an MPI datatype.
 LogicalResult checkPointToPoint(PatternRewriter &rewriter, Operation *op,
                                 FlatSymbolRefAttr gridName,
                                 ArrayRef<shard::GridAxis> axes, Type type,
                                 ArrayRef<int64_t> peer) {
-  auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, gridName);
-  if (!grid || grid.getRank() != 1 || axes.size() != 1 || peer.size() != 1)
+  if (!seqc::onWholeLineGrid(op, gridName, axes) || peer.size() != 1)
     return rewriter.notifyMatchFailure(op, "not on a 1-D grid");
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor)
@@ -176,8 +163,8 @@ struct PointToPointSend : OpRewritePattern<shard::SendOp> {
     Value world = mpi::CommWorldOp::create(rewriter, loc,
                                            mpi::CommType::get(getContext()));
     Value tag = arith::ConstantIntOp::create(rewriter, loc, 0, 32);
-    Value dest = peerRank(rewriter, loc, send.getDestination(),
-                          send.getDestinationDynamic());
+    Value dest = seqc::peerRank(rewriter, loc, send.getDestination(),
+                                send.getDestinationDynamic());
     mpi::SendOp::create(rewriter, loc, TypeRange{},
                         flatten(rewriter, loc, buffer), tag, dest, world);
     rewriter.replaceOp(send, send.getInput());
@@ -211,7 +198,8 @@ struct PointToPointRecv : OpRewritePattern<shard::RecvOp> {
     Value world = mpi::CommWorldOp::create(rewriter, loc,
                                            mpi::CommType::get(getContext()));
     Value tag = arith::ConstantIntOp::create(rewriter, loc, 0, 32);
-    Value from = peerRank(rewriter, loc, *source, recv.getSourceDynamic());
+    Value from =
+        seqc::peerRank(rewriter, loc, *source, recv.getSourceDynamic());
     mpi::RecvOp::create(rewriter, loc, TypeRange{},
                         flatten(rewriter, loc, buffer), tag, from, world);
     rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(

@@ -25,10 +25,11 @@
 #include "seqc/Passes.h"
 
 #include "EntryPoints.h"
-#include "Transforms/RankGrid.h"
+#include "Transforms/CollectiveLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/DLTI/DLTI.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -86,13 +87,6 @@ std::optional<entry::ReduceOp> reduceOp(shard::ReductionKind kind) {
   }
 }
 
-/// Whether `op` exchanges over the one axis of a one-dimensional grid.
-bool onWholeLineGrid(Operation *op, FlatSymbolRefAttr gridName,
-                     ArrayRef<shard::GridAxis> axes) {
-  auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, gridName);
-  return grid && grid.getRank() == 1 && axes.size() == 1;
-}
-
 /// Builds the calls of one collective at the rewriter's insertion point.
 class NcclCallBuilder {
 public:
@@ -146,17 +140,6 @@ public:
     return arith::ConstantIntOp::create(rewriter, loc, value, 32);
   }
 
-  /// The peer's rank as i32: the static index, or the dynamic one.
-  Value peer(ArrayRef<int64_t> statics, ValueRange dynamics) {
-    Value index =
-        statics[0] == ShapedType::kDynamic
-            ? dynamics[0]
-            : arith::ConstantIndexOp::create(rewriter, loc, statics[0])
-                  .getResult();
-    return arith::IndexCastOp::create(rewriter, loc, rewriter.getI32Type(),
-                                      index);
-  }
-
   /// A call of runtime function `name` with the module's communicator and
   /// `operands`, declared in the module on first use.
   void call(StringRef name, ValueRange operands) {
@@ -188,7 +171,8 @@ struct AllReduceToNccl : OpRewritePattern<shard::AllReduceOp> {
 
   LogicalResult matchAndRewrite(shard::AllReduceOp reduce,
                                 PatternRewriter &rewriter) const override {
-    if (!onWholeLineGrid(reduce, reduce.getGridAttr(), reduce.getGridAxes()))
+    if (!seqc::onWholeLineGrid(reduce, reduce.getGridAttr(),
+                               reduce.getGridAxes()))
       return rewriter.notifyMatchFailure(reduce, "not the whole of a 1-D grid");
     auto type = dyn_cast<RankedTensorType>(reduce.getInput().getType());
     if (!type || type != reduce.getResult().getType())
@@ -232,7 +216,7 @@ struct SendToNccl : OpRewritePattern<shard::SendOp> {
   LogicalResult matchAndRewrite(shard::SendOp send,
                                 PatternRewriter &rewriter) const override {
     std::optional<int64_t> bytes = elementBytes(send.getInput().getType());
-    if (!onWholeLineGrid(send, send.getGridAttr(), send.getGridAxes()) ||
+    if (!seqc::onWholeLineGrid(send, send.getGridAttr(), send.getGridAxes()) ||
         send.getDestination().size() != 1 || !bytes)
       return rewriter.notifyMatchFailure(send, "not bytes on a 1-D grid");
     NcclCallBuilder b(rewriter, send.getLoc(),
@@ -240,7 +224,8 @@ struct SendToNccl : OpRewritePattern<shard::SendOp> {
     Value buffer = b.bufferOf(send.getInput(), /*readOnly=*/true);
     b.call(entries.send,
            {b.dataPointer(buffer), b.elementCount(buffer, *bytes),
-            b.peer(send.getDestination(), send.getDestinationDynamic())});
+            seqc::peerRank(rewriter, send.getLoc(), send.getDestination(),
+                           send.getDestinationDynamic())});
     rewriter.replaceOp(send, send.getInput());
     return success();
   }
@@ -258,13 +243,14 @@ struct RecvToNccl : OpRewritePattern<shard::RecvOp> {
     std::optional<ArrayRef<int64_t>> source = recv.getSource();
     std::optional<int64_t> bytes = elementBytes(recv.getResult().getType());
     if (!source || source->size() != 1 || !bytes ||
-        !onWholeLineGrid(recv, recv.getGridAttr(), recv.getGridAxes()))
+        !seqc::onWholeLineGrid(recv, recv.getGridAttr(), recv.getGridAxes()))
       return rewriter.notifyMatchFailure(recv, "not bytes on a 1-D grid");
     NcclCallBuilder b(rewriter, recv.getLoc(),
                       recv->getParentOfType<ModuleOp>());
     Value buffer = b.allocLike(recv.getInput());
     b.call(entries.recv, {b.dataPointer(buffer), b.elementCount(buffer, *bytes),
-                          b.peer(*source, recv.getSourceDynamic())});
+                          seqc::peerRank(rewriter, recv.getLoc(), *source,
+                                         recv.getSourceDynamic())});
     rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
         recv, recv.getResult().getType(), buffer, /*restrict=*/true,
         /*writable=*/true);

@@ -258,6 +258,23 @@ def bad_inputs():
                               capture_output=True, text=True, env=ENV, timeout=120)
         c.expect("a rank's own error ends the run", proc.returncode != 0 and
                  "error: cannot open '/nonexistent.npy'" in proc.stderr, proc.stderr[-300:])
+    # --target cuda splits over GPUs (NCCL): without a device (the toolkit's
+    # stub driver) that is the error, one line, exit 1.
+    stub = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "lib64", "stubs",
+                        "libcuda.so")
+    if os.path.exists(stub):
+        with tempfile.TemporaryDirectory(prefix="seqc-mpi-") as tmp:
+            src = os.path.join(tmp, "g.mlir")
+            with open(src, "w") as f:
+                f.write(mlir)
+            proc = subprocess.run(
+                MPIRUN + ["-np", "2", "-x", f"SEQC_LIBCUDA={stub}", SEQC_RUN, src,
+                          "--random-inputs", "--target", "cuda", "--parallel", "sequence"],
+                capture_output=True, text=True, env=ENV, timeout=120)
+            lines = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
+            c.expect("--parallel on cuda without a device says so on every rank",
+                     proc.returncode != 0 and lines == ["error: no CUDA device"] * 2,
+                     f"{proc.returncode} {lines}")
     code, err = run(mlir, ins, 0, ["--parallel", "tokens"], expect_error=True)
     c.expect("an unknown --parallel mode is an error", code == 1 and "sequence, experts or sequence+experts" in err,
              err)

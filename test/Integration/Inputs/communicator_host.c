@@ -5,9 +5,12 @@
  * parallelism. Each group's results must equal one process's (the code
  * talking over MPI_COMM_WORLD would mix the groups' data or wait on the
  * wrong peers); a module for more ranks than its communicator has is an
- * error. With the argument cuda-emulated, both run on the emulated GPU
- * target (its exchanges through the NCCL entry points, on MPI). Built with
- * mpicc against the build tree's libseqc. */
+ * error. Then, in the same processes, other groups on a new communicator
+ * (which may reuse the freed one's handle) and the whole world run the
+ * scan again: nothing made for the first groups' exchanges may serve them. With
+ * the argument cuda-emulated, both run on the emulated GPU target (its
+ * exchanges through the NCCL entry points, on MPI). Built with mpicc against
+ * the build tree's libseqc. */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -50,11 +53,11 @@ static seqc_view view(seqc_dtype dtype, void *data, int32_t rank,
   return v;
 }
 
-/* Calls `source` split over `comm` (ranks 2) and in one process; 0 when
- * every result agrees. */
+/* Calls `source` split over `comm` (of `ranks` processes) and in one
+ * process; 0 when every result agrees. */
 static int agree(seqc_engine *engine, const char *what, const char *source,
-                 seqc_parallel parallel, MPI_Comm comm, const seqc_view *in,
-                 size_t n, size_t outputs) {
+                 seqc_parallel parallel, MPI_Comm comm, int ranks,
+                 const seqc_view *in, size_t n, size_t outputs) {
   seqc_compile_options split, single;
   seqc_module *ms = NULL, *m1 = NULL;
   seqc_function *fs = NULL, *f1 = NULL;
@@ -65,7 +68,7 @@ static int agree(seqc_engine *engine, const char *what, const char *source,
   seqc_compile_options_init(&split);
   seqc_compile_options_init(&single);
   split.target = single.target = target;
-  split.ranks = 2;
+  split.ranks = ranks;
   split.parallel = parallel;
   split.communicator = comm;
   if (seqc_compile(engine, source, strlen(source), "split.mlir", &split, &ms) !=
@@ -101,8 +104,16 @@ static int agree(seqc_engine *engine, const char *what, const char *source,
   return bad;
 }
 
+/* Scan inputs of `seed`. */
+static void fillScan(unsigned seed, float *a, float *b) {
+  int i;
+  state = seed;
+  for (i = 0; i < T * 3; ++i)
+    a[i] = 0.5f + 0.5f * uniform(), b[i] = uniform() - 0.5f;
+}
+
 int main(int argc, char **argv) {
-  int world, color, rank, bad = 0;
+  int world, color, rank, bad = 0, again;
   MPI_Comm group;
   seqc_engine *engine = NULL;
   static float a[T * 3], b[T * 3], x[T * D], w[T * K], up[E * D * F],
@@ -121,9 +132,7 @@ int main(int argc, char **argv) {
   MPI_Comm_split(MPI_COMM_WORLD, color, world, &group);
   MPI_Comm_rank(group, &rank);
   /* Each group its own data, the same on its two ranks. */
-  state = 17u + 1000u * (unsigned)color;
-  for (i = 0; i < T * 3; ++i)
-    a[i] = 0.5f + 0.5f * uniform(), b[i] = uniform() - 0.5f;
+  fillScan(17u + 1000u * (unsigned)color, a, b);
   for (i = 0; i < T * D; ++i)
     x[i] = uniform() - 0.5f;
   for (t = 0; t < T; ++t) {
@@ -145,10 +154,10 @@ int main(int argc, char **argv) {
   moeIn[2] = view(SEQC_I32, idx, 2, wShape);
   moeIn[3] = view(SEQC_F32, up, 3, upShape);
   moeIn[4] = view(SEQC_F32, down, 3, downShape);
-  bad |= agree(engine, "linear_scan", kScan, SEQC_PARALLEL_SEQUENCE, group,
+  bad |= agree(engine, "linear_scan", kScan, SEQC_PARALLEL_SEQUENCE, group, 2,
                scanIn, 2, 2);
-  bad |=
-      agree(engine, "moe_ffn", kMoe, SEQC_PARALLEL_EXPERTS, group, moeIn, 5, 2);
+  bad |= agree(engine, "moe_ffn", kMoe, SEQC_PARALLEL_EXPERTS, group, 2, moeIn,
+               5, 2);
   printf("group %d rank %d: %s\n", color, rank, bad ? "DISAGREE" : "agree");
 
   /* A module for 4 ranks on a communicator of 2 is an error. */
@@ -165,6 +174,25 @@ int main(int argc, char **argv) {
     else if (rank == 0)
       printf("group %d: error: %s\n", color, seqc_last_error());
   }
+
+  /* Other groups (ranks 0 and 1, 2 and 3) on a communicator that may reuse
+   * the freed one's handle, then the whole world, in the same processes:
+   * each run exchanges among its own processes only. */
+  MPI_Comm_free(&group);
+  color = world / 2;
+  MPI_Comm_split(MPI_COMM_WORLD, color, world, &group);
+  MPI_Comm_rank(group, &rank);
+  fillScan(300u + (unsigned)color, a, b);
+  again = agree(engine, "linear_scan", kScan, SEQC_PARALLEL_SEQUENCE, group, 2,
+                scanIn, 2, 2);
+  printf("regroup %d rank %d: %s\n", color, rank, again ? "DISAGREE" : "agree");
+  bad |= again;
+  fillScan(500u, a, b);
+  again = agree(engine, "linear_scan", kScan, SEQC_PARALLEL_SEQUENCE,
+                MPI_COMM_WORLD, 4, scanIn, 2, 2);
+  printf("world rank %d: %s\n", world, again ? "DISAGREE" : "agree");
+  bad |= again;
+
   seqc_engine_destroy(engine);
   MPI_Comm_free(&group);
   MPI_Finalize();
