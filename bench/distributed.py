@@ -5,12 +5,12 @@ rank exchanges against the minimum.
 
 Runs `seqc-run --parallel sequence --bench N` under `mpirun -np R` (the
 single-process run without mpirun is the baseline, in the same sitting) and
-prints the medians, the speedups, and per rank the bytes handed to
-MPI_Allreduce: the state exchange (R rows of state and transition: LASP-2's
-all-gather as a sum of zero-padded rows) and the whole results (every rank
-returns them), against one state per rank, the minimum sequence
-parallelism needs; and that exchange alone on MPI three ways
-(bench/state_exchange.c: seqc's all-reduce of rows, MPI_Allgather,
+prints the medians, the speedups, and per rank the bytes it gives to
+MPI_Allgather and receives: its state and transition (LASP-2's all-gather)
+and its steps of the results (every rank returns them whole), against one
+state per rank, the minimum sequence parallelism needs; and that exchange
+alone on MPI three ways (bench/state_exchange.c: an all-reduce of
+zero-padded rows, seqc's former exchange; MPI_Allgather, seqc's;
 MPI_Exscan with a user-defined combine). The MoE layer (`--parallel experts`, T 1024, D 1024,
 F 2048, E 8, top-2, SwiGLU, capacity 1.25) prints per rank the rows it
 sends to other ranks' experts and receives back (the minimum expert
@@ -124,18 +124,21 @@ def ssd_scaling(args):
         state = 4 * H * P * N
         for R in (2,):
             transition = 4 * H * N  # the ssd's is one decay per head (width P -> 1)
-            exchange = R * (state + transition)
-            results = 4 * T * H * P
-            print(f"  bytes per rank given to MPI_Allreduce at R={R}: states and transitions "
-                  f"{exchange / 1e6:.3f} MB (R rows), whole results {results / 1e6:.1f} MB "
-                  f"(every rank returns y); minimum: one state, {state / 1e6:.3f} MB")
+            pair = state + transition
+            mine = 4 * (T // R) * H * P
+            print(f"  bytes per rank at R={R}, MPI_Allgather: state and transition "
+                  f"{pair / 1e6:.3f} MB given, {(R - 1) * pair / 1e6:.3f} MB received; "
+                  f"results (every rank returns y) {mine / 1e6:.1f} MB given, "
+                  f"{(R - 1) * mine / 1e6:.1f} MB received; minimum: one state, "
+                  f"{state / 1e6:.3f} MB")
 
 
 
 def state_exchange(args):
-    """The exchange alone, on MPI (bench/state_exchange.c): seqc's
-    all-reduce of zero-padded rows against MPI_Allgather and MPI_Exscan
-    with a user-defined combine, for the ssd's pair."""
+    """The exchange alone, on MPI (bench/state_exchange.c): an all-reduce
+    of zero-padded rows (seqc's former exchange) against MPI_Allgather
+    (seqc's) and MPI_Exscan with a user-defined combine, for the ssd's
+    pair."""
     mpicc = shutil.which("mpicc")
     if not mpicc:
         print("  state exchange: no mpicc (libopenmpi-dev), not measured")
@@ -192,8 +195,10 @@ def moe_scaling(args):
             print(f"  rank {p} of {R}: sends {away} rows to the other rank's experts and "
                   f"{back} results back: {out_bytes / 1e6:.2f} MB sent by MPI_Send "
                   f"(minimum, the routed tokens there and back: {minimum / 1e6:.2f} MB); "
-                  f"counts {8 * R * E} B; whole result {4 * T * D / 1e6:.1f} MB "
-                  f"to MPI_Allreduce (every rank returns y)")
+                  f"counts {8 * R * E} B; its {T // R} rows of the result "
+                  f"({4 * (T // R) * D / 1e6:.1f} MB) to MPI_Allgather, the other "
+                  f"{(R - 1) * 4 * (T // R) * D / 1e6:.1f} MB received (every rank "
+                  f"returns y)")
 
 
 def main():

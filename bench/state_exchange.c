@@ -4,10 +4,11 @@
  * one decay per head and state column, as seq-distribute-steps computes)
  * and needs the fold of the pairs of the ranks before it.
  *
- *   allgather+fold: what seqc does (LASP-2): an MPI_Allreduce of R
- *                   zero-padded rows (MPI_SUM), then a local fold over the
- *                   ranks before it.
- *   Allgather:      MPI_Allgather of the pairs, then the same fold.
+ *   allreduce+fold: what seqc did before it lowered shard.all_gather: an
+ *                   MPI_Allreduce of R zero-padded rows (MPI_SUM), then a
+ *                   local fold over the ranks before it.
+ *   Allgather:      what seqc does now (LASP-2): MPI_Allgather of the
+ *                   pairs, then the same fold.
  *   Exscan:         MPI_Exscan with a user-defined, non-commutative
  *                   combine (M2 M1, M2 S1 + S2): each rank receives its
  *                   incoming pair directly.
@@ -83,7 +84,8 @@ int main(int argc, char **argv) {
 
   for (it = 0; it < iterations; ++it) {
     double t0;
-    /* seqc's: an all-reduce of zero-padded rows, then the fold. */
+    /* seqc's former exchange: an all-reduce of zero-padded rows, then the
+     * fold. */
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
     memset(rows, 0, sizeof(float) * size * R);
@@ -124,8 +126,8 @@ int main(int argc, char **argv) {
   }
   if (rank == 0)
     printf("state exchange R=%d H=%d P=%d N=%d (%.3f MB per pair), median of "
-           "%d: allreduce of rows + fold %.1f us, MPI_Allgather + fold %.1f "
-           "us, MPI_Exscan %.1f us\n",
+           "%d: allreduce of rows + fold %.1f us, MPI_Allgather + fold "
+           "(seqc's) %.1f us, MPI_Exscan %.1f us\n",
            R, H, P, N, 4.0 * size / 1e6, iterations,
            1e6 * times[0][iterations / 2], 1e6 * times[1][iterations / 2],
            1e6 * times[2][iterations / 2]);

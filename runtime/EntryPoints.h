@@ -30,20 +30,31 @@ inline constexpr char kCpuHas[] = "seqc_rt_cpu_has";
 /// seq-mpi-to-llvm reads it where MPIToLLVM names MPI_COMM_WORLD).
 inline constexpr char kMpiCommunicator[] = "seqc_mpi_communicator";
 
+/// The all-gather of distributed code for the CPU (seq-collectives-to-mpi:
+/// MLIR's `mpi` dialect has none), with the module's MPI communicator first
+/// (the kMpiCommunicator cell's value):
+///   all_gather(comm, send, recv, i64 bytes)
+/// `bytes` from every rank, rank r's at recv + r bytes.
+inline constexpr char kMpiAllGather[] = "seqc_rt_mpi_all_gather";
+
 /// The collectives of distributed code for the CUDA target
 /// (seq-collectives-to-nccl), each taking the module's MPI communicator
 /// first (the kMpiCommunicator cell's value):
 ///   all_reduce(comm, send, recv, i64 count, i32 ReduceElement, i32 ReduceOp)
+///   all_gather(comm, send, recv, i64 bytes) (as kMpiAllGather)
 ///   send(comm, data, i64 bytes, i32 peer), recv(comm, data, i64 bytes, i32
 ///   peer)
 /// on NCCL over the communicator's ranks, on this thread's stream.
 inline constexpr char kNcclAllReduce[] = "seqc_rt_nccl_all_reduce";
+inline constexpr char kNcclAllGather[] = "seqc_rt_nccl_all_gather";
 inline constexpr char kNcclSend[] = "seqc_rt_nccl_send";
 inline constexpr char kNcclRecv[] = "seqc_rt_nccl_recv";
 /// The same for code of the emulated CUDA target, whose buffers are the
 /// host's: MPI carries out what NCCL would.
 inline constexpr char kNcclEmulatedAllReduce[] =
     "seqc_rt_nccl_emulated_all_reduce";
+inline constexpr char kNcclEmulatedAllGather[] =
+    "seqc_rt_nccl_emulated_all_gather";
 inline constexpr char kNcclEmulatedSend[] = "seqc_rt_nccl_emulated_send";
 inline constexpr char kNcclEmulatedRecv[] = "seqc_rt_nccl_emulated_recv";
 

@@ -8,8 +8,12 @@
 
 #include "Mpi.h"
 
+#include "CallScope.h"
+#include "Runtime.h"
+
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
 #include <iterator>
 #include <mutex>
@@ -30,6 +34,8 @@ using SendFn = int (*)(const void *, int, void *, int, int, void *);
 using RecvFn = int (*)(void *, int, void *, int, int, void *, void *);
 using CommDupFn = int (*)(void *, void **);
 using CommCompareFn = int (*)(void *, void *, int *);
+using AllgatherFn = int (*)(const void *, int, void *, void *, int, void *,
+                            void *);
 
 struct MpiLibrary {
   void *handle = nullptr;
@@ -44,6 +50,7 @@ struct MpiLibrary {
   RecvFn recv = nullptr;
   CommDupFn commDup = nullptr;
   CommCompareFn commCompare = nullptr;
+  AllgatherFn allgather = nullptr;
   void *commWorld = nullptr, *uint64Type = nullptr, *opMax = nullptr;
   // The all-reduces' datatypes (by entry::ReduceElement) and reductions (by
   // entry::ReduceOp), and MPI_BYTE.
@@ -104,6 +111,7 @@ bool open(MpiLibrary &lib) {
          find(lib, lib.recv, "MPI_Recv") &&
          find(lib, lib.commDup, "MPI_Comm_dup") &&
          find(lib, lib.commCompare, "MPI_Comm_compare") &&
+         find(lib, lib.allgather, "MPI_Allgather") &&
          find(lib, lib.elementTypes[0], "ompi_mpi_float") &&
          find(lib, lib.elementTypes[1], "ompi_mpi_double") &&
          find(lib, lib.elementTypes[2], "ompi_mpi_int32_t") &&
@@ -124,13 +132,28 @@ MpiLibrary *started(std::string &error) {
   return nullptr;
 }
 
+/// The largest count one MPI call is given: 2^30, within MPI's int;
+/// SEQC_MPI_MAX_COUNT lowers it, so that tests reach the piecewise paths
+/// with small tensors.
+int64_t maxCount() {
+  static const int64_t limit = [] {
+    constexpr int64_t kLimit = int64_t(1) << 30;
+    const char *env = std::getenv("SEQC_MPI_MAX_COUNT");
+    char *end = nullptr;
+    long long asked = env ? std::strtoll(env, &end, 10) : 0;
+    return env && *env && !*end && asked > 0 && asked < kLimit
+               ? static_cast<int64_t>(asked)
+               : kLimit;
+  }();
+  return limit;
+}
+
 /// Calls `piece(offset, count)` over [0, total) in pieces MPI's int counts
 /// hold; false at the first that fails.
 template <typename Piece> bool inPieces(int64_t total, Piece piece) {
-  constexpr int64_t kMaxPiece = int64_t(1) << 30;
-  for (int64_t offset = 0; offset < total; offset += kMaxPiece)
-    if (piece(offset, static_cast<int>(std::min(kMaxPiece, total - offset))) !=
-        0)
+  const int64_t most = maxCount();
+  for (int64_t offset = 0; offset < total; offset += most)
+    if (piece(offset, static_cast<int>(std::min(most, total - offset))) != 0)
       return false;
   return true;
 }
@@ -282,6 +305,34 @@ bool seqc::rt::mpiAllReduce(void *communicator, const void *send, void *recv,
   return false;
 }
 
+bool seqc::rt::mpiAllGather(void *communicator, const void *send, void *recv,
+                            int64_t bytes, std::string &error) {
+  MpiLibrary *lib = started(error);
+  if (!lib)
+    return false;
+  if (bytes <= maxCount()) {
+    if (lib->allgather(send, static_cast<int>(bytes), lib->byteType, recv,
+                       static_cast<int>(bytes), lib->byteType,
+                       communicator) == 0)
+      return true;
+    error = "MPI_Allgather failed";
+    return false;
+  }
+  // MPI_Allgather counts in int and cannot be split into pieces (each
+  // piece would land at the ranks' whole offsets): past MPI's int, each
+  // rank's block goes from its own place in `recv` to every rank.
+  int rank = mpiCommunicatorRank(communicator, error);
+  int size = rank < 0 ? -1 : mpiCommunicatorSize(communicator, error);
+  if (size < 0)
+    return false;
+  auto *out = static_cast<char *>(recv);
+  std::memcpy(out + rank * bytes, send, static_cast<size_t>(bytes));
+  for (int root = 0; root < size; ++root)
+    if (!mpiBroadcast(communicator, out + root * bytes, bytes, root, error))
+      return false;
+  return true;
+}
+
 bool seqc::rt::mpiSendBytes(void *communicator, const void *data, int64_t bytes,
                             int peer, std::string &error) {
   MpiLibrary *lib = started(error);
@@ -325,4 +376,11 @@ void seqc::rt::mpiAbort(int code) {
   if (lib.started)
     lib.abort(lib.commWorld, code);
   _exit(code);
+}
+
+extern "C" void seqc_rt_mpi_all_gather(void *mpi, const void *send, void *recv,
+                                       int64_t bytes) {
+  seqc::rt::endCallUnless([=](std::string &error) {
+    return seqc::rt::mpiAllGather(mpi, send, recv, bytes, error);
+  });
 }

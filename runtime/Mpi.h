@@ -61,6 +61,11 @@ bool mpiAllReduce(void *communicator, const void *send, void *recv,
                   int64_t count, entry::ReduceElement element,
                   entry::ReduceOp op, std::string &error);
 
+/// MPI_Allgather of `bytes` from each rank's `send` into `recv`, rank r's
+/// at `recv + r bytes` (past MPI's int, a broadcast per rank instead).
+bool mpiAllGather(void *communicator, const void *send, void *recv,
+                  int64_t bytes, std::string &error);
+
 /// `bytes` of `data` to / from rank `peer` of `communicator` (MPI_Send /
 /// MPI_Recv of MPI_BYTE, tag 0, in pieces past MPI's int).
 bool mpiSendBytes(void *communicator, const void *data, int64_t bytes, int peer,

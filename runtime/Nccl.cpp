@@ -58,6 +58,7 @@ const NcclApi &seqc::rt::ncclApi() {
                findFunction(lib, api.getUniqueId, "ncclGetUniqueId") &
                findFunction(lib, api.commInitRank, "ncclCommInitRank") &
                findFunction(lib, api.allReduce, "ncclAllReduce") &
+               findFunction(lib, api.allGather, "ncclAllGather") &
                findFunction(lib, api.send, "ncclSend") &
                findFunction(lib, api.recv, "ncclRecv");
     if (!all) {
@@ -233,6 +234,16 @@ bool allReduce(void *mpi, const void *send, void *recv, int64_t count,
                 "ncclAllReduce", error);
 }
 
+bool allGather(void *mpi, const void *send, void *recv, int64_t bytes,
+               std::string &error) {
+  NcclCall call;
+  return prepare(mpi, call, error) &&
+         finish(call,
+                call.api->allGather(send, recv, bytes, NcclUint8, call.comm,
+                                    call.stream),
+                "ncclAllGather", error);
+}
+
 bool sendBytes(void *mpi, const void *data, int64_t bytes, int32_t peer,
                std::string &error) {
   NcclCall call;
@@ -264,6 +275,13 @@ void seqc_rt_nccl_all_reduce(void *mpi, const void *send, void *recv,
   });
 }
 
+void seqc_rt_nccl_all_gather(void *mpi, const void *send, void *recv,
+                             int64_t bytes) {
+  endCallUnless([=](std::string &error) {
+    return allGather(mpi, send, recv, bytes, error);
+  });
+}
+
 void seqc_rt_nccl_send(void *mpi, const void *data, int64_t bytes,
                        int32_t peer) {
   endCallUnless([=](std::string &error) {
@@ -285,6 +303,14 @@ void seqc_rt_nccl_emulated_all_reduce(void *mpi, const void *send, void *recv,
     return comm && mpiAllReduce(comm, send, recv, count,
                                 static_cast<entry::ReduceElement>(element),
                                 static_cast<entry::ReduceOp>(op), error);
+  });
+}
+
+void seqc_rt_nccl_emulated_all_gather(void *mpi, const void *send, void *recv,
+                                      int64_t bytes) {
+  endCallUnless([=](std::string &error) {
+    void *comm = emulatedCommunicatorFor(mpi, error);
+    return comm && mpiAllGather(comm, send, recv, bytes, error);
   });
 }
 

@@ -46,6 +46,8 @@ struct NcclApi {
   NcclResult (*commInitRank)(NcclComm *, int, NcclUniqueId, int) = nullptr;
   NcclResult (*allReduce)(const void *, void *, size_t, NcclDataType, NcclRedOp,
                           NcclComm, NcclStream) = nullptr;
+  NcclResult (*allGather)(const void *, void *, size_t, NcclDataType, NcclComm,
+                          NcclStream) = nullptr;
   NcclResult (*send)(const void *, size_t, NcclDataType, int, NcclComm,
                      NcclStream) = nullptr;
   NcclResult (*recv)(void *, size_t, NcclDataType, int, NcclComm,

@@ -79,21 +79,33 @@ void mgpuMemset32(void *dst, unsigned value, size_t count, void *stream);
 void mgpuMemset16(void *dst, int value, size_t count, void *stream);
 void mgpuSetDefaultDevice(int32_t device);
 
+/* The all-gather of distributed code for the CPU (seq-collectives-to-mpi),
+ * on the ranks of MPI communicator `mpi` (the module's): `bytes` from each
+ * rank's `send`, rank r's at `recv + r bytes` on every rank (Mpi.cpp). A
+ * failure ends the call with an error. */
+void seqc_rt_mpi_all_gather(void *mpi, const void *send, void *recv,
+                            int64_t bytes);
+
 /* The collectives of distributed code for the CUDA target
  * (seq-collectives-to-nccl), on the ranks of MPI communicator `mpi` (the
  * module's): an all-reduce of `count` elements (`element`, `op`: the codes
- * of EntryPoints.h) from `send` into `recv`, and `bytes` sent to or received
+ * of EntryPoints.h) from `send` into `recv`, an all-gather of `bytes` from
+ * each rank (as seqc_rt_mpi_all_gather), and `bytes` sent to or received
  * from rank `peer`. On NCCL over device buffers (Nccl.cpp); the _emulated_
  * ones, for the emulated target's host buffers, on MPI. A failure ends the
  * call with an error. */
 void seqc_rt_nccl_all_reduce(void *mpi, const void *send, void *recv,
                              int64_t count, int32_t element, int32_t op);
+void seqc_rt_nccl_all_gather(void *mpi, const void *send, void *recv,
+                             int64_t bytes);
 void seqc_rt_nccl_send(void *mpi, const void *data, int64_t bytes,
                        int32_t peer);
 void seqc_rt_nccl_recv(void *mpi, void *data, int64_t bytes, int32_t peer);
 void seqc_rt_nccl_emulated_all_reduce(void *mpi, const void *send, void *recv,
                                       int64_t count, int32_t element,
                                       int32_t op);
+void seqc_rt_nccl_emulated_all_gather(void *mpi, const void *send, void *recv,
+                                      int64_t bytes);
 void seqc_rt_nccl_emulated_send(void *mpi, const void *data, int64_t bytes,
                                 int32_t peer);
 void seqc_rt_nccl_emulated_recv(void *mpi, void *data, int64_t bytes,

@@ -49,6 +49,7 @@ static_assert(same<decltype(NcclApi::getErrorString)>(&ncclGetErrorString));
 static_assert(same<decltype(NcclApi::getUniqueId)>(&ncclGetUniqueId));
 static_assert(same<decltype(NcclApi::commInitRank)>(&ncclCommInitRank));
 static_assert(same<decltype(NcclApi::allReduce)>(&ncclAllReduce));
+static_assert(same<decltype(NcclApi::allGather)>(&ncclAllGather));
 static_assert(same<decltype(NcclApi::send)>(&ncclSend));
 static_assert(same<decltype(NcclApi::recv)>(&ncclRecv));
 static_assert(sizeof(NcclUniqueId) == sizeof(ncclUniqueId));
@@ -82,7 +83,7 @@ TEST(Nccl, RuntimeOpensTheLibrary) {
   EXPECT_EQ(api.failure, "");
   EXPECT_GE(api.version, 20700);
   EXPECT_TRUE(api.getUniqueId && api.commInitRank && api.allReduce &&
-              api.send && api.recv);
+              api.allGather && api.send && api.recv);
   EXPECT_NE(api.errorString(NcclResult(2)).find("(2)"), std::string::npos);
 }
 

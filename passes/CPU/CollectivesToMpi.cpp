@@ -8,8 +8,11 @@
 //   - seq-collectives-to-mpi (on tensors): an all-reduce over the whole
 //     grid is one `mpi.allreduce` on MPI_COMM_WORLD, between buffers, and a
 //     send or receive with one peer (seq-distribute-experts' all-to-all) is
-//     `mpi.send` / `mpi.recv`; the
-//     upstream convert-shard-to-mpi then takes the process index. Upstream's
+//     `mpi.send` / `mpi.recv`; an all-gather along dimension 0 (the
+//     distribution passes' states and results) is a call of the runtime's
+//     seqc_rt_mpi_all_gather (MPI_Allgather of bytes: the `mpi` dialect has
+//     no all-gather); the upstream convert-shard-to-mpi then takes the
+//     process index. Upstream's
 //     all-reduce lowering is not used: it splits the communicator on every
 //     call (a collective of its own, and a communicator never freed), and in
 //     MLIR 22 MPIToLLVM reads the split communicator back as an `int` for
@@ -34,6 +37,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/DLTI/DLTI.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MPI/IR/MPI.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -216,6 +220,7 @@ struct SeqCollectivesToMpi
     seqc::useOpenMpiAbi(module);
     RewritePatternSet patterns(ctx);
     patterns.add<WholeGridAllReduce, PointToPointSend, PointToPointRecv>(ctx);
+    seqc::populateAllGatherCall(patterns, seqc::rt::entry::kMpiAllGather);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
     // Anything left would reach upstream's lowering, which splits the
@@ -223,7 +228,8 @@ struct SeqCollectivesToMpi
     if (failed(seqc::rejectUnloweredCollectives(
             module, "MPI",
             "on a one-dimensional grid, in f32, f64, i32 or i64 (sends and "
-            "receives also i8 and i16),")))
+            "receives also i8 and i16; all-gathers along dimension 0 of any "
+            "whole bytes),")))
       signalPassFailure();
   }
 };

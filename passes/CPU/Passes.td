@@ -143,14 +143,17 @@ def SeqRelaxExpandShape : Pass<"seq-relax-expand-shape"> {
 }
 
 def SeqCollectivesToMpi : Pass<"seq-collectives-to-mpi", "::mlir::ModuleOp"> {
-  let summary = "shard all-reduces and sends / receives as MPI calls on MPI_COMM_WORLD";
+  let summary = "shard all-reduces, all-gathers and sends / receives as MPI calls";
   let description = [{
     The collectives `seq-distribute-steps` creates, all-reduces of a tensor
     over every process of a one-dimensional grid, become `mpi.allreduce` on
     `mpi.comm_world` from the tensor's buffer into a new buffer; a
     `shard.send` / `shard.recv` with one peer (the all-to-all of
     `seq-distribute-experts`) becomes `mpi.send` / `mpi.recv` of the
-    tensor's buffer, or into a new one, with tag 0. The module
+    tensor's buffer, or into a new one, with tag 0; an all-gather along
+    dimension 0 (the distribution passes' states and results) becomes a call
+    of the runtime's `seqc_rt_mpi_all_gather` (MPI_Allgather of the bytes;
+    the `mpi` dialect has no all-gather). The module
     gets the DLTI entry `"MPI:Implementation" = "OpenMPI"` (the MPI Debian
     ships) unless it has a DLTI map. Upstream `convert-shard-to-mpi` runs
     after it for the process index; its own all-reduce lowering splits the
@@ -159,6 +162,8 @@ def SeqCollectivesToMpi : Pass<"seq-collectives-to-mpi", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::mpi::MPIDialect",
                            "::mlir::tensor::TensorDialect",

@@ -11,6 +11,8 @@
 //   - an all-reduce over the whole grid: seqc_rt_nccl_all_reduce of the
 //     tensor's buffer into a new one, with the element type and reduction
 //     as the runtime's codes (EntryPoints.h);
+//   - an all-gather along dimension 0: seqc_rt_nccl_all_gather of the
+//     tensor's bytes (CollectiveLowering.h);
 //   - a send or receive with one peer: seqc_rt_nccl_send / _recv of the
 //     buffer's bytes (NCCL's point-to-point moves bytes exactly, 16-bit
 //     floats included).
@@ -50,13 +52,14 @@ namespace {
 
 /// The runtime functions the calls name: NCCL's, or their emulation's.
 struct NcclEntries {
-  StringRef allReduce, send, recv;
+  StringRef allReduce, allGather, send, recv;
 
   static NcclEntries get(bool emulate) {
     if (emulate)
-      return {entry::kNcclEmulatedAllReduce, entry::kNcclEmulatedSend,
-              entry::kNcclEmulatedRecv};
-    return {entry::kNcclAllReduce, entry::kNcclSend, entry::kNcclRecv};
+      return {entry::kNcclEmulatedAllReduce, entry::kNcclEmulatedAllGather,
+              entry::kNcclEmulatedSend, entry::kNcclEmulatedRecv};
+    return {entry::kNcclAllReduce, entry::kNcclAllGather, entry::kNcclSend,
+            entry::kNcclRecv};
   }
 };
 
@@ -87,82 +90,6 @@ std::optional<entry::ReduceOp> reduceOp(shard::ReductionKind kind) {
   }
 }
 
-/// Builds the calls of one collective at the rewriter's insertion point.
-class NcclCallBuilder {
-public:
-  NcclCallBuilder(PatternRewriter &rewriter, Location loc, ModuleOp module)
-      : rewriter(rewriter), loc(loc), module(module),
-        ptr(LLVM::LLVMPointerType::get(rewriter.getContext())) {}
-
-  /// `tensor`'s buffer (identity layout: its data starts at the aligned
-  /// pointer, contiguous).
-  Value bufferOf(Value tensor, bool readOnly) {
-    auto type = cast<RankedTensorType>(tensor.getType());
-    return bufferization::ToBufferOp::create(
-        rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()),
-        tensor, readOnly);
-  }
-
-  /// A new buffer of `like`'s shape (dynamic sizes read from it).
-  Value allocLike(Value like) {
-    auto type = cast<RankedTensorType>(like.getType());
-    SmallVector<Value> sizes;
-    for (int64_t i = 0; i < type.getRank(); ++i)
-      if (type.isDynamicDim(i))
-        sizes.push_back(tensor::DimOp::create(rewriter, loc, like, i));
-    return memref::AllocOp::create(
-        rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()),
-        sizes);
-  }
-
-  /// The address of `buffer`'s first element.
-  Value dataPointer(Value buffer) {
-    Value address =
-        memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buffer);
-    Value asInt = arith::IndexCastOp::create(rewriter, loc,
-                                             rewriter.getI64Type(), address);
-    return LLVM::IntToPtrOp::create(rewriter, loc, ptr, asInt);
-  }
-
-  /// The number of elements of `buffer`, as i64, times `scale`.
-  Value elementCount(Value buffer, int64_t scale = 1) {
-    auto type = cast<MemRefType>(buffer.getType());
-    Value count = arith::ConstantIndexOp::create(rewriter, loc, scale);
-    for (int64_t i = 0; i < type.getRank(); ++i)
-      count = arith::MulIOp::create(
-          rewriter, loc, count,
-          memref::DimOp::create(rewriter, loc, buffer, i).getResult());
-    return arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
-                                      count);
-  }
-
-  Value i32(int64_t value) {
-    return arith::ConstantIntOp::create(rewriter, loc, value, 32);
-  }
-
-  /// A call of runtime function `name` with the module's communicator and
-  /// `operands`, declared in the module on first use.
-  void call(StringRef name, ValueRange operands) {
-    SmallVector<Value> args{seqc::loadMpiCommunicator(rewriter, loc, module)};
-    llvm::append_range(args, operands);
-    auto fn = module.lookupSymbol<func::FuncOp>(name);
-    if (!fn) {
-      OpBuilder top(module.getBodyRegion());
-      fn = func::FuncOp::create(
-          top, loc, name,
-          rewriter.getFunctionType(ValueRange(args).getTypes(), {}));
-      fn.setPrivate();
-    }
-    func::CallOp::create(rewriter, loc, fn, args);
-  }
-
-private:
-  PatternRewriter &rewriter;
-  Location loc;
-  ModuleOp module;
-  Type ptr;
-};
-
 /// An all-reduce of a tensor over every process: from its buffer into a new
 /// one.
 struct AllReduceToNccl : OpRewritePattern<shard::AllReduceOp> {
@@ -183,8 +110,8 @@ struct AllReduceToNccl : OpRewritePattern<shard::AllReduceOp> {
     if (!element || !op)
       return rewriter.notifyMatchFailure(reduce, "no NCCL type or reduction");
 
-    NcclCallBuilder b(rewriter, reduce.getLoc(),
-                      reduce->getParentOfType<ModuleOp>());
+    seqc::RuntimeCallBuilder b(rewriter, reduce.getLoc(),
+                               reduce->getParentOfType<ModuleOp>());
     Value input = b.bufferOf(reduce.getInput(), /*readOnly=*/true);
     Value output = b.allocLike(reduce.getInput());
     b.call(entries.allReduce,
@@ -199,15 +126,6 @@ struct AllReduceToNccl : OpRewritePattern<shard::AllReduceOp> {
   NcclEntries entries;
 };
 
-/// The bytes of one element of `type`, if whole.
-std::optional<int64_t> elementBytes(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.getElementType().isIntOrFloat() ||
-      tensor.getElementTypeBitWidth() % 8 != 0)
-    return std::nullopt;
-  return tensor.getElementTypeBitWidth() / 8;
-}
-
 /// A send of a tensor's bytes to one process.
 struct SendToNccl : OpRewritePattern<shard::SendOp> {
   SendToNccl(MLIRContext *ctx, NcclEntries entries)
@@ -215,12 +133,13 @@ struct SendToNccl : OpRewritePattern<shard::SendOp> {
 
   LogicalResult matchAndRewrite(shard::SendOp send,
                                 PatternRewriter &rewriter) const override {
-    std::optional<int64_t> bytes = elementBytes(send.getInput().getType());
+    std::optional<int64_t> bytes =
+        seqc::elementBytes(send.getInput().getType());
     if (!seqc::onWholeLineGrid(send, send.getGridAttr(), send.getGridAxes()) ||
         send.getDestination().size() != 1 || !bytes)
       return rewriter.notifyMatchFailure(send, "not bytes on a 1-D grid");
-    NcclCallBuilder b(rewriter, send.getLoc(),
-                      send->getParentOfType<ModuleOp>());
+    seqc::RuntimeCallBuilder b(rewriter, send.getLoc(),
+                               send->getParentOfType<ModuleOp>());
     Value buffer = b.bufferOf(send.getInput(), /*readOnly=*/true);
     b.call(entries.send,
            {b.dataPointer(buffer), b.elementCount(buffer, *bytes),
@@ -241,12 +160,13 @@ struct RecvToNccl : OpRewritePattern<shard::RecvOp> {
   LogicalResult matchAndRewrite(shard::RecvOp recv,
                                 PatternRewriter &rewriter) const override {
     std::optional<ArrayRef<int64_t>> source = recv.getSource();
-    std::optional<int64_t> bytes = elementBytes(recv.getResult().getType());
+    std::optional<int64_t> bytes =
+        seqc::elementBytes(recv.getResult().getType());
     if (!source || source->size() != 1 || !bytes ||
         !seqc::onWholeLineGrid(recv, recv.getGridAttr(), recv.getGridAxes()))
       return rewriter.notifyMatchFailure(recv, "not bytes on a 1-D grid");
-    NcclCallBuilder b(rewriter, recv.getLoc(),
-                      recv->getParentOfType<ModuleOp>());
+    seqc::RuntimeCallBuilder b(rewriter, recv.getLoc(),
+                               recv->getParentOfType<ModuleOp>());
     Value buffer = b.allocLike(recv.getInput());
     b.call(entries.recv, {b.dataPointer(buffer), b.elementCount(buffer, *bytes),
                           seqc::peerRank(rewriter, recv.getLoc(), *source,
@@ -270,12 +190,14 @@ struct SeqCollectivesToNccl
     RewritePatternSet patterns(ctx);
     NcclEntries entries = NcclEntries::get(emulate);
     patterns.add<AllReduceToNccl, SendToNccl, RecvToNccl>(ctx, entries);
+    seqc::populateAllGatherCall(patterns, entries.allGather);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
     if (failed(seqc::rejectUnloweredCollectives(
             module, "NCCL",
             "on a one-dimensional grid (all-reduces of f32, f64, i32 or i64; "
-            "sends and receives of whole bytes)")))
+            "all-gathers along dimension 0, sends and receives of whole "
+            "bytes)")))
       return signalPassFailure();
     // The process index goes through MPI (convert-shard-to-mpi).
     seqc::useOpenMpiAbi(module);

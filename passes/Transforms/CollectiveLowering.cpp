@@ -5,8 +5,12 @@
 #include "EntryPoints.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/DLTI/DLTI.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
 
@@ -38,6 +42,134 @@ Value seqc::loadMpiCommunicator(OpBuilder &b, Location loc, ModuleOp module) {
   return LLVM::LoadOp::create(b, loc, ptr, cell);
 }
 
+seqc::RuntimeCallBuilder::RuntimeCallBuilder(PatternRewriter &rewriter,
+                                             Location loc, ModuleOp module)
+    : rewriter(rewriter), loc(loc), module(module),
+      ptr(LLVM::LLVMPointerType::get(rewriter.getContext())) {}
+
+Value seqc::RuntimeCallBuilder::bufferOf(Value tensor, bool readOnly) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  return bufferization::ToBufferOp::create(
+      rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()),
+      tensor, readOnly);
+}
+
+Value seqc::RuntimeCallBuilder::alloc(RankedTensorType type, ValueRange sizes) {
+  return memref::AllocOp::create(
+      rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()),
+      sizes);
+}
+
+Value seqc::RuntimeCallBuilder::allocLike(Value like) {
+  auto type = cast<RankedTensorType>(like.getType());
+  SmallVector<Value> sizes;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (type.isDynamicDim(i))
+      sizes.push_back(tensor::DimOp::create(rewriter, loc, like, i));
+  return alloc(type, sizes);
+}
+
+Value seqc::RuntimeCallBuilder::dataPointer(Value buffer) {
+  Value address =
+      memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buffer);
+  Value asInt =
+      arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), address);
+  return LLVM::IntToPtrOp::create(rewriter, loc, ptr, asInt);
+}
+
+Value seqc::RuntimeCallBuilder::elementCount(Value buffer, int64_t scale) {
+  auto type = cast<MemRefType>(buffer.getType());
+  Value count = arith::ConstantIndexOp::create(rewriter, loc, scale);
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    count = arith::MulIOp::create(
+        rewriter, loc, count,
+        memref::DimOp::create(rewriter, loc, buffer, i).getResult());
+  return arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
+                                    count);
+}
+
+Value seqc::RuntimeCallBuilder::i32(int64_t value) {
+  return arith::ConstantIntOp::create(rewriter, loc, value, 32);
+}
+
+void seqc::RuntimeCallBuilder::call(StringRef name, ValueRange operands) {
+  SmallVector<Value> args{loadMpiCommunicator(rewriter, loc, module)};
+  llvm::append_range(args, operands);
+  auto fn = module.lookupSymbol<func::FuncOp>(name);
+  if (!fn) {
+    OpBuilder top(module.getBodyRegion());
+    fn = func::FuncOp::create(
+        top, loc, name,
+        rewriter.getFunctionType(ValueRange(args).getTypes(), {}));
+    fn.setPrivate();
+  }
+  func::CallOp::create(rewriter, loc, fn, args);
+}
+
+std::optional<int64_t> seqc::elementBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.getElementType().isIntOrFloat() ||
+      tensor.getElementTypeBitWidth() % 8 != 0)
+    return std::nullopt;
+  return tensor.getElementTypeBitWidth() / 8;
+}
+
+namespace {
+
+/// An all-gather along dimension 0: every rank's buffer, in rank order,
+/// into a new one of R times its rows.
+struct AllGatherToCall : OpRewritePattern<shard::AllGatherOp> {
+  AllGatherToCall(MLIRContext *ctx, StringRef entry)
+      : OpRewritePattern(ctx), entry(entry.str()) {}
+
+  LogicalResult matchAndRewrite(shard::AllGatherOp gather,
+                                PatternRewriter &rewriter) const override {
+    auto type = dyn_cast<RankedTensorType>(gather.getResult().getType());
+    std::optional<int64_t> bytes =
+        seqc::elementBytes(gather.getInput().getType());
+    if (!seqc::onWholeLineGrid(gather, gather.getGridAttr(),
+                               gather.getGridAxes()) ||
+        gather.getGatherAxis().getZExtValue() != 0 || !type || !bytes)
+      return rewriter.notifyMatchFailure(
+          gather, "not bytes along dimension 0 of a 1-D grid");
+    int64_t ranks = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
+                        gather, gather.getGridAttr())
+                        .getShape()[0];
+    if (ShapedType::isDynamic(ranks))
+      return rewriter.notifyMatchFailure(gather, "a grid of unknown size");
+    Location loc = gather.getLoc();
+    seqc::RuntimeCallBuilder b(rewriter, loc,
+                               gather->getParentOfType<ModuleOp>());
+    Value input = b.bufferOf(gather.getInput(), /*readOnly=*/true);
+    // The result's sizes: the input's, dimension 0 times the ranks.
+    SmallVector<Value> sizes;
+    for (int64_t i = 0; i < type.getRank(); ++i) {
+      if (!type.isDynamicDim(i))
+        continue;
+      Value size = memref::DimOp::create(rewriter, loc, input, i);
+      if (i == 0)
+        size = arith::MulIOp::create(
+            rewriter, loc, size,
+            arith::ConstantIndexOp::create(rewriter, loc, ranks));
+      sizes.push_back(size);
+    }
+    Value output = b.alloc(type, sizes);
+    b.call(entry, {b.dataPointer(input), b.dataPointer(output),
+                   b.elementCount(input, *bytes)});
+    rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
+        gather, type, output, /*restrict=*/true, /*writable=*/true);
+    return success();
+  }
+
+  std::string entry;
+};
+
+} // namespace
+
+void seqc::populateAllGatherCall(RewritePatternSet &patterns, StringRef entry) {
+  patterns.add<AllGatherToCall>(patterns.getContext(), entry);
+}
+
 void seqc::useOpenMpiAbi(ModuleOp module) {
   MLIRContext *ctx = module.getContext();
   if (module->hasAttr(DLTIDialect::kMapAttrName))
@@ -53,7 +185,8 @@ LogicalResult seqc::rejectUnloweredCollectives(ModuleOp module,
                                                StringRef engine,
                                                StringRef what) {
   WalkResult left = module.walk([&](Operation *op) {
-    if (!isa<shard::AllReduceOp, shard::SendOp, shard::RecvOp>(op))
+    if (!isa<shard::AllReduceOp, shard::AllGatherOp, shard::SendOp,
+             shard::RecvOp>(op))
       return WalkResult::advance();
     op->emitError() << "this " << op->getName() << " has no " << engine
                     << " lowering here: " << op->getOperand(0).getType() << " "

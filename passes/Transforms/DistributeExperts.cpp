@@ -41,6 +41,7 @@
 #include "Common/KernelBuilder.h"
 #include "Reference/ReferencePatterns.h"
 #include "Seq/SeqDialect.h"
+#include "Transforms/RankExchange.h"
 #include "Transforms/RankGrid.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -479,23 +480,16 @@ Value ExpertDistribution::combineChoices(Value returned) {
   })[0];
 }
 
-/// The rank's tokens placed in the whole result on every rank: zeros
-/// elsewhere, summed over the ranks.
+/// The whole result on every rank: each rank's tokens (f32, rounded to
+/// y's type first), all-gathered.
 Value ExpertDistribution::wholeTokens(Value local) {
   auto yType = cast<RankedTensorType>(op.getY().getType());
-  auto wideType = RankedTensorType::get(yType.getShape(), b.getF32Type());
-  Value whole = kb.zeros(wideType, {T, D});
-  SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
-  whole = tensor::InsertSliceOp::create(
-      b, local, whole, ArrayRef<OpFoldResult>{tokenStart, b.getIndexAttr(0)},
-      tensor::getMixedSizes(b, b.getLoc(), local), strides);
-  Value gathered = shard::AllReduceOp::create(b, whole, kRankGridName,
-                                              ArrayRef<shard::GridAxis>{0},
-                                              shard::ReductionKind::Sum)
-                       .getResult();
-  return yType.getElementType().isF32()
-             ? gathered
-             : kb.castTensor(gathered, yType, {T, D});
+  auto localType = cast<RankedTensorType>(local.getType());
+  Value rounded = kb.castTensor(
+      local,
+      RankedTensorType::get(localType.getShape(), yType.getElementType()),
+      {tokenCount, D});
+  return gatherSlices(b, kb, rounded, /*axis=*/0, T, ranks, yType, {T, D});
 }
 
 Value ExpertDistribution::expertLoad() {

@@ -33,6 +33,7 @@
 
 #include "Common/KernelBuilder.h"
 #include "Seq/SeqDialect.h"
+#include "Transforms/RankExchange.h"
 #include "Transforms/RankGrid.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -216,38 +217,11 @@ Value StepDistribution::sliceSteps(Value tensor, Value from, Value count,
   return tensor::ExtractSliceOp::create(b, tensor, offsets, sizes, strides);
 }
 
-/// The rank's steps placed in the whole result on every rank: zeros
-/// elsewhere, summed over the ranks (an all-gather of unequal slices).
-/// bf16 and f16 steps travel as f32 (exactly: every value is one rank's),
-/// since MPI has no 16-bit float type.
+/// The whole result on every rank: each rank's steps, all-gathered.
 Value StepDistribution::wholeSteps(Value local, Value declared) {
-  auto type = cast<RankedTensorType>(declared.getType());
-  const TensorDecl *decl = declOf(declared);
-  SmallVector<Value> sizes = dims.of(decl->name);
-  bool narrow = type.getElementType().isBF16() || type.getElementType().isF16();
-  auto wideType =
-      narrow ? RankedTensorType::get(type.getShape(), b.getF32Type()) : type;
-  if (narrow) {
-    SmallVector<Value> localSizes;
-    for (int64_t i = 0; i < type.getRank(); ++i)
-      localSizes.push_back(kb.dim(local, i));
-    auto localType = cast<RankedTensorType>(local.getType());
-    local = kb.castTensor(
-        local, RankedTensorType::get(localType.getShape(), b.getF32Type()),
-        localSizes);
-  }
-  Value whole = kb.zeros(wideType, sizes);
-  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-  offsets[1] = start;
-  whole = tensor::InsertSliceOp::create(
-      b, local, whole, offsets, tensor::getMixedSizes(b, b.getLoc(), local),
-      strides);
-  Value gathered = shard::AllReduceOp::create(b, whole, kRankGridName,
-                                              ArrayRef<shard::GridAxis>{0},
-                                              shard::ReductionKind::Sum)
-                       .getResult();
-  return narrow ? kb.castTensor(gathered, type, sizes) : gathered;
+  return gatherSlices(b, kb, local, /*axis=*/1, dims["T"], ranks,
+                      cast<RankedTensorType>(declared.getType()),
+                      dims.of(declOf(declared)->name));
 }
 
 //===----------------------------------------------------------------------===//
@@ -381,28 +355,9 @@ Value StepDistribution::transition(const TransitionForm &form,
       .getLast();
 }
 
-/// R x local on every rank, row j rank j's: the rank's row set, the others
-/// zero, summed over the ranks.
+/// R x local on every rank, row j rank j's.
 Value StepDistribution::allGather(Value local) {
-  auto type = cast<RankedTensorType>(local.getType());
-  SmallVector<int64_t> shape{ranks};
-  llvm::append_range(shape, type.getShape());
-  SmallVector<Value> sizes{kb.idx(ranks)};
-  for (int64_t i = 0; i < type.getRank(); ++i)
-    sizes.push_back(kb.dim(local, i));
-  auto gatheredType = RankedTensorType::get(shape, type.getElementType());
-  Value rows = kb.zeros(gatheredType, sizes);
-  SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> strides(shape.size(), b.getIndexAttr(1));
-  SmallVector<OpFoldResult> rowSizes{b.getIndexAttr(1)};
-  llvm::append_range(rowSizes, tensor::getMixedSizes(b, b.getLoc(), local));
-  offsets[0] = rank;
-  rows =
-      tensor::InsertSliceOp::create(b, local, rows, offsets, rowSizes, strides);
-  return shard::AllReduceOp::create(b, rows, kRankGridName,
-                                    ArrayRef<shard::GridAxis>{0},
-                                    shard::ReductionKind::Sum)
-      .getResult();
+  return gatherRows(b, local, ranks);
 }
 
 /// M state + s: elementwise, M broadcast over the width dimension, or a

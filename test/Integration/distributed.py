@@ -281,8 +281,8 @@ def bad_inputs():
 
 
 def bf16_results():
-    """A bf16 op's results travel as f32 (MPI has no 16-bit float): R = 2
-    equals one process (random inputs: .npy has no bf16)."""
+    """A bf16 op's results are all-gathered as their bytes: R = 2 equals one
+    process (random inputs: .npy has no bf16)."""
     T = 29
     mlir = func([("a", f"tensor<2x{T}x3xbf16>"), ("b", f"tensor<2x{T}x3xbf16>")],
                 [seq_op("r", "linear_scan", ["%a", "%b"], [], "",
@@ -295,6 +295,33 @@ def bf16_results():
         c.close(f"bf16 linear_scan R=2 result{i} vs one process", g, ref, 1e-2)
 
 
+def pieces():
+    """Exchanges past the count one MPI call takes go in pieces, and an
+    all-gather as a broadcast per rank: SEQC_MPI_MAX_COUNT=16 (2^30 by
+    default) sends the exchanges of a linear scan and of a conv that way,
+    and R = 2 and 4 still equal float64."""
+    T, B = 37, 2
+    a = f32(r.uniform(0.6, 1.0, (B, T, 3, 2)))
+    b = f32(r.standard_normal((B, T, 3, 2)))
+    mlir, ins = op_module("linear_scan", [("", a), ("", b)], [],
+                          [t(B, T, 3, 2), t(B, 3, 2)])
+    want = refs.linear_scan(a, b, None, False)
+    x = f32(r.standard_normal((B, T, 5)))
+    w = f32(r.standard_normal((5, 4)) * 0.5)
+    conv, conv_ins = op_module("causal_conv1d", [("", x), ("", w)], [],
+                               [t(B, T, 5), t(B, 5, 3)])
+    conv_want = refs.causal_conv1d(x, w)
+    for R in (2, 4):
+        for label, module, inputs, refs_out in (
+                ("linear_scan", mlir, ins, want),
+                ("causal_conv1d", conv, conv_ins, conv_want)):
+            got = run(module, inputs, R, env={"SEQC_MPI_MAX_COUNT": "16"})
+            for i, (g, ref) in enumerate(zip(got, refs_out)):
+                c.close(f"{label} in pieces R={R} result{i} vs float64", g,
+                        ref, 1e-4)
+
+
 c.run("bf16 results", bf16_results)
+c.run("exchanges in pieces", pieces)
 c.run("bad inputs", bad_inputs)
 c.finish()

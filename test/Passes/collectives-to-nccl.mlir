@@ -1,5 +1,5 @@
 // The CUDA target's exchanges: seq-collectives-to-nccl turns shard
-// all-reduces and sends / receives into calls of the runtime's NCCL entry
+// all-reduces, all-gathers and sends / receives into calls of the runtime's NCCL entry
 // points (the emulated target's with emulate=1), each with the module's MPI
 // communicator; the full CUDA pipeline keeps them in the host code, beside
 // the process index MPI gives. What NCCL cannot carry is an error.
@@ -68,6 +68,36 @@ func.func @exchange(%x: tensor<?x8xbf16>, %peer: index, %like: tensor<4x8xbf16>)
 
 // -----
 
+// An all-gather along dimension 0 is every rank's bytes into R times as
+// many rows: bf16 as it is.
+// CHECK-LABEL: func.func @gather
+// CHECK: %[[SRC:.*]] = bufferization.to_buffer %arg0 read_only : tensor<?x8xbf16> to memref<?x8xbf16>
+// CHECK: %[[ROWS:.*]] = memref.dim %[[SRC]], %c0
+// CHECK: %[[ALL:.*]] = arith.muli %[[ROWS]], %c4
+// CHECK: %[[DST:.*]] = memref.alloc(%[[ALL]]) : memref<?x8xbf16>
+// CHECK: %[[N:.*]] = arith.muli %{{.*}}, %c8 : index
+// CHECK: %[[BYTES:.*]] = arith.index_cast %[[N]] : index to i64
+// CHECK: call @seqc_rt_nccl_all_gather(%{{.*}}, %{{.*}}, %{{.*}}, %[[BYTES]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, i64) -> ()
+// CHECK: bufferization.to_tensor %[[DST]] restrict writable : memref<?x8xbf16> to tensor<?x8xbf16>
+// EMU-LABEL: func.func @gather
+// EMU: call @seqc_rt_nccl_emulated_all_gather(
+shard.grid @g(shape = 4)
+func.func @gather(%x: tensor<?x8xbf16>) -> tensor<?x8xbf16> {
+  %y = shard.all_gather %x on @g grid_axes = [0] gather_axis = 0 : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return %y : tensor<?x8xbf16>
+}
+
+// -----
+
+shard.grid @g(shape = 4)
+func.func @gather_columns(%x: tensor<2x8xf32>) -> tensor<2x32xf32> {
+  // expected-error @below {{this shard.all_gather has no NCCL lowering here: 'tensor<2x8xf32>'}}
+  %y = shard.all_gather %x on @g grid_axes = [0] gather_axis = 1 : tensor<2x8xf32> -> tensor<2x32xf32>
+  return %y : tensor<2x32xf32>
+}
+
+// -----
+
 shard.grid @g(shape = 2)
 func.func @narrow(%x: tensor<4xbf16>) -> tensor<4xbf16> {
   // expected-error @below {{this shard.all_reduce has no NCCL lowering here: 'tensor<4xbf16>'}}
@@ -92,8 +122,10 @@ func.func @plane(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
 // HOST-DAG: llvm.call @seqc_rt_nccl_all_reduce
 // HOST-DAG: llvm.call @seqc_rt_nccl_send
 // HOST-DAG: llvm.call @seqc_rt_nccl_recv
+// HOST-DAG: llvm.call @seqc_rt_nccl_all_gather
 // HOST-NOT: shard.
 // HOSTEMU-NOT: gpu.binary
 // HOSTEMU-DAG: llvm.call @seqc_rt_nccl_emulated_all_reduce
 // HOSTEMU-DAG: llvm.call @seqc_rt_nccl_emulated_send
+// HOSTEMU-DAG: llvm.call @seqc_rt_nccl_emulated_all_gather
 // HOSTEMU-NOT: llvm.call @seqc_rt_nccl_all_reduce

@@ -32,9 +32,12 @@
 // CHECK: %[[DOWN:.*]] = tensor.extract_slice %arg4[%{{.*}}, 0, 0] [2, 24, 16] [1, 1, 1]
 // CHECK: %[[GATE:.*]] = tensor.extract_slice %arg5[%{{.*}}, 0, 0] [2, 16, 24] [1, 1, 1]
 // CHECK: seq.moe_ffn %{{.*}}, %{{.*}}, %{{.*}}, %[[UP]], %[[DOWN]] gate_proj(%[[GATE]]) {activation = #seq.activation<gelu>} : (tensor<?x16xf32>, tensor<?x1xf32>, tensor<?x1xi32>, tensor<2x16x24xf32>, tensor<2x24x16xf32>, tensor<2x16x24xf32>) -> (tensor<?x16xf32>, tensor<2xi64>)
-// Back to the tokens' ranks, then every rank's tokens to all.
+// Back to the tokens' ranks, then every rank's tokens to all: 37 tokens
+// split 18 + 19 travel in rows of 19 and are copied into place.
 // CHECK: shard.send {{.*}} : (tensor<?x16xf32>, index) -> tensor<?x16xf32>
-// CHECK: shard.all_reduce {{.*}} : tensor<37x16xf32> -> tensor<37x16xf32>
+// CHECK: %[[ROWS:.*]] = shard.all_gather {{.*}} gather_axis = 0 : tensor<1x19x16xf32> -> tensor<2x19x16xf32>
+// CHECK: scf.for %[[RANK:.*]] = %c0{{.*}} to %c2
+// CHECK: tensor.extract_slice %[[ROWS]][%[[RANK]], 0, 0] [1, %{{.*}}, 16]
 // CHECK-NOT: seq.moe_ffn
 // CHECK: return
 
@@ -42,8 +45,10 @@
 // MPI: mpi.allreduce
 // MPI: mpi.send(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : memref<?xf32>, i32, i32
 // MPI: mpi.recv(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : memref<?xf32>, i32, i32
+// MPI: call @seqc_rt_mpi_all_gather(%{{.*}}, %{{.*}}, %{{.*}}, %c1216_i64)
 // MPI-NOT: shard.send
 // MPI-NOT: shard.recv
+// MPI-NOT: shard.all_gather
 
 // ONE-NOT: shard.
 // ONE: seq.moe_ffn %arg0, %arg1, %arg2, %arg3, %arg4 gate_proj(%arg5)
@@ -65,6 +70,8 @@ func.func @experts(%x: tensor<37x16xf32>, %w: tensor<37x2xf32>, %idx: tensor<37x
 // CHECK: shard.send {{.*}} : (tensor<?x1xf32>, index) -> tensor<?x1xf32>
 // CHECK: seq.moe_ffn {{.*}} : (tensor<?x16xbf16>, tensor<?x1xbf16>, tensor<?x1xi32>, tensor<2x16x24xbf16>, tensor<2x24x16xbf16>) -> (tensor<?x16xbf16>, tensor<2xi64>)
 // CHECK: shard.recv {{.*}} : (tensor<?x16xi16>, index) -> tensor<?x16xi16>
+// y's rows are gathered in bf16: 19 x 16 x 2 bytes a rank.
+// CHECK: shard.all_gather {{.*}} : tensor<1x19x16xbf16> -> tensor<2x19x16xbf16>
 // MPI-LABEL: func.func @experts_bf16
 // MPI: mpi.send(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : memref<?xi16>, i32, i32
 func.func @experts_bf16(%x: tensor<37x16xbf16>, %w: tensor<37x2xbf16>, %idx: tensor<37x2xi32>,

@@ -128,10 +128,12 @@ const char *kUsage =
     "                     else ~/.cache/seqc)\n"
     "  SEQC_CACHE_MAX_MB  the cache's size bound in megabytes (default 512;\n"
     "                     least recently used entries go first)\n"
-    "  SEQC_CPU_BF16      products of bf16 operands in CPU kernels: dot\n"
-    "                     (AVX-512 BF16 vdpbf16ps; an error where the CPU\n"
-    "                     lacks it) or widen (f32 FMAs); default: dot where\n"
-    "                     the CPU has it\n"
+    "  SEQC_CPU_BF16      products of bf16 operands in CPU kernels: amx\n"
+    "                     (AMX tiles), amx-emulated (the AMX code as vector\n"
+    "                     code, for tests), dot (AVX-512 BF16 vdpbf16ps),\n"
+    "                     widen (f32 FMAs), auto (default: AMX where usable,\n"
+    "                     else dot products on AMD cores, else widen); a\n"
+    "                     kind the CPU lacks is an error\n"
     "  SEQC_PERF_MAP      1: writes /tmp/perf-PID.map for perf to name JIT'd\n"
     "                     code\n"
     "  CUDA_HOME          the CUDA toolkit for --target cuda (default\n"
@@ -143,7 +145,10 @@ const char *kUsage =
     "libmpi.so.40,\n"
     "                     OpenMPI)\n"
     "  SEQC_LIBNCCL       the NCCL library of --parallel --target cuda\n"
-    "                     (default libnccl.so.2)\n";
+    "                     (default libnccl.so.2)\n"
+    "  SEQC_MPI_MAX_COUNT the most elements one MPI call of the runtime is\n"
+    "                     given (default and maximum 2^30; larger exchanges\n"
+    "                     go in pieces)\n";
 
 /// Set once MPI is up (--parallel): a failing rank then leaves at once,
 /// without MPI_Finalize, which would wait for ranks that wait for it; mpirun

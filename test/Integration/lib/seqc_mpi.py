@@ -20,10 +20,11 @@ ENV = dict(os.environ, OMPI_MCA_btl="self,vader",
 
 
 def run(mlir, inputs, ranks, extra=(), expect_error=False, timeout=240,
-        parallel="sequence"):
+        parallel="sequence", env=None):
     """seqc-run under mpirun -np ranks with --parallel `parallel` (ranks 0:
-    one process, without mpirun or --parallel); the results rank 0 wrote,
-    or (returncode, stderr) with expect_error."""
+    one process, without mpirun or --parallel), with `env` added to the
+    environment; the results rank 0 wrote, or (returncode, stderr) with
+    expect_error."""
     with tempfile.TemporaryDirectory(prefix="seqc-mpi-") as tmp:
         src = os.path.join(tmp, "graph.mlir")
         with open(src, "w") as f:
@@ -37,8 +38,8 @@ def run(mlir, inputs, ranks, extra=(), expect_error=False, timeout=240,
         cmd += list(extra)
         if ranks:
             cmd = MPIRUN + ["-np", str(ranks)] + cmd + ["--parallel", parallel]
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV,
-                              timeout=timeout)
+        proc = subprocess.run(cmd, capture_output=True, text=True,
+                              env=dict(ENV, **(env or {})), timeout=timeout)
         if expect_error:
             return proc.returncode, proc.stderr
         if proc.returncode != 0:

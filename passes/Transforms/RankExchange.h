@@ -1,0 +1,43 @@
+//===- RankExchange.h - gathers the distribution passes share ---*- C++ -*-===//
+//
+// seq-distribute-steps and seq-distribute-experts give every rank a slice
+// of the steps (or tokens) and then gather: the ranks' states and
+// transitions (LASP-2's one all-gather before the fold), and each op's
+// results, which every rank returns whole. Both are a `shard.all_gather`
+// along dimension 0 on @seq_ranks, which each target lowers to its engine's
+// all-gather (CollectiveLowering.h): every rank receives the other ranks'
+// bytes once, where the all-reduce of zero-padded wholes they replace moved
+// and summed the whole tensor.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SEQC_PASSES_TRANSFORMS_RANKEXCHANGE_H
+#define SEQC_PASSES_TRANSFORMS_RANKEXCHANGE_H
+
+#include "Common/KernelBuilder.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace seqc {
+
+/// [R, local...] on every rank, row r rank r's `local` (of the same shape
+/// on every rank).
+mlir::Value gatherRows(mlir::ImplicitLocOpBuilder &b, mlir::Value local,
+                       int64_t ranks);
+
+/// The whole of a tensor split along `axis` over the ranks, on every rank:
+/// rank r holds `local`, steps [r total / R, (r + 1) total / R) of the
+/// whole (the split of the distribution passes, whose slices differ by at
+/// most one step). Slices travel padded to ceil(total / R) steps and are
+/// copied into place, unless every slice is the same length and they lie
+/// one after another in memory (the dimensions before `axis` are 1): then
+/// the gathered rows are the whole. `wholeSizes` holds every dimension's
+/// size of `wholeType`.
+mlir::Value gatherSlices(mlir::ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                         mlir::Value local, int64_t axis, mlir::Value total,
+                         int64_t ranks, mlir::RankedTensorType wholeType,
+                         mlir::ValueRange wholeSizes);
+
+} // namespace seqc
+
+#endif // SEQC_PASSES_TRANSFORMS_RANKEXCHANGE_H
