@@ -15,6 +15,8 @@
 //   state      S = exp(cs_Q) S + (exp(cs_Q - cs) o w o k')^T v_c
 //   finish     out_t = finish(Y_t)
 //
+// When nothing reads the op's output (ChunkedForm::outputUsed), only
+// decay, pack (k and v), delta and state run, and no scores kernel.
 // A normalizer is one more value column of ones (S's column V is then z,
 // the decayed sum of k'), and outputs divide by Y's column V + eps.
 // When heads share q and k (SSD's groups), q'k'^T is the same for every
@@ -64,7 +66,7 @@ public:
 
   void emit(ImplicitLocOpBuilder &b, KernelBuilder &kb, Value batch) const {
     SmallVector<Value> args(form.buffers);
-    if (sharedScores()) {
+    if (scoresKernel()) {
       Value T = kb.mdim(form.buffers.front(), 1);
       Value nChunks = kb.divs(kb.add(T, kb.idx(Q - 1)), kb.idx(Q));
       args.push_back(emitScoresKernel(b, kb, batch, nChunks));
@@ -79,6 +81,14 @@ public:
 private:
   /// Whether heads share q'k'^T (q and k per group of several heads).
   bool sharedScores() const { return form.headsPerGroup > 1; }
+  /// Whether a kernel computes the shared q'k'^T first: only the output
+  /// reads it.
+  bool scoresKernel() const { return sharedScores() && form.outputUsed; }
+  /// Whether the task transposes k'_c: for its own q'k'^T (the output's,
+  /// unless shared) and for the delta rule's k'k'^T.
+  bool needsKeyTranspose() const {
+    return form.deltaTransition || (form.outputUsed && !sharedScores());
+  }
 
   /// q'k'^T per (batch, chunk, group) into [B, chunks, G, Q, Qpad].
   Value emitScoresKernel(ImplicitLocOpBuilder &b, KernelBuilder &kb,
@@ -123,7 +133,7 @@ private:
   /// One task: the chunks of (batch, head) in order.
   void emitTask(KernelBuilder &k, Value task, ValueRange in) const {
     ChunkedArgs a = form.args(in);
-    Value sharedScoresBuf = sharedScores() ? in.back() : Value();
+    Value sharedScoresBuf = scoresKernel() ? in.back() : Value();
     Value nT = k.mdim(a.query, 1);
     Value h = k.rems(task, k.idx(form.heads));
     Value bi = k.divs(task, k.idx(form.heads));
@@ -132,9 +142,7 @@ private:
                      form.weighted ? k.stackBuffer({Qpad}) : Value(),
                      k.stackBuffer({Q, K}),
                      k.stackBuffer({Q, K}),
-                     sharedScores() && !form.deltaTransition
-                         ? Value()
-                         : k.stackBuffer({K, Qpad}),
+                     needsKeyTranspose() ? k.stackBuffer({K, Qpad}) : Value(),
                      k.stackBuffer({Q, Qpad}),
                      k.stackBuffer({Q, Vx}),
                      k.stackBuffer({Q, Vx}),
@@ -155,10 +163,14 @@ private:
       packChunk(k, a, at, tiles);
       if (form.deltaTransition)
         deltaValues(k, at, tiles);
-      intraChunk(k, a, at, tiles, sharedScoresBuf);
-      interChunk(k, at, tiles);
+      // A run for its state alone skips the output's phases.
+      if (form.outputUsed) {
+        intraChunk(k, a, at, tiles, sharedScoresBuf);
+        interChunk(k, at, tiles);
+      }
       passState(k, at, tiles, csLast);
-      finishRows(k, a, at, tiles);
+      if (form.outputUsed)
+        finishRows(k, a, at, tiles);
     });
     storeState(k, a, bi, h, tiles.state);
   }
@@ -296,7 +308,8 @@ private:
   /// each other from L1.
   void packChunk(KernelBuilder &k, const ChunkedArgs &a,
                  const ChunkPosition &at, const ChunkTiles &tiles) const {
-    packMapped(k, a, at.bi, at.t0, at.h, at.len, tiles.query, true);
+    if (form.outputUsed)
+      packMapped(k, a, at.bi, at.t0, at.h, at.len, tiles.query, true);
     packMapped(k, a, at.bi, at.t0, at.h, at.len, tiles.key, false);
     if (tiles.keyT)
       transposeInto(k, target, rowMajor(tiles.key), at.len, K, tiles.keyT);

@@ -31,13 +31,16 @@ int64_t headsPerGroupOf(int64_t heads, int64_t groups) {
 std::optional<ChunkedForm> ChunkedForm::describe(Operation *op,
                                                  ImplicitLocOpBuilder &b,
                                                  const DimSizes &dims) {
+  std::optional<ChunkedForm> form;
   if (isa<seq::SsdOp>(op))
-    return ssd(op, b, dims);
-  if (isa<seq::LinearAttentionOp>(op))
-    return linearAttention(op, b, dims);
-  if (isa<seq::DeltaRuleOp>(op))
-    return deltaRule(op, b, dims);
-  return std::nullopt;
+    form = ssd(op, b, dims);
+  else if (isa<seq::LinearAttentionOp>(op))
+    form = linearAttention(op, b, dims);
+  else if (isa<seq::DeltaRuleOp>(op))
+    form = deltaRule(op, b, dims);
+  if (form)
+    form->outputUsed = !op->getResult(0).use_empty();
+  return form;
 }
 
 ChunkedArgs ChunkedForm::args(ValueRange in) const {

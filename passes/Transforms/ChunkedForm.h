@@ -119,6 +119,12 @@ public:
   bool normalizeRows = false;
   double rowEps = 0, queryScale = 1;
 
+  /// Whether anything reads the op's output. A run for its state alone
+  /// (sequence parallelism's runs for a rank's own state and transition)
+  /// needs only the state's phases: a target may skip q and the output's
+  /// (intra, inter, finish), leaving the output buffer unwritten.
+  bool outputUsed = true;
+
   /// The kernels' arguments: q, k, v, out, last, then init and the family's
   /// operands when present.
   llvm::SmallVector<Value> buffers;

@@ -1,0 +1,22 @@
+// A chunked op whose output nothing reads (sequence parallelism's runs for
+// a rank's own state and transition) runs only the state's phases on the
+// CPU: no shared C B^T kernel, no causal mask or product of the chunk's own
+// steps, no output stores; the state's products and its store remain.
+// RUN: seqc-opt %s --seq-lower-to-cpu=vector-width=8 | FileCheck %s
+
+// CHECK-LABEL: func.func @state_only
+// CHECK-NOT: @__seqc_ssd_scores
+// CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_ssd_chunks(
+// CHECK-LABEL: func.func private @__seqc_ssd_chunks(
+// The intra-chunk mask compares lane indices: gone.
+// CHECK-NOT: arith.cmpi ule, %{{.*}} : vector<8xindex>
+// CHECK: vector.fma
+// CHECK-NOT: arith.cmpi ule, %{{.*}} : vector<8xindex>
+// CHECK: return
+func.func @state_only(%x: tensor<1x256x4x16xf32>, %dt: tensor<1x256x4xf32>, %A: tensor<4xf32>,
+                      %B: tensor<1x256x1x32xf32>) -> tensor<1x4x16x32xf32> {
+  %y, %l = seq.ssd %x, %dt, %A, %B, %B {chunk_size = 64 : i64}
+    : (tensor<1x256x4x16xf32>, tensor<1x256x4xf32>, tensor<4xf32>, tensor<1x256x1x32xf32>, tensor<1x256x1x32xf32>)
+      -> (tensor<1x256x4x16xf32>, tensor<1x4x16x32xf32>)
+  return %l : tensor<1x4x16x32xf32>
+}
