@@ -57,6 +57,8 @@ struct MpiLibrary {
   void *elementTypes[4] = {}, *reduceOps[4] = {}, *byteType = nullptr;
   void *inPlace = reinterpret_cast<void *>(1); // OpenMPI's MPI_IN_PLACE
   MpiWorld world;
+  /// The most elements one call is given (readMaxCount).
+  int64_t maxCount = 0;
   bool started = false;
   /// MPI was started here (not by the host): it is ended here too.
   bool owned = false;
@@ -132,26 +134,33 @@ MpiLibrary *started(std::string &error) {
   return nullptr;
 }
 
-/// The largest count one MPI call is given: 2^30, within MPI's int;
-/// SEQC_MPI_MAX_COUNT lowers it, so that tests reach the piecewise paths
-/// with small tensors.
-int64_t maxCount() {
-  static const int64_t limit = [] {
-    constexpr int64_t kLimit = int64_t(1) << 30;
-    const char *env = std::getenv("SEQC_MPI_MAX_COUNT");
-    char *end = nullptr;
-    long long asked = env ? std::strtoll(env, &end, 10) : 0;
-    return env && *env && !*end && asked > 0 && asked < kLimit
-               ? static_cast<int64_t>(asked)
-               : kLimit;
-  }();
-  return limit;
+/// The largest count one MPI call is given: 2^30, within MPI's int.
+constexpr int64_t kMaxCount = int64_t(1) << 30;
+
+/// The count SEQC_MPI_MAX_COUNT asks for (kMaxCount when unset), so that
+/// tests reach the piecewise paths with small tensors; false with `error`
+/// set when it is not a count from 1 to kMaxCount.
+bool readMaxCount(int64_t &count, std::string &error) {
+  count = kMaxCount;
+  const char *env = std::getenv("SEQC_MPI_MAX_COUNT");
+  if (!env || !*env)
+    return true;
+  char *end = nullptr;
+  long long asked = std::strtoll(env, &end, 10);
+  if (*end || asked < 1 || asked > kMaxCount) {
+    error = std::string("SEQC_MPI_MAX_COUNT='") + env +
+            "' is not a count from 1 to 2^30 (" + std::to_string(kMaxCount) +
+            ")";
+    return false;
+  }
+  count = asked;
+  return true;
 }
 
 /// Calls `piece(offset, count)` over [0, total) in pieces MPI's int counts
 /// hold; false at the first that fails.
 template <typename Piece> bool inPieces(int64_t total, Piece piece) {
-  const int64_t most = maxCount();
+  const int64_t set = library().maxCount, most = set > 0 ? set : kMaxCount;
   for (int64_t offset = 0; offset < total; offset += most)
     if (piece(offset, static_cast<int>(std::min(most, total - offset))) != 0)
       return false;
@@ -159,7 +168,7 @@ template <typename Piece> bool inPieces(int64_t total, Piece piece) {
 }
 
 bool start(MpiLibrary &lib) {
-  if (!open(lib))
+  if (!readMaxCount(lib.maxCount, lib.error) || !open(lib))
     return false;
   int already = 0;
   lib.initialized(&already);
@@ -310,7 +319,7 @@ bool seqc::rt::mpiAllGather(void *communicator, const void *send, void *recv,
   MpiLibrary *lib = started(error);
   if (!lib)
     return false;
-  if (bytes <= maxCount()) {
+  if (bytes <= lib->maxCount) {
     if (lib->allgather(send, static_cast<int>(bytes), lib->byteType, recv,
                        static_cast<int>(bytes), lib->byteType,
                        communicator) == 0)

@@ -77,13 +77,17 @@ public:
       emitDeltaWeights(b, blocks, weights, newValues, decays);
       emitDeltaStatePassing(b, kb.mul(Bsz, H), weights, newValues, states,
                             decays);
-      emitChunkOutputs(b, blocks, states, Vx, newValues);
+      if (form.outputUsed)
+        emitChunkOutputs(b, blocks, states, Vx, newValues);
       return;
     }
     emitChunkStates(b, blocks, states, decays, Vx);
     emitStatePassing(b, kb, kb.mul(kb.mul(kb.mul(Bsz, H), K), Vx), states,
                      decays, totals);
-    emitChunkOutputs(b, blocks, form.causal ? states : totals, Vx);
+    // `last` is the state passing's: a run for its state alone
+    // (ChunkedForm::outputUsed) has no output kernel.
+    if (form.outputUsed)
+      emitChunkOutputs(b, blocks, form.causal ? states : totals, Vx);
   }
 
 private:

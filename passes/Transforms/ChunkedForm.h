@@ -121,8 +121,10 @@ public:
 
   /// Whether anything reads the op's output. A run for its state alone
   /// (sequence parallelism's runs for a rank's own state and transition)
-  /// needs only the state's phases: a target may skip q and the output's
-  /// (intra, inter, finish), leaving the output buffer unwritten.
+  /// needs only the state's phases: both targets then skip q and the
+  /// output's (the CPU its intra, inter and finish phases and the shared
+  /// scores kernel, the GPU its output kernel), leaving the output buffer
+  /// unwritten.
   bool outputUsed = true;
 
   /// The kernels' arguments: q, k, v, out, last, then init and the family's

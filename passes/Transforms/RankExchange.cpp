@@ -96,6 +96,45 @@ Value withStaticAxis(ImplicitLocOpBuilder &b, Value tensor, int64_t axis,
   return tensor::CastOp::create(b, type.clone(shape), tensor);
 }
 
+/// The whole from the gathered rows of padded slices: rank r's first
+/// [r total / R, (r + 1) total / R) steps copied into place.
+Value copySlicesIntoPlace(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                          Value gathered, int64_t axis, Value total,
+                          int64_t ranks, RankedTensorType wholeType,
+                          ValueRange wholeSizes) {
+  auto gatheredType = cast<RankedTensorType>(gathered.getType());
+  int64_t rank = gatheredType.getRank() - 1;
+  // The sizes of one rank's slice: its row's, but for the steps.
+  SmallVector<OpFoldResult> sliceSizes =
+      tensor::getMixedSizes(b, b.getLoc(), gathered);
+  sliceSizes.erase(sliceSizes.begin());
+  Value whole = kb.empty(wholeType, wholeSizes);
+  return kb.loop(
+      kb.idx(0), kb.idx(ranks), {whole},
+      [&](Value r, ValueRange it) -> SmallVector<Value> {
+        Value start = kb.divs(kb.mul(r, total), kb.idx(ranks));
+        Value end = kb.divs(kb.mul(kb.add(r, kb.idx(1)), total), kb.idx(ranks));
+        SmallVector<OpFoldResult> sizes(sliceSizes);
+        sizes[axis] = kb.sub(end, start);
+        // Row r's first steps, without the row dimension.
+        SmallVector<OpFoldResult> rowOffsets(rank + 1, b.getIndexAttr(0));
+        rowOffsets[0] = r;
+        SmallVector<OpFoldResult> rowSizes{b.getIndexAttr(1)};
+        llvm::append_range(rowSizes, sizes);
+        SmallVector<OpFoldResult> ones(rank + 1, b.getIndexAttr(1));
+        auto sliceType =
+            tensor::ExtractSliceOp::inferCanonicalRankReducedResultType(
+                rank, gatheredType, rowSizes);
+        Value slice = tensor::ExtractSliceOp::create(
+            b, sliceType, gathered, rowOffsets, rowSizes, ones);
+        SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+        offsets[axis] = start;
+        return {tensor::InsertSliceOp::create(b, slice, it[0], offsets, sizes,
+                                              ArrayRef(ones).drop_front())
+                    .getResult()};
+      })[0];
+}
+
 } // namespace
 
 Value seqc::gatherSlices(ImplicitLocOpBuilder &b, KernelBuilder &kb,
@@ -103,50 +142,26 @@ Value seqc::gatherSlices(ImplicitLocOpBuilder &b, KernelBuilder &kb,
                          RankedTensorType wholeType, ValueRange wholeSizes) {
   auto localType = cast<RankedTensorType>(local.getType());
   std::optional<int64_t> staticTotal = getConstantIntValue(total);
-  bool even = staticTotal && *staticTotal % ranks == 0;
+  if (staticTotal && *staticTotal % ranks == 0) {
+    // Equal slices: as they are. When they lie one after another, the
+    // gathered rows are the whole.
+    Value gathered = gatherRows(
+        b, withStaticAxis(b, local, axis, *staticTotal / ranks), ranks);
+    bool contiguous = true;
+    for (int64_t i = 0; i < axis; ++i)
+      contiguous &= localType.getDimSize(i) == 1;
+    if (contiguous)
+      return rowsAsWhole(b, gathered, axis, wholeType);
+    return copySlicesIntoPlace(b, kb, gathered, axis, total, ranks, wholeType,
+                               wholeSizes);
+  }
   // Every slice travels in ceil(total / R) steps.
   Value longest = kb.divs(kb.add(total, kb.idx(ranks - 1)), kb.idx(ranks));
   std::optional<int64_t> staticLongest;
   if (staticTotal)
     staticLongest = (*staticTotal + ranks - 1) / ranks;
-  Value padded = even ? withStaticAxis(b, local, axis, *staticLongest)
-                      : padAxis(b, local, axis, longest, staticLongest);
-  Value gathered = gatherRows(b, padded, ranks);
-
-  bool contiguous = even;
-  for (int64_t i = 0; i < axis; ++i)
-    contiguous &= localType.getDimSize(i) == 1;
-  if (contiguous)
-    return rowsAsWhole(b, gathered, axis, wholeType);
-
-  // Rank r's steps from its row into [r total / R, (r + 1) total / R).
-  Value whole = kb.empty(wholeType, wholeSizes);
-  auto gatheredType = cast<RankedTensorType>(gathered.getType());
-  int64_t rank = localType.getRank();
-  return kb.loop(
-      kb.idx(0), kb.idx(ranks), {whole},
-      [&](Value r, ValueRange it) -> SmallVector<Value> {
-        Value start = kb.divs(kb.mul(r, total), kb.idx(ranks));
-        Value end = kb.divs(kb.mul(kb.add(r, kb.idx(1)), total), kb.idx(ranks));
-        Value length = kb.sub(end, start);
-        SmallVector<OpFoldResult> sizes =
-            tensor::getMixedSizes(b, b.getLoc(), padded);
-        sizes[axis] = length;
-        SmallVector<OpFoldResult> rowOffsets(rank + 1, b.getIndexAttr(0));
-        rowOffsets[0] = r;
-        SmallVector<OpFoldResult> rowSizes{b.getIndexAttr(1)};
-        llvm::append_range(rowSizes, sizes);
-        SmallVector<OpFoldResult> rowStrides(rank + 1, b.getIndexAttr(1));
-        auto sliceType =
-            tensor::ExtractSliceOp::inferCanonicalRankReducedResultType(
-                rank, gatheredType, rowSizes);
-        Value slice = tensor::ExtractSliceOp::create(
-            b, sliceType, gathered, rowOffsets, rowSizes, rowStrides);
-        SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
-        offsets[axis] = start;
-        SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
-        return {tensor::InsertSliceOp::create(b, slice, it[0], offsets, sizes,
-                                              strides)
-                    .getResult()};
-      })[0];
+  Value gathered =
+      gatherRows(b, padAxis(b, local, axis, longest, staticLongest), ranks);
+  return copySlicesIntoPlace(b, kb, gathered, axis, total, ranks, wholeType,
+                             wholeSizes);
 }

@@ -319,6 +319,14 @@ def pieces():
             for i, (g, ref) in enumerate(zip(got, refs_out)):
                 c.close(f"{label} in pieces R={R} result{i} vs float64", g,
                         ref, 1e-4)
+    # A count that is not one is an error on every rank.
+    code, err = run(mlir, ins, 2, env={"SEQC_MPI_MAX_COUNT": "0"},
+                    expect_error=True)
+    lines = [l for l in err.splitlines() if l.startswith("error:")]
+    c.expect("SEQC_MPI_MAX_COUNT=0 is an error on every rank, exit non-zero",
+             code != 0 and len(lines) == 2 and all(
+                 "SEQC_MPI_MAX_COUNT='0' is not a count from 1 to 2^30" in l
+                 for l in lines), str(lines))
 
 
 c.run("bf16 results", bf16_results)

@@ -1,8 +1,15 @@
 // A chunked op whose output nothing reads (sequence parallelism's runs for
-// a rank's own state and transition) runs only the state's phases on the
+// a rank's own state and transition) runs only the state's phases. On the
 // CPU: no shared C B^T kernel, no causal mask or product of the chunk's own
-// steps, no output stores; the state's products and its store remain.
+// steps, no output stores; the state's products and its store remain. The
+// GPU target runs the chunk states and the state passing (which writes
+// `last`), and no output kernel.
 // RUN: seqc-opt %s --seq-lower-to-cpu=vector-width=8 | FileCheck %s
+// RUN: seqc-opt %s --seqc-cuda-pipeline="emulate=1" | FileCheck %s --check-prefix=GPU
+
+// GPU: llvm.mlir.addressof @__seqc_gpu_ssd_chunk_states$task
+// GPU-NEXT: llvm.mlir.addressof @__seqc_gpu_ssd_state_passing$task
+// GPU-NOT: chunk_outputs
 
 // CHECK-LABEL: func.func @state_only
 // CHECK-NOT: @__seqc_ssd_scores
