@@ -15,8 +15,8 @@
 //     from ones, or from the identity when the transition mixes the state's
 //     rows: the delta rules),
 //
-// Nothing reads those two runs' outputs, so the CPU's chunked kernels run
-// only their state's phases (ChunkedForm::outputUsed).
+// Nothing reads those two runs' outputs, so both targets' chunked kernels
+// run only their state's phases (ChunkedForm::outputUsed).
 // All ranks exchange the pairs (LASP-2: one all-gather), each folds
 // S <- M_j S + S_j over the ranks before it (after it with `reverse`) into
 // its incoming state, and runs its steps again from that state. `last` is
