@@ -371,15 +371,14 @@ private:
   /// S = exp(cs_Q) S + (exp(cs_Q - cs) o w o k')^T v_c.
   void passState(KernelBuilder &k, const ChunkPosition &at,
                  const ChunkTiles &tiles, Value csLast) const {
-    Value decay = k.exp(csLast);
-    scaleRows(k, tiles.state, k.idx(K), Vx, [&](Value) { return decay; });
     scaleRows(k, tiles.key, at.len, K, [&](Value j) {
       Value w = k.exp(k.fsub(csLast, k.mload(tiles.cs, {j})));
       return form.weighted ? k.fmul(w, k.mload(tiles.weight, {j})) : w;
     });
+    // The state's decay is applied where the product adds to it.
     emitGemm(k, target, {k.idx(K), k.idx(Vx), at.len}, transposed(tiles.key),
              rowMajor(tiles.values), rowMajor(tiles.state),
-             GemmMode::Accumulate);
+             GemmMode::Accumulate, nullptr, nullptr, k.exp(csLast));
   }
 
   /// out_t = finish(Y_t) for the chunk's steps, vectorized over V.

@@ -178,6 +178,8 @@ struct MicroKernel {
   Value k0, k1, addToC;
   /// AMX: a 32 x 32 f32 stack buffer the finished tiles pass through.
   Value tileScratch;
+  /// What C is scaled by where it is added to (f32; null: 1).
+  Value scaleC = {};
 
   void emit(Value i0, Value j0, int64_t rows, int64_t vecs,
             ArrayRef<Value> masks) {
@@ -245,7 +247,9 @@ private:
   void storeToC(Value sum, Value r, Value j0, int64_t v, ArrayRef<Value> masks,
                 bool accumulate) {
     if (accumulate)
-      sum = kb.fadd(load(C, r, j0, v, masks), sum);
+      sum = scaleC ? kb.vfma(load(C, r, j0, v, masks),
+                             kb.splat(scaleC, g.lanes), sum)
+                   : kb.fadd(load(C, r, j0, v, masks), sum);
     SmallVector<Value> ivs = C.at(r, col(j0, v));
     if (masks.empty())
       kb.vstore(sum, C.memref, ivs);
@@ -662,15 +666,17 @@ PrepareB seqc::packEachBlockOfB(KernelBuilder &kb, const GemmBlocking &g,
 void seqc::emitGemm(KernelBuilder &kb, const CpuTarget &target, GemmShape shape,
                     const MatrixRef &A, const MatrixRef &B, const MatrixRef &C,
                     GemmMode mode, const PrepareA &prepareA,
-                    const PrepareB &prepareB) {
+                    const PrepareB &prepareB, Value scaleC) {
   emitGemm(kb, GemmBlocking::forTarget(target), shape, A, B, C, mode, prepareA,
-           prepareB);
+           prepareB, scaleC);
 }
 
 void seqc::emitGemm(KernelBuilder &kb, const GemmBlocking &g, GemmShape shape,
                     const MatrixRef &A, const MatrixRef &B, const MatrixRef &C,
                     GemmMode mode, const PrepareA &prepareA,
-                    const PrepareB &prepareB) {
+                    const PrepareB &prepareB, Value scaleC) {
+  assert((!scaleC || mode == GemmMode::Accumulate) &&
+         "only an accumulated C is scaled");
   assert((!g.pairs() || (prepareA && prepareB)) &&
          "bf16 pairs read packed operands");
   const int64_t kc = g.reduction;
@@ -688,7 +694,13 @@ void seqc::emitGemm(KernelBuilder &kb, const GemmBlocking &g, GemmShape shape,
                        : kb.cmp(CmpIPredicate::sgt, p, kb.idx(0));
     MatrixRef passA = prepareA ? prepareA(k0, k1) : A;
     MatrixRef passB = prepareB ? prepareB(k0, k1) : B;
-    MicroKernel mk{kb, g, passA, passB, C, k0, k1, addToC, tileScratch};
+    // C is scaled once: in the first pass, which reads it as given.
+    Value passScale = scaleC
+                          ? kb.select(kb.cmp(CmpIPredicate::eq, p, kb.idx(0)),
+                                      scaleC, kb.f32(1.0))
+                          : Value();
+    MicroKernel mk{kb, g,  passA,  passB,       C,
+                   k0, k1, addToC, tileScratch, passScale};
     if (g.tiles())
       emitTilePass(kb, mk, M, N, g);
     else

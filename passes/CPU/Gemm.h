@@ -123,18 +123,20 @@ using PrepareA = std::function<MatrixRef(Value k0, Value k1)>;
 using PrepareB = std::function<MatrixRef(Value k0, Value k1)>;
 
 /// C[M x N] = / += A[M x K] B[K x N], f32, inline in the current kernel.
+/// With `scaleC` (an f32, Accumulate only), C = scaleC C + A B: the scale
+/// is applied where C is added, not in a pass of its own over C.
 void emitGemm(KernelBuilder &kb, const CpuTarget &target, GemmShape shape,
               const MatrixRef &A, const MatrixRef &B, const MatrixRef &C,
               GemmMode mode, const PrepareA &prepareA = nullptr,
-              const PrepareB &prepareB = nullptr);
+              const PrepareB &prepareB = nullptr, Value scaleC = {});
 /// The same with a given blocking. With bf16 pairs or AMX tiles both
 /// operands must come packed (prepareA, prepareB): A's rows in bf16 with
 /// each block's steps padded (padReduction), B in pair panels (packBPanels);
 /// for AMX, A's packed rows are readable up to a multiple of 32 rows.
 void emitGemm(KernelBuilder &kb, const GemmBlocking &blocking, GemmShape shape,
               const MatrixRef &A, const MatrixRef &B, const MatrixRef &C,
-              GemmMode mode, const PrepareA &prepareA,
-              const PrepareB &prepareB);
+              GemmMode mode, const PrepareA &prepareA, const PrepareB &prepareB,
+              Value scaleC = {});
 
 /// B in the micro-kernel's layout: each reduction block of B as contiguous
 /// kc x nr panels, in f32, the last zero-padded (with bf16 pairs, (kc / 2)
