@@ -77,9 +77,9 @@ public:
         K(dims["k"]), E(dims["E"]) {
     rank =
         shard::ProcessLinearIndexOp::create(b, b.getIndexType(), kRankGridName);
-    tokenStart = kb.divs(kb.mul(rank, T), kb.idx(ranks));
-    Value end = kb.divs(kb.mul(kb.add(rank, kb.idx(1)), T), kb.idx(ranks));
-    tokenCount = kb.sub(end, tokenStart);
+    RankSlice mine = rankSlice(kb, rank, T, ranks);
+    tokenStart = mine.start;
+    tokenCount = mine.length;
     std::optional<int64_t> experts = getConstantIntValue(E);
     localExperts =
         experts ? kb.idx(*experts / ranks) : kb.divs(E, kb.idx(ranks));

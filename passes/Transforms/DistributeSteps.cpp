@@ -132,9 +132,9 @@ public:
     rank =
         shard::ProcessLinearIndexOp::create(b, b.getIndexType(), kRankGridName);
     Value total = dims["T"];
-    start = kb.divs(kb.mul(rank, total), kb.idx(ranks));
-    Value end = kb.divs(kb.mul(kb.add(rank, kb.idx(1)), total), kb.idx(ranks));
-    length = kb.sub(end, start);
+    RankSlice mine = rankSlice(kb, rank, total, ranks);
+    start = mine.start;
+    length = mine.length;
     auto steps = cast<RankedTensorType>(op->getOperand(0).getType());
     if (!steps.isDynamicDim(1) && steps.getDimSize(1) % ranks == 0)
       staticLength = steps.getDimSize(1) / ranks;

@@ -11,6 +11,13 @@
 using namespace mlir;
 using namespace seqc;
 
+RankSlice seqc::rankSlice(KernelBuilder &kb, Value r, Value total,
+                          int64_t ranks) {
+  Value start = kb.divs(kb.mul(r, total), kb.idx(ranks));
+  Value end = kb.divs(kb.mul(kb.add(r, kb.idx(1)), total), kb.idx(ranks));
+  return {start, kb.sub(end, start)};
+}
+
 Value seqc::gatherRows(ImplicitLocOpBuilder &b, Value local, int64_t ranks) {
   auto type = cast<RankedTensorType>(local.getType());
   assert(type.getRank() >= 1 && "ranks gather tensors");
@@ -112,10 +119,9 @@ Value copySlicesIntoPlace(ImplicitLocOpBuilder &b, KernelBuilder &kb,
   return kb.loop(
       kb.idx(0), kb.idx(ranks), {whole},
       [&](Value r, ValueRange it) -> SmallVector<Value> {
-        Value start = kb.divs(kb.mul(r, total), kb.idx(ranks));
-        Value end = kb.divs(kb.mul(kb.add(r, kb.idx(1)), total), kb.idx(ranks));
+        RankSlice mine = rankSlice(kb, r, total, ranks);
         SmallVector<OpFoldResult> sizes(sliceSizes);
-        sizes[axis] = kb.sub(end, start);
+        sizes[axis] = mine.length;
         // Row r's first steps, without the row dimension.
         SmallVector<OpFoldResult> rowOffsets(rank + 1, b.getIndexAttr(0));
         rowOffsets[0] = r;
@@ -128,7 +134,7 @@ Value copySlicesIntoPlace(ImplicitLocOpBuilder &b, KernelBuilder &kb,
         Value slice = tensor::ExtractSliceOp::create(
             b, sliceType, gathered, rowOffsets, rowSizes, ones);
         SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
-        offsets[axis] = start;
+        offsets[axis] = mine.start;
         return {tensor::InsertSliceOp::create(b, slice, it[0], offsets, sizes,
                                               ArrayRef(ones).drop_front())
                     .getResult()};

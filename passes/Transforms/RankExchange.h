@@ -20,6 +20,15 @@
 
 namespace seqc {
 
+/// Rank r's slice of `total` steps (or tokens) over R ranks: [r total / R,
+/// (r + 1) total / R), as its start and length. The split every
+/// distribution pass and gather uses.
+struct RankSlice {
+  mlir::Value start, length;
+};
+RankSlice rankSlice(KernelBuilder &kb, mlir::Value r, mlir::Value total,
+                    int64_t ranks);
+
 /// [R, local...] on every rank, row r rank r's `local` (of the same shape
 /// on every rank).
 mlir::Value gatherRows(mlir::ImplicitLocOpBuilder &b, mlir::Value local,
