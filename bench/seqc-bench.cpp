@@ -42,7 +42,8 @@ using namespace seqc;
 using namespace seqc::bench;
 
 namespace seqc {
-// The strategy's chunk-size model on the host (passes/Transforms/Strategy.h,
+// The strategy's chunk-size model on the host, 0 for the recurrence
+// (passes/Transforms/Strategy.h,
 // which pulls in MLIR headers this benchmark does not otherwise need).
 // In the order of Strategy.h's ChunkedFamily.
 enum class ChunkedFamily { Ssd, LinearAttention, DeltaRule };
@@ -557,14 +558,18 @@ int main(int argc, char **argv) {
   };
   // `elt` is the element type of q, k, v, the decay and o; the state stays
   // f32.
+  // chunk < 0: the recurrent plan, forced.
   auto laCase = [&](const std::string &name, int64_t chunk, int64_t T,
                     const char *elt = "f32") {
     int64_t H = 16, K = 64, V = 64;
     std::string attrs =
         chunk > 0 ? "chunk_size = " + std::to_string(chunk) + " : i64" : "";
+    if (chunk < 0)
+      attrs = "seq.plan = #seq.plan<recurrent>";
     return Case{
         name,
-        "B=1 T=" + std::to_string(T) + " H=16 K=V=64 decay BxTxH " + elt,
+        "B=1 T=" + std::to_string(T) + " H=16 K=V=64 decay BxTxH " + elt +
+            (chunk < 0 ? " recurrent" : ""),
         graph("linear_attention",
               {tensorType({1, T, H, K}, elt), tensorType({1, T, H, K}, elt),
                tensorType({1, T, H, V}, elt), tensorType({1, T, H}, elt)},
@@ -578,6 +583,7 @@ int main(int argc, char **argv) {
   int64_t seqT = quick ? 1024 : 4096;
   add(ssdCase("ssd", 0, seqT));
   add(laCase("linear_attention", 0, seqT));
+  add(laCase("linear_attention_recurrent", -1, seqT));
   // bf16 operands: the same kernels, loads widened to f32 (no AMX or
   // AVX-512 BF16 products yet), against their f32 forms above.
   add(ssdCase("ssd_bf16", 0, seqT, "bf16"));
@@ -780,9 +786,10 @@ int main(int argc, char **argv) {
     const char *families[] = {"ssd", "linear_attention", "delta_rule"};
     for (int which = 0; which < 3; ++which) {
       std::string name = families[which];
-      // 0: the cost model's choice; -1 (the delta rule): the recurrence.
+      // 0: the cost model's choice; -1: the recurrence (linear attention
+      // and the delta rule).
       std::vector<int64_t> chunks{0, 16, 32, 64, 128};
-      if (which == 2)
+      if (which > 0)
         chunks.push_back(-1);
       std::vector<Function> fns;
       std::vector<Inputs> ins;
@@ -820,8 +827,10 @@ int main(int argc, char **argv) {
                                             : std::to_string(chunks[i]);
         std::printf(" %s=%.2f", label.c_str(), ms);
       }
-      std::printf("  auto/best=%.2f (auto chose %lld)\n", autoMs / best,
-                  static_cast<long long>(chosen));
+      std::string choice =
+          chosen == 0 ? "the recurrence" : std::to_string(chosen);
+      std::printf("  auto/best=%.2f (auto chose %s)\n", autoMs / best,
+                  choice.c_str());
     }
   }
 

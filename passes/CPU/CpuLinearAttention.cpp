@@ -96,7 +96,9 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
              op.getScale().convertToDouble(),
              op.getEps().convertToDouble(),
              op.getNormalize()};
-    if (plan == seq::PlanKind::recurrent)
+    if (plan == seq::PlanKind::recurrent && takesDeferredDecay(p))
+      emitDeferredDecayRecurrence(b, kb, args, Bsz, p);
+    else if (plan == seq::PlanKind::recurrent)
       emitRecurrent(b, kb, args, Bsz, p);
     else
       emitGlobal(b, kb, args, Bsz, p);
@@ -140,12 +142,19 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
         [&](Value v, Value) { return k.vconst(0.0, target.vectorWidth); });
   }
 
+  /// `last` = S (times `scale` when given).
   void storeState(KernelBuilder &k, ValueRange in, const Params &p, Value bi,
-                  Value h, Value S) const {
+                  Value h, Value S, Value scale = {}) const {
+    const int64_t lanes = target.vectorWidth;
+    std::function<Value(Value, Value)> scaled;
+    if (scale)
+      scaled = [&](Value v, Value) { return k.fmul(v, k.splat(scale, lanes)); };
     seqc::packRows(k, target, rowMajor(S), k.idx(p.K), p.V,
-                   MatrixRef{in[4], [&](Value kk, Value v) {
+                   MatrixRef{in[4],
+                             [&](Value kk, Value v) {
                                return SmallVector<Value>{bi, h, kk, v};
-                             }});
+                             }},
+                   scaled);
   }
 
   /// Copies phi(x[bi, t0 + i, h, :]) * factor(i) for i < rows into `dst`
@@ -245,6 +254,170 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
           storeState(k, in, p, bi, h, S);
         });
   }
+
+  /// Whether the deferred-decay recurrence covers the op: a scalar decay
+  /// (or none), no normalizer and no bonus.
+  static bool takesDeferredDecay(const Params &p) {
+    return p.decayRank != 4 && !p.normalize && p.bonusIndex < 0;
+  }
+
+  /// The recurrence with the state kept as c U (c a scalar), two steps per
+  /// pass over U. A step's decay then multiplies c alone, its update adds
+  /// (k'_t / c_t) v_t^T to U and its output is (c_t q'_t) U: the two FMAs
+  /// per state element that are the step's useful work, where decaying S
+  /// itself costs a third operation and a pass of its own; and two steps
+  /// per pass halve the loads and stores of U, which is what bounds a step
+  /// whose state lives in L1. c stays in [2^-32, 2^32], so k'/c cannot
+  /// overflow: a pair of steps that would take it out folds c into U
+  /// instead, and runs with each step's decay applied to U directly.
+  void emitDeferredDecayRecurrence(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                                   ValueRange args, Value Bsz,
+                                   const Params &p) const {
+    emitParallelKernel(b, "linear_attention_recurrent",
+                       kb.mul(Bsz, kb.idx(p.H)), args,
+                       [&](KernelBuilder &k, Value task, ValueRange in) {
+                         DeferredDecayTask(*this, k, p, in, task).emit();
+                       });
+  }
+
+  /// One (batch, head) of emitDeferredDecayRecurrence.
+  class DeferredDecayTask {
+  public:
+    DeferredDecayTask(const CpuLinearAttention &pattern, KernelBuilder &k,
+                      const Params &p, ValueRange in, Value task)
+        : pattern(pattern), k(k), p(p), in(in),
+          lanes(pattern.target.vectorWidth) {
+      h = k.rems(task, k.idx(p.H));
+      bi = k.divs(task, k.idx(p.H));
+      U = k.stackBuffer({p.K, p.V});
+      kRows = k.stackBuffer({2, roundUp(p.K, lanes)});
+      qRows = k.stackBuffer({2, roundUp(p.K, lanes)});
+      for (int64_t v0 = 0; v0 < p.V; v0 += lanes)
+        masks.push_back(k.vmask(k.idx(p.V - v0), lanes));
+    }
+
+    void emit() {
+      Value nT = k.mdim(in[0], 1);
+      pattern.loadState(k, in, p, bi, h, U);
+      Value pairs = k.divs(nT, k.idx(2));
+      Value c = k.loop(pairs, {k.f32(1.0)}, [&](Value i, ValueRange it) {
+        return SmallVector<Value>{pair(k.mul(i, k.idx(2)), it[0])};
+      })[0];
+      Value odd = k.cmp(CmpIPredicate::ne, k.rems(nT, k.idx(2)), k.idx(0));
+      c = k.ifElse(
+          odd, {k.f32Type()},
+          [&] { return SmallVector<Value>{single(k.sub(nT, k.idx(1)), c)}; },
+          [&] { return SmallVector<Value>{c}; })[0];
+      pattern.storeState(k, in, p, bi, h, U, c);
+    }
+
+  private:
+    /// Steps t and t + 1 from scale c; returns the scale after them.
+    Value pair(Value t, Value c) {
+      Value t1 = k.add(t, k.idx(1));
+      Value f0 = decay(t), f1 = decay(t1);
+      Value c1 = k.fmul(c, f0), c2 = k.fmul(c1, f1);
+      return k.ifElse(
+          k.andi(inRange(c1), inRange(c2)), {k.f32Type()},
+          [&] {
+            pass(t, 2, {}, {c1, c2});
+            return SmallVector<Value>{c2};
+          },
+          [&] {
+            Value one = k.f32(1.0);
+            pass(t, 1, k.fmul(c, f0), {one});
+            pass(t1, 1, f1, {one});
+            return SmallVector<Value>{one};
+          })[0];
+    }
+
+    /// Step t alone (the last of an odd count).
+    Value single(Value t, Value c) {
+      Value c1 = k.fmul(c, decay(t));
+      return k.ifElse(
+          inRange(c1), {k.f32Type()},
+          [&] {
+            pass(t, 1, {}, {c1});
+            return SmallVector<Value>{c1};
+          },
+          [&] {
+            Value one = k.f32(1.0);
+            pass(t, 1, c1, {one});
+            return SmallVector<Value>{one};
+          })[0];
+    }
+
+    /// One pass over U's rows for steps t .. t + steps - 1 at scales
+    /// `scales` (c_t of each step): each row is first multiplied by
+    /// `rowScale` when given, then takes each step's (k'/c) v^T in turn
+    /// and adds (c q')-weighted itself to that step's output.
+    void pass(Value t, int steps, Value rowScale, ArrayRef<Value> scales) {
+      auto factorOf = [&](Value i) {
+        if (steps == 1)
+          return scales[0];
+        return k.select(k.cmp(CmpIPredicate::eq, i, k.idx(0)), scales[0],
+                        scales[1]);
+      };
+      Value qScale = k.f32(p.scale);
+      pattern.packRows(
+          k, p, in[1], bi, t, h, k.idx(steps), kRows,
+          [&](Value i) { return k.fdiv(k.f32(1.0), factorOf(i)); });
+      pattern.packRows(k, p, in[0], bi, t, h, k.idx(steps), qRows,
+                       [&](Value i) { return k.fmul(factorOf(i), qScale); });
+      SmallVector<SmallVector<Value>> values(steps);
+      SmallVector<Value> init;
+      for (int s = 0; s < steps; ++s)
+        for (size_t v = 0; v < masks.size(); ++v) {
+          values[s].push_back(k.vloadMasked(
+              in[2], {bi, k.add(t, k.idx(s)), h, k.idx(v * lanes)}, lanes,
+              masks[v]));
+          init.push_back(k.vconst(0.0, lanes));
+        }
+      Value rowScaleVector = rowScale ? k.splat(rowScale, lanes) : Value();
+      SmallVector<Value> outputs =
+          k.loop(k.idx(p.K), init, [&](Value kk, ValueRange acc) {
+            SmallVector<Value> ks, qs, next(acc);
+            for (int s = 0; s < steps; ++s) {
+              ks.push_back(k.splat(k.mload(kRows, {k.idx(s), kk}), lanes));
+              qs.push_back(k.splat(k.mload(qRows, {k.idx(s), kk}), lanes));
+            }
+            for (size_t v = 0; v < masks.size(); ++v) {
+              SmallVector<Value> at{kk, k.idx(v * lanes)};
+              Value u = k.vloadMasked(U, at, lanes, masks[v]);
+              if (rowScaleVector)
+                u = k.fmul(u, rowScaleVector);
+              for (int s = 0; s < steps; ++s) {
+                u = k.vfma(ks[s], values[s][v], u);
+                size_t out = s * masks.size() + v;
+                next[out] = k.vfma(qs[s], u, next[out]);
+              }
+              k.vstoreMasked(u, U, at, masks[v]);
+            }
+            return next;
+          });
+      for (int s = 0; s < steps; ++s)
+        for (size_t v = 0; v < masks.size(); ++v)
+          k.vstoreMasked(outputs[s * masks.size() + v], in[3],
+                         {bi, k.add(t, k.idx(s)), h, k.idx(v * lanes)},
+                         masks[v]);
+    }
+
+    Value decay(Value t) { return k.exp(logDecay(k, in, p, bi, t, h)); }
+
+    /// 2^-32 <= c <= 2^32 (false for NaN).
+    Value inRange(Value c) {
+      return k.andi(k.fcmp(arith::CmpFPredicate::OGE, c, k.f32(0x1p-32)),
+                    k.fcmp(arith::CmpFPredicate::OLE, c, k.f32(0x1p32)));
+    }
+
+    const CpuLinearAttention &pattern;
+    KernelBuilder &k;
+    const Params &p;
+    ValueRange in;
+    int64_t lanes;
+    Value h, bi, U, kRows, qRows;
+    SmallVector<Value> masks;
+  };
 
   /// Non-causal: S = S0 + k'^T V over the whole sequence, then O = q' S.
   void emitGlobal(ImplicitLocOpBuilder &b, KernelBuilder &kb, ValueRange args,

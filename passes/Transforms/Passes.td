@@ -8,24 +8,30 @@ include "mlir/Pass/PassBase.td"
 def SeqSelectStrategy : Pass<"seq-select-strategy", "::mlir::ModuleOp"> {
   let summary = "Choose each op's plan (recurrent, chunked Q, global) for a target";
   let description = [{
-    Sets `seq.plan = #seq.plan<...>` on every `seq.ssd` and
-    `seq.linear_attention` that has none, from one cost model over one
+    Sets `seq.plan = #seq.plan<...>` on every `seq.ssd`,
+    `seq.linear_attention` and `seq.delta_rule` that has none, from one cost model over one
     description of the target (Transforms/Strategy.h): non-causal linear
     attention is `global`; sequences shorter than 16 steps, and variants
-    the target has no chunked kernel for, are `recurrent`; the rest are
+    the target has no chunked kernel for, are `recurrent`, as are, on the
+    CPU, linear attention without a normalizer, bonus or per-key decay and
+    the delta rule with a scalar decay whose K x V state fits in half of
+    L1 and that have no `chunk_size`; the rest are
     `chunked` with the op's `chunk_size` when the target's kernels allow
     it (else the nearest allowed size, with a remark), or the cost model's
     chunk size. The CPU and GPU lowerings follow the plan; an existing plan
     is kept, so a plan can be forced in the input.
 
-    `target=cpu` describes the host CPU (`vector-width` and `l2-bytes`
-    override what is detected); `target=gpu` the GPU named by `chip`.
+    `target=cpu` describes the host CPU (`vector-width`, `l1-bytes` and
+    `l2-bytes` override what is detected); `target=gpu` the GPU named by
+    `chip`.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
            "The machine to plan for: cpu or gpu">,
     Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
            "CPU: f32 lanes per vector (0: the host's widest)">,
+    Option<"l1Bytes", "l1-bytes", "int64_t", /*default=*/"0",
+           "CPU: per-core L1 data cache bytes (0: the host's)">,
     Option<"l2Bytes", "l2-bytes", "int64_t", /*default=*/"0",
            "CPU: per-core L2 cache bytes (0: the host's)">,
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_80\"",

@@ -29,6 +29,8 @@ struct SelectStrategy : seqc::impl::SeqSelectStrategyBase<SelectStrategy> {
         return failure();
       if (vectorWidth > 0)
         t.vectorWidth = vectorWidth;
+      if (l1Bytes > 0)
+        t.l1Bytes = l1Bytes;
       if (l2Bytes > 0)
         t.l2Bytes = l2Bytes;
       return t;

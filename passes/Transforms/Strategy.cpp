@@ -15,6 +15,16 @@
 // target's chunk limits and, on a CPU, small enough that a task's chunk
 // working set stays in half the L2 cache.
 //
+// The recurrence itself does a step's useful work and no more (linear
+// attention 2 N D per step with its decay deferred, CPU/CpuLinearAttention
+// .cpp; the delta rule 3 N D), where the chunked form adds the Q x Q
+// products. What it lacks is parallelism over the steps, which a GPU needs
+// and a CPU, with a task per (batch, head), does not, and it wants its
+// state close: on a CPU the recurrence is the plan for those families
+// (linear attention with a scalar decay or none, no normalizer or bonus;
+// the delta rule) when the state fits in half of L1 and no chunk_size asks
+// for chunks.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Transforms/Strategy.h"
@@ -46,6 +56,8 @@ struct PlanInputs {
   bool perKeyDecay = false;
   /// Linear attention's RWKV-6 bonus (recurrent plans only).
   bool bonus = false;
+  /// Linear attention's normalizer (q' . sum k').
+  bool normalize = false;
 };
 
 /// A chunk_size hint as a signed size (hints past 2^63 are as large).
@@ -71,6 +83,7 @@ std::optional<PlanInputs> inputsOf(Operation *op) {
         la.getDecay() &&
         cast<RankedTensorType>(la.getDecay().getType()).getRank() == 4;
     in.bonus = static_cast<bool>(la.getBonus());
+    in.normalize = la.getNormalize();
     return in;
   }
   if (auto delta = dyn_cast<seq::DeltaRuleOp>(op)) {
@@ -108,6 +121,23 @@ std::string missingChunkedKernel(const PlanInputs &in,
                          "decay (plan recurrent does)",
                          target.name());
   return "";
+}
+
+/// Whether `target`'s recurrence outruns its chunked form for the op `in`
+/// describes: a state small enough for the target's recurrent kernels to
+/// keep where they run at their best (recurrentStateBytes), for the
+/// families whose recurrence does a step's useful work and no more (linear
+/// attention with a scalar decay or none and no normalizer or bonus; the
+/// delta rule with a scalar decay). A chunk_size hint asks for chunks.
+bool recurrenceOutrunsChunks(const PlanInputs &in,
+                             const TargetDescription &target) {
+  if (in.hint > 0 || in.perKeyDecay || ShapedType::isDynamic(in.stateDim) ||
+      ShapedType::isDynamic(in.valueDim))
+    return false;
+  bool lean = in.family == ChunkedFamily::DeltaRule ||
+              (in.family == ChunkedFamily::LinearAttention && !in.normalize &&
+               !in.bonus);
+  return lean && 4 * in.stateDim * in.valueDim <= target.recurrentStateBytes();
 }
 
 int64_t orOne(int64_t dim) {
@@ -266,7 +296,7 @@ std::optional<seq::PlanAttr> seqc::choosePlan(Operation *op,
   bool shortSequence =
       !ShapedType::isDynamic(in->steps) && in->steps < kRecurrentBelowSteps;
   bool noChunkedKernel = !missingChunkedKernel(*in, target).empty();
-  if (shortSequence || noChunkedKernel)
+  if (shortSequence || noChunkedKernel || recurrenceOutrunsChunks(*in, target))
     return seq::PlanAttr::get(ctx, seq::PlanKind::recurrent, 0);
 
   const ChunkLimits &limits = target.chunkLimits(in->family);
@@ -287,6 +317,8 @@ int64_t seqc::hostModelChunkSize(ChunkedFamily family, int64_t stateDim,
                                  int64_t valueDim) {
   PlanInputs in{family, ShapedType::kDynamic, stateDim, valueDim, 0};
   TargetDescription host = TargetDescription::host();
+  if (recurrenceOutrunsChunks(in, host))
+    return 0;
   return modelChunk(in, host, host.chunkLimits(family));
 }
 

@@ -72,6 +72,16 @@ struct TargetDescription {
   /// transform's triangular solve per chunk); where not, the recurrence
   /// runs. No target chunks a per-key delta-rule decay (KDA) yet.
   bool chunkedDeltaRule = false;
+  /// The largest state (bytes of f32) whose recurrence outruns the
+  /// chunked form (0: none). The CPU's recurrent kernels keep the state in
+  /// L1 (half of it, the rest for the step's operands) and do a step's
+  /// useful work per element, where chunks of linear attention do 1.5x it
+  /// at K = V = 64 (the Q x Q products), and the delta rule's WY form more
+  /// (bench/seqc-bench --only chunk). A GPU's recurrence is serial over
+  /// the steps: none.
+  int64_t recurrentStateBytes() const {
+    return kind == Kind::CPU ? l1Bytes / 2 : 0;
+  }
 
   /// A CPU with `vectorWidth` f32 lanes and the given caches.
   static TargetDescription cpu(int64_t vectorWidth, int64_t l1Bytes,
@@ -114,7 +124,9 @@ std::optional<seq::PlanAttr> choosePlan(mlir::Operation *op,
                                         const TargetDescription &target);
 
 /// The cost model's chunk size on the host CPU for `family` with a state of
-/// stateDim x valueDim without a hint (for the benchmark's report).
+/// stateDim x valueDim without a hint, or 0 where it takes the recurrence
+/// (for the benchmark's report; linear attention without a normalizer or
+/// bonus, a scalar decay).
 int64_t hostModelChunkSize(ChunkedFamily family, int64_t stateDim,
                            int64_t valueDim);
 

@@ -66,8 +66,8 @@ def graph(v, use_decay, use_init, attrs, prefix="", init_from=None):
     return args, line, out
 
 
-def attr_text(l2norm, scale, eps=None):
-    attrs = []
+def attr_text(l2norm, scale, eps=None, chunk=0):
+    attrs = [f"chunk_size = {chunk} : i64"] if chunk else []
     if l2norm:
         attrs.append("qk_l2norm = true")
     if scale != 1.0:
@@ -78,10 +78,10 @@ def attr_text(l2norm, scale, eps=None):
 
 
 def case(Bs, T, H, HV, K, V, decay_rank=0, init=False, l2norm=False, scale=1.0, seed=0,
-         eps=None, **kw):
+         eps=None, chunk=0, **kw):
     scale = float(np.float32(scale))
     v = make(Bs, T, H, HV, K, V, decay_rank, seed, l2norm=l2norm, **kw)
-    args, line, out = graph(v, decay_rank > 0, init, attr_text(l2norm, scale, eps))
+    args, line, out = graph(v, decay_rank > 0, init, attr_text(l2norm, scale, eps, chunk))
     o, last = run_seqc(func(args, [line], [("%r#0", out[0]), ("%r#1", out[1])]),
                        [v[n] for n, _ in args])
     ro, rl = delta_rule(v["q"], v["k"], v["v"], v["beta"], v.get("g"),
@@ -188,6 +188,17 @@ c.run("chunks DeltaNet T=129", lambda: case(1, 129, 1, 2, 16, 24, l2norm=True, s
 c.run("chunks KDA T=200", lambda: case(1, 200, 1, 1, 20, 20, decay_rank=4, init=True,
                                        l2norm=True, scale=20 ** -0.5, seed=13))
 c.run("chunks decay HV T=100", lambda: case(2, 100, 1, 2, 16, 16, decay_rank=1, seed=14))
+# The CPU's strategy takes the recurrence for states that fit in half of L1
+# (all of the above): chunk_size asks for its chunked form (and the GPU's
+# 16-step chunks), over whole and partial chunks and steep decays.
+c.run("chunk_size 16 gated T=100", lambda: case(1, 100, 2, 2, 32, 32, decay_rank=3, init=True,
+                                                l2norm=True, seed=11, chunk=16))
+c.run("chunk_size 16 DeltaNet T=129", lambda: case(1, 129, 1, 2, 16, 24, l2norm=True, seed=12,
+                                                   chunk=16))
+c.run("chunk_size 16 decay exp(-20)", lambda: case(1, 100, 1, 2, 16, 16, decay_rank=3,
+                                                   init=True, l2norm=True,
+                                                   g_range=(0.01, 20.0), g_floor=0.1, seed=23,
+                                                   chunk=16))
 # Numerics stress: unnormalized keys of norm 1..3 with beta |k|^2 in (0, 2)
 # (betas themselves in (0, 2) under qk_l2norm above); beta |k|^2 up to 3 (an
 # expansive step) over a short T; decays down to exp(-20) per step, some

@@ -49,8 +49,10 @@ def graph(v, use_decay, use_init, attrs, prefix="", init_from=None, use_bonus=Fa
 
 
 def case(Bs, T, H, K, V, decay_rank=0, init=False, feature="identity", causal=True,
-         normalize=False, scale=1.0, seed=0, chunk=0, bonus=False):
+         normalize=False, scale=1.0, seed=0, chunk=0, bonus=False, g=None):
     v = make(Bs, T, H, K, V, decay_rank, seed)
+    if g is not None:
+        v["g"] = f32(g)
     attrs = [f"feature_map = #seq.feature_map<{feature}>", f"causal = {str(causal).lower()}",
              f"normalize = {str(normalize).lower()}", f"scale = {scale} : f32"]
     if chunk:
@@ -113,6 +115,31 @@ c.run("T=1", lambda: case(3, 1, 2, 8, 8, decay_rank=4, init=True, seed=8))
 # Several 32-step chunks and 32-channel key / value tiles in the GPU kernels,
 # with partial tiles at every edge.
 c.run("chunks + tiles", lambda: case(1, 100, 2, 40, 70, decay_rank=3, init=True, seed=20))
+# The CPU's strategy takes the recurrence for a scalar decay whose state fits
+# in half of L1 (as above): chunk_size asks for its chunked form.
+c.run("chunk_size 32 + tiles", lambda: case(1, 100, 2, 40, 70, decay_rank=3, init=True,
+                                            seed=20, chunk=32))
+
+
+def steep_decays(Bs, T, H):
+    """Log decays of -0.3 with steps of -30 to -80 (one step nearly forgets
+    the state) and a run of +3 (the state grows by e^36): the CPU's recurrence keeps the state as
+    c U with c in [2^-32, 2^32] and folds c into U where a pair of steps
+    would take it out."""
+    g = np.full((Bs, T, H), -0.3)
+    g[:, 5] = g[:, 17] = -30.0
+    g[:, 20:32] = 3.0
+    g[:, 40, 0] = -80.0
+    g[:, 41, 1] = -40.0
+    return g
+
+
+c.run("steep decays BTH, odd T", lambda: case(2, 45, 3, 16, 24, decay_rank=3, init=True,
+                                              seed=60, g=steep_decays(2, 45, 3)))
+c.run("steep decays H", lambda: case(1, 33, 3, 16, 16, decay_rank=1, init=True, seed=61,
+                                     g=np.array([-25.0, -1e-3, 0.5])))
+c.run("no decay, K=V=64, odd T", lambda: case(1, 67, 2, 64, 64, init=True, scale=0.125,
+                                              seed=62))
 c.run("chunks GLA", lambda: case(1, 77, 2, 36, 33, decay_rank=4, init=True, seed=21))
 c.run("chunks decay H normalized", lambda: case(2, 70, 1, 33, 40, decay_rank=1,
                                                 feature="elu_plus_one", normalize=True, seed=22))

@@ -1,6 +1,6 @@
 // seq-select-strategy: one plan per op, from one cost model, for a CPU or a
 // GPU description; the plan is an attribute the lowerings read.
-// RUN: seqc-opt %s -split-input-file -seq-select-strategy="target=cpu vector-width=16 l2-bytes=2097152" | FileCheck %s --check-prefix=CPU
+// RUN: seqc-opt %s -split-input-file -seq-select-strategy="target=cpu vector-width=16 l1-bytes=49152 l2-bytes=2097152" | FileCheck %s --check-prefix=CPU
 // RUN: seqc-opt %s -split-input-file -seq-select-strategy="target=gpu chip=sm_90a" 2>/dev/null | FileCheck %s --check-prefix=GPU
 // RUN: seqc-opt %s -split-input-file -seq-select-strategy="target=gpu chip=sm_90a" 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: seqc-opt %s -split-input-file -seq-select-strategy="target=cpu" 2>&1 >/dev/null | FileCheck %s --check-prefix=NOREMARK --allow-empty
@@ -70,25 +70,29 @@ func.func @ssd_hints(%x: tensor<1x256x2x32xf32>, %dt: tensor<1x256x2xf32>,
 
 // -----
 
-// Linear attention: non-causal is global; a per-key decay is chunked on
-// the GPU, recurrent on the CPU (whose chunked phases take a scalar decay);
-// normalize is chunked on both; a plan in the input is kept.
+// Linear attention: non-causal is global; a scalar decay is chunked on the
+// GPU and recurrent on the CPU, whose state of 64 x 32 f32 (8 KiB) fits in
+// half of its L1 (unless chunk_size asks for chunks); a per-key decay is
+// chunked on the GPU, recurrent on the CPU (whose chunked phases take a
+// scalar decay); normalize is chunked on both; a plan in the input is kept.
 // CPU-LABEL: func @linear_attention
 // CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<global>
-// CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 32>
+// CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<recurrent>
 // CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<recurrent>
 // CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 32>
 // CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 16>
+// CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 32>
 // GPU-LABEL: func @linear_attention
 // GPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<global>
 // GPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 32>
 // GPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 32>
 // GPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 32>
 // GPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 16>
+// GPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 32>
 func.func @linear_attention(%q: tensor<1x256x2x64xf32>, %v: tensor<1x256x2x32xf32>,
                             %g: tensor<1x256x2xf32>, %gk: tensor<1x256x2x64xf32>)
     -> (tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>,
-        tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>) {
+        tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>) {
   %o1, %s1 = seq.linear_attention %q, %q, %v {causal = false}
     : (tensor<1x256x2x64xf32>, tensor<1x256x2x64xf32>, tensor<1x256x2x32xf32>)
       -> (tensor<1x256x2x32xf32>, tensor<1x2x64x32xf32>)
@@ -104,6 +108,40 @@ func.func @linear_attention(%q: tensor<1x256x2x64xf32>, %v: tensor<1x256x2x32xf3
   %o5, %s5 = seq.linear_attention %q, %q, %v {seq.plan = #seq.plan<chunked, 16>}
     : (tensor<1x256x2x64xf32>, tensor<1x256x2x64xf32>, tensor<1x256x2x32xf32>)
       -> (tensor<1x256x2x32xf32>, tensor<1x2x64x32xf32>)
-  return %o1, %o2, %o3, %o4, %o5 : tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>,
-      tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>
+  %o6, %s6 = seq.linear_attention %q, %q, %v decay(%g) {chunk_size = 32 : i64}
+    : (tensor<1x256x2x64xf32>, tensor<1x256x2x64xf32>, tensor<1x256x2x32xf32>,
+       tensor<1x256x2xf32>) -> (tensor<1x256x2x32xf32>, tensor<1x2x64x32xf32>)
+  return %o1, %o2, %o3, %o4, %o5, %o6 : tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>,
+      tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>, tensor<1x256x2x32xf32>,
+      tensor<1x256x2x32xf32>
+}
+
+// -----
+
+// The CPU's recurrence takes a state that fits in half of L1: K = V = 128
+// (64 KiB) is chunked on both targets, as is a delta rule's; the delta
+// rule's 64 x 64 (16 KiB) state is recurrent on the CPU.
+// CPU-LABEL: func @state_sizes
+// CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 32>
+// CPU: seq.delta_rule {{.*}}seq.plan = #seq.plan<chunked, 16>
+// CPU: seq.delta_rule {{.*}}seq.plan = #seq.plan<recurrent>
+// GPU-LABEL: func @state_sizes
+// GPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked, 32>
+// GPU: seq.delta_rule {{.*}}seq.plan = #seq.plan<chunked,
+// GPU: seq.delta_rule {{.*}}seq.plan = #seq.plan<chunked,
+func.func @state_sizes(%q: tensor<1x256x2x128xf32>, %v: tensor<1x256x2x128xf32>,
+                       %q64: tensor<1x256x2x64xf32>, %v64: tensor<1x256x2x64xf32>,
+                       %beta: tensor<1x256x2xf32>)
+    -> (tensor<1x256x2x128xf32>, tensor<1x256x2x128xf32>, tensor<1x256x2x64xf32>) {
+  %o1, %s1 = seq.linear_attention %q, %q, %v
+    : (tensor<1x256x2x128xf32>, tensor<1x256x2x128xf32>, tensor<1x256x2x128xf32>)
+      -> (tensor<1x256x2x128xf32>, tensor<1x2x128x128xf32>)
+  %o2, %s2 = seq.delta_rule %q, %q, %v, %beta
+    : (tensor<1x256x2x128xf32>, tensor<1x256x2x128xf32>, tensor<1x256x2x128xf32>,
+       tensor<1x256x2xf32>) -> (tensor<1x256x2x128xf32>, tensor<1x2x128x128xf32>)
+  %o3, %s3 = seq.delta_rule %q64, %q64, %v64, %beta
+    : (tensor<1x256x2x64xf32>, tensor<1x256x2x64xf32>, tensor<1x256x2x64xf32>,
+       tensor<1x256x2xf32>) -> (tensor<1x256x2x64xf32>, tensor<1x2x64x64xf32>)
+  return %o1, %o2, %o3 : tensor<1x256x2x128xf32>, tensor<1x256x2x128xf32>,
+      tensor<1x256x2x64xf32>
 }
