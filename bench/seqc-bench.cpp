@@ -10,7 +10,8 @@
 // ceiling, speedup over the reference, 1-thread vs all-threads scaling.
 //
 //   seqc-bench [--quick] [--runs N] [--only NAME] [--results FILE]
-//   (--only packed: the packed-batch comparison alone)
+//   (--only packed: the packed-batch comparison alone; --only weights: a
+//   weight as an argument against the same weight as a module constant)
 //
 // --results writes each case's name, median ms, GFLOP/s (or GB/s) and shape
 // to FILE, tab-separated, for bench/peers.py to set beside its peers.
@@ -31,11 +32,14 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 #ifdef __SSE__
 #include <immintrin.h>
+#include <unistd.h>
 #endif
 
 using namespace seqc;
@@ -419,6 +423,101 @@ float packedInputRange(const std::string &family, size_t index, float x) {
   if (index == 4)
     return -0.5f * (x + 1.0f);
   return x;
+}
+
+/// `func.func @main(%a: M x K) -> M x N` multiplying by a weight W (K x
+/// N, elements `elt`): an argument (%w) or, when `constant` holds, a
+/// constant of the module written as hex bytes (random values in [-1, 1)).
+std::string weightGraph(int64_t M, int64_t K, int64_t N, const char *elt,
+                        bool constant) {
+  std::string ta = tensorType({M, K}, elt), tw = tensorType({K, N}, elt),
+              tc = tensorType({M, N});
+  std::string sig = "%a: " + ta + (constant ? "" : ", %w: " + tw);
+  std::string weight;
+  if (constant) {
+    bool bf16 = std::string(elt) == "bf16";
+    std::mt19937 gen(7);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    static const char digits[] = "0123456789ABCDEF";
+    std::string hex;
+    int bytes = bf16 ? 2 : 4;
+    hex.reserve(K * N * bytes * 2);
+    for (int64_t i = 0; i < K * N; ++i) {
+      uint32_t bits;
+      float x = dist(gen);
+      std::memcpy(&bits, &x, 4);
+      if (bf16)
+        bits >>= 16;
+      for (int byte = 0; byte < bytes; ++byte, bits >>= 8) {
+        hex += digits[(bits >> 4) & 15];
+        hex += digits[bits & 15];
+      }
+    }
+    weight = "\n  %w = arith.constant dense<\"0x" + hex + "\"> : " + tw;
+  }
+  return "func.func @main(" + sig + ") -> " + tc + " {" + weight +
+         "\n  %z = arith.constant 0.0 : f32\n  %e = tensor.empty() : " + tc +
+         "\n  %f = linalg.fill ins(%z : f32) outs(%e : " + tc + ") -> " + tc +
+         "\n  %r = linalg.matmul ins(%a, %w : " + ta + ", " + tw +
+         ") outs(%f : " + tc + ") -> " + tc + "\n  return %r : " + tc + "\n}\n";
+}
+
+/// A projection whose weight is an argument (packed into panels in every
+/// call) against the same weight as a constant of the module (packed once,
+/// when compiled): decode-sized and larger batches of rows, f32 and bf16,
+/// timed in interleaved rounds. The weight's bytes over the time is the
+/// rate a call streams it at, against the triad bandwidth.
+void constantWeights(Engine &engine, bool quick, int runs, double triad) {
+  int rounds = std::max(9, runs);
+  std::printf("\nweight as an argument vs a module constant (median ms of %d "
+              "interleaved rounds; GB/s of the weight; the L3 cache holds "
+              "%.0f MiB):\n",
+              rounds, sysconf(_SC_LEVEL3_CACHE_SIZE) / 1048576.0);
+  // K = N = 2048: an f32 weight of 16 MiB; 4096: 64 MiB, past the L3 of
+  // the machines this runs on, so each call streams it from memory.
+  for (auto [elt, K, M] :
+       std::vector<std::tuple<const char *, int64_t, int64_t>>{
+           {"f32", 2048, 1},
+           {"f32", 2048, 16},
+           {"f32", 2048, 256},
+           {"f32", 4096, 1},
+           {"bf16", 2048, 1},
+           {"bf16", 2048, 16},
+           {"bf16", 2048, 256},
+           {"bf16", 4096, 1}}) {
+    if (quick && K > 1024)
+      K /= 2;
+    int64_t N = K;
+    {
+      Function arg = compile(engine, weightGraph(M, K, N, elt, false), false,
+                             "weight_arg");
+      Function cst = compile(engine, weightGraph(M, K, N, elt, true), false,
+                             "weight_const");
+      Inputs argIn = makeInputs(arg.signature(), 4);
+      Inputs cstIn = makeInputs(cst.signature(), 4);
+      std::vector<double> argMs, cstMs;
+      for (int r = 0; r <= rounds; ++r) {
+        for (auto [fn, in, ms] : {std::tuple{&arg, &argIn, &argMs},
+                                  std::tuple{&cst, &cstIn, &cstMs}}) {
+          double t0 = now();
+          auto out = fn->call(in->views);
+          if (!out)
+            die(out.message());
+          if (r > 0) // round 0 warms up
+            ms->push_back((now() - t0) * 1e3);
+        }
+      }
+      double weightBytes =
+          static_cast<double>(K) * N * (std::string(elt) == "bf16" ? 2 : 4);
+      double a = median(argMs), c = median(cstMs);
+      std::printf("  %-5s K=N=%-5lld M=%-4lld argument %8.3f ms (%5.1f GB/s)  "
+                  "constant %8.3f ms (%5.1f GB/s)  argument/constant %.2fx  "
+                  "(triad %.1f GB/s)\n",
+                  elt, static_cast<long long>(K), static_cast<long long>(M), a,
+                  weightBytes / a / 1e6, c, weightBytes / c / 1e6, a / c,
+                  triad);
+    }
+  }
 }
 
 /// A packed batch of sequences of lengths 1 to 4096 (the serving case): one
@@ -836,6 +935,8 @@ int main(int argc, char **argv) {
 
   if (only.empty() || only == "packed")
     packedBatch(engine, quick, runs);
+  if (only.empty() || only == "weights")
+    constantWeights(engine, quick, runs, triad);
   compareLowPrecision(engine, cases, runs);
   return 0;
 }

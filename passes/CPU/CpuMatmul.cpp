@@ -7,7 +7,9 @@
 // both operands packed as BLIS does (Gemm.h, GemmBlocking): each task packs
 // its rows of A per reduction block into L2, and B is packed into the
 // micro-kernel's panels once per call when several row blocks read it (by
-// each task for its own columns when one does).
+// each task for its own columns when one does). A B that is a function
+// constant (a weight in the module) is packed once, at compile time, into a
+// constant global of panels that every call reads.
 //
 // Elementwise neighbours fuse into a matmul's kernel (ElementwiseStage):
 // a producer of A (the normalization of an RMSNorm before a projection) is
@@ -27,6 +29,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
+
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 using namespace seqc;
@@ -92,12 +96,13 @@ struct Fusion {
 };
 
 /// Positions of the matmul kernel's arguments: A (or the prologue's
-/// inputs), B, C, B's panels, A's packed rows, the init when accumulating,
-/// then the epilogue's other inputs.
+/// inputs), B (not when its panels were packed at compile time), C, B's
+/// panels, A's packed rows, the init when accumulating, then the
+/// epilogue's other inputs.
 struct KernelArgs {
   SmallVector<Value> values;
-  unsigned aCount = 1, b = 0, c = 0, panels = 0, rowsOfA = 0, init = 0,
-           epilogue = 0;
+  unsigned aCount = 1, c = 0, panels = 0, rowsOfA = 0, init = 0, epilogue = 0;
+  std::optional<unsigned> b;
 };
 
 /// The number of blocks of `size` elements that cover `n`.
@@ -136,6 +141,12 @@ public:
   Value emit(Value A, Value B, Value init, RankedTensorType resultType);
 
 private:
+  Value constantPanels(DenseElementsAttr B);
+  /// The reduction size K in a kernel whose arguments are `in`.
+  Value reductionSize(KernelBuilder &k, ValueRange in,
+                      const KernelArgs &args) const {
+    return args.b ? k.mdim(in[*args.b], off) : k.idx(staticK);
+  }
   void checkShapes(Value aShape, Value B, Value init);
   KernelArgs collectArgs(Value A, Value B, Value cBuf, Value panels,
                          Value rowsOfA, Value init);
@@ -171,6 +182,10 @@ private:
   const int64_t off;
   Fusion fusion;
   bool overwrite = false;
+  /// B's panels come packed from a constant global (B is a constant of
+  /// reduction size staticK).
+  bool prepacked = false;
+  int64_t staticK = 0;
   Value batch, M, N, K;
 };
 
@@ -262,8 +277,10 @@ KernelArgs MatmulLowering::collectArgs(Value A, Value B, Value cBuf,
   } else {
     args.values.push_back(readBuffer(b, A));
   }
-  args.b = args.values.size();
-  args.values.push_back(readBuffer(b, B));
+  if (!prepacked) {
+    args.b = args.values.size();
+    args.values.push_back(readBuffer(b, B));
+  }
   args.c = args.values.size();
   args.values.push_back(cBuf);
   args.panels = args.values.size();
@@ -330,8 +347,12 @@ void MatmulLowering::copyRowsOfA(KernelBuilder &k, ValueRange aIns,
 void MatmulLowering::emitPackA(StringRef productName, const KernelArgs &args) {
   SmallVector<Value> ins(args.values.begin(),
                          args.values.begin() + args.aCount);
-  ins.append(
-      {args.values[args.b], args.values[args.c], args.values[args.rowsOfA]});
+  ins.append({args.values[args.c], args.values[args.rowsOfA]});
+  std::optional<unsigned> bSlot;
+  if (args.b) {
+    bSlot = ins.size();
+    ins.push_back(args.values[*args.b]);
+  }
   Value packed = args.values[args.rowsOfA];
   Value tasks = kb.mul(kb.mdim(packed, 0),
                        kb.mul(kb.mdim(packed, 1), kb.mdim(packed, 2)));
@@ -339,9 +360,9 @@ void MatmulLowering::emitPackA(StringRef productName, const KernelArgs &args) {
       b, (productName + "_pack_a").str(), tasks, ins,
       [&](KernelBuilder &k, Value task, ValueRange in) {
         ValueRange aIns = in.take_front(args.aCount);
-        Value Bm = in[args.aCount], Cm = in[args.aCount + 1],
-              PA = in[args.aCount + 2];
-        Value nM = k.mdim(Cm, off), nK = k.mdim(Bm, off);
+        Value Cm = in[args.aCount], PA = in[args.aCount + 1];
+        Value nM = k.mdim(Cm, off);
+        Value nK = bSlot ? k.mdim(in[*bSlot], off) : k.idx(staticK);
         Value slots = k.mdim(PA, 2), rowBlocks = k.mdim(PA, 1);
         Value slot = k.rems(task, slots), rest = k.divs(task, slots);
         Value row = k.rems(rest, rowBlocks), bi = k.divs(rest, rowBlocks);
@@ -362,9 +383,9 @@ void MatmulLowering::emitProductTask(KernelBuilder &k, Value task,
                                      ValueRange in, const KernelArgs &args) {
   const int64_t lanes = target.vectorWidth;
   ValueRange aIns = in.take_front(args.aCount);
-  Value Bm = in[args.b], Cm = in[args.c], P = in[args.panels];
+  Value Cm = in[args.c], P = in[args.panels];
   Value nM = k.mdim(Cm, off), nN = k.mdim(Cm, off + 1);
-  Value nK = k.mdim(Bm, off);
+  Value nK = reductionSize(k, in, args);
   Value rowBlock = rowBlockSize(k, nM), colBlock = colBlockSize(k, nN);
   Value rb = blocksOf(k, nM, rowBlock), cb = blocksOf(k, nN, colBlock);
   Value col = k.rems(task, cb), rest = k.divs(task, cb);
@@ -383,7 +404,7 @@ void MatmulLowering::emitProductTask(KernelBuilder &k, Value task,
     };
   };
   MatrixRef a = viewOfA(k, aIns, bi, i0);
-  MatrixRef bMat{Bm, at(k.idx(0), j0)};
+  MatrixRef bMat{args.b ? in[*args.b] : Value(), at(k.idx(0), j0)};
   MatrixRef c{Cm, at(i0, j0)};
   if (!overwrite) {
     // C starts from the init tile; the product accumulates.
@@ -394,9 +415,10 @@ void MatmulLowering::emitProductTask(KernelBuilder &k, Value task,
     });
   }
   // B's panels for this task's columns: packed already (several row
-  // blocks), or packed here block by block into the first slot.
-  // The same test as the host's packOnce (emit).
-  Value packHere = k.cmp(arith::CmpIPredicate::eq, rb, k.idx(1));
+  // blocks, or a constant B), or packed here block by block into the first
+  // slot. The same test as the host's packOnce (emit).
+  Value packHere =
+      prepacked ? k.i1(false) : k.cmp(arith::CmpIPredicate::eq, rb, k.idx(1));
   Value firstPanel = k.divs(j0, k.idx(blocking.columns()));
   PrepareB prepareB = [&, bi, firstPanel, packHere](Value k0, Value k1) {
     Value slot =
@@ -405,8 +427,9 @@ void MatmulLowering::emitProductTask(KernelBuilder &k, Value task,
         P, [&k, bi, slot, firstPanel](Value p, Value kk, Value lane) {
           return SmallVector<Value>{bi, slot, k.add(firstPanel, p), kk, lane};
         }};
-    k.ifThen(packHere,
-             [&] { packBPanels(k, blocking, bMat, cols, k0, k1, panels); });
+    if (!prepacked)
+      k.ifThen(packHere,
+               [&] { packBPanels(k, blocking, bMat, cols, k0, k1, panels); });
     return panelsAsMatrix(k, blocking, panels, k0, k.idx(0));
   };
   // A's rows the same way: packed already (several column blocks), or
@@ -469,16 +492,20 @@ Value MatmulLowering::emit(Value A, Value B, Value init,
   Value colBlocks = blocksOf(kb, N, colBlockSize(kb, N));
   Value packBOnce = kb.cmp(arith::CmpIPredicate::sgt, rowBlocks, kb.idx(1));
   Value packAOnce = kb.cmp(arith::CmpIPredicate::sgt, colBlocks, kb.idx(1));
-  KernelArgs args = collectArgs(A, B, cBuf, allocPanels(packBOnce),
-                                allocRowsOfA(packAOnce), init);
+  DenseElementsAttr constantB;
+  prepacked = matchPattern(B, m_Constant(&constantB));
+  Value panels = prepacked ? constantPanels(constantB) : allocPanels(packBOnce);
+  KernelArgs args =
+      collectArgs(A, B, cBuf, panels, allocRowsOfA(packAOnce), init);
   std::string name = batched ? "batch_matmul" : "matmul";
   if (fusion.prologue)
     name += "_prologue";
   if (fusion.epilogue)
     name += "_epilogue";
-  kb.ifThen(packBOnce, [&] {
-    emitPackB(name, args.values[args.b], args.values[args.panels]);
-  });
+  if (!prepacked)
+    kb.ifThen(packBOnce, [&] {
+      emitPackB(name, args.values[*args.b], args.values[args.panels]);
+    });
   kb.ifThen(packAOnce, [&] { emitPackA(name, args); });
   Value tasks = kb.mul(batch, kb.mul(rowBlocks, colBlocks));
   emitParallelKernel(b, name, tasks, args.values,
@@ -487,6 +514,28 @@ Value MatmulLowering::emit(Value A, Value B, Value init,
                      });
   return asTensor(b, roundResult ? emitRounding(cBuf, resultType, sizes) : cBuf,
                   resultType);
+}
+
+/// A constant B's panels, packed here (packConstantPanels) into a constant
+/// global of the module: the weight is packed once, not in every call.
+Value MatmulLowering::constantPanels(DenseElementsAttr B) {
+  staticK = cast<ShapedType>(B.getType()).getDimSize(off);
+  DenseElementsAttr packed = packConstantPanels(blocking, B, batched);
+  auto type = MemRefType::get(cast<ShapedType>(packed.getType()).getShape(),
+                              packed.getElementType());
+  auto module =
+      b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  // A name no symbol of the module has.
+  std::string name = "__seqc_packed_weight";
+  for (int i = 0; module.lookupSymbol(name); ++i)
+    name = llvm::formatv("__seqc_packed_weight_{0}", i).str();
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    memref::GlobalOp::create(b, name, b.getStringAttr("private"), type, packed,
+                             /*constant=*/true, b.getI64IntegerAttr(64));
+  }
+  return memref::GetGlobalOp::create(b, type, name);
 }
 
 /// The f32 product `cBuf` rounded into a new buffer of `type`, a task per

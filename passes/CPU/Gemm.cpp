@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
@@ -572,6 +573,58 @@ void seqc::packBPanels(KernelBuilder &kb, const GemmBlocking &g,
     packPairPanels(kb, g, B, N, k0, k1, panels);
   else
     packF32Panels(kb, g, B, N, k0, k1, panels);
+}
+
+/// The elements of `attr` widened to f32 (exact for bf16 and f16).
+static std::vector<float> widenedValues(DenseElementsAttr attr) {
+  std::vector<float> values;
+  values.reserve(attr.getNumElements());
+  for (APFloat x : attr.getValues<APFloat>()) {
+    bool losesInfo = false;
+    x.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &losesInfo);
+    values.push_back(x.convertToFloat());
+  }
+  return values;
+}
+
+DenseElementsAttr seqc::packConstantPanels(const GemmBlocking &g,
+                                           DenseElementsAttr B, bool batched) {
+  auto type = cast<RankedTensorType>(B.getType());
+  const int64_t off = batched ? 1 : 0;
+  const int64_t batch = batched ? type.getDimSize(0) : 1;
+  const int64_t K = type.getDimSize(off), N = type.getDimSize(off + 1);
+  const int64_t kc = g.reduction, nr = g.columns();
+  const int64_t steps = g.stepsPerProduct();
+  const int64_t blocks = std::max<int64_t>((K + kc - 1) / kc, 1);
+  const int64_t panels = (N + nr - 1) / nr;
+  const int64_t rows = g.panelRows(), cols = g.panelColumns();
+  std::vector<float> src = widenedValues(B);
+  std::vector<float> packed(batch * blocks * panels * rows * cols, 0.0f);
+  size_t at = 0;
+  for (int64_t bi = 0; bi < batch; ++bi)
+    for (int64_t block = 0; block < blocks; ++block)
+      for (int64_t p = 0; p < panels; ++p)
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < cols; ++c, ++at) {
+            // Pairs: column c holds step 2 r + c % 2 of column c / 2.
+            int64_t k = block * kc + r * steps + c % steps;
+            int64_t n = p * nr + c / steps;
+            if (k < K && n < N)
+              packed[at] = src[(bi * K + k) * N + n];
+          }
+  MLIRContext *ctx = B.getContext();
+  auto packedType = RankedTensorType::get({batch, blocks, panels, rows, cols},
+                                          g.packedType(ctx));
+  if (!g.pairs())
+    return DenseElementsAttr::get(packedType, ArrayRef<float>(packed));
+  // bf16 pairs come from a bf16 B: its values widened, so truncating the
+  // f32 bits is exact.
+  std::vector<uint16_t> bits(packed.size());
+  for (size_t i = 0; i < packed.size(); ++i)
+    bits[i] = static_cast<uint16_t>(llvm::bit_cast<uint32_t>(packed[i]) >> 16);
+  return DenseElementsAttr::getFromRawBuffer(
+      packedType, ArrayRef<char>(reinterpret_cast<const char *>(bits.data()),
+                                 bits.size() * sizeof(uint16_t)));
 }
 
 MatrixRef seqc::panelsAsMatrix(KernelBuilder &kb, const GemmBlocking &g,

@@ -157,6 +157,14 @@ struct PanelRef {
 void packBPanels(KernelBuilder &kb, const GemmBlocking &blocking,
                  const MatrixRef &B, Value N, Value k0, Value k1,
                  const PanelRef &panels);
+/// A constant B (K x N, or batch x K x N with `batched`) packed at compile
+/// time into every reduction block's panels, in packBPanels' layout and the
+/// blocking's packed type: [batch][block][panel][panelRows()][panelColumns()],
+/// zero past K and N. A product whose weight is a function constant then
+/// packs it once, here, not in every call.
+mlir::DenseElementsAttr packConstantPanels(const GemmBlocking &blocking,
+                                           mlir::DenseElementsAttr B,
+                                           bool batched);
 /// The block packed by packBPanels from rows [k0, ...) as a matrix whose
 /// column 0 is the packed block's column `column0` (a multiple of nr).
 MatrixRef panelsAsMatrix(KernelBuilder &kb, const GemmBlocking &blocking,
