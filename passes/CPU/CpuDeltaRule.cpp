@@ -120,7 +120,7 @@ private:
   }
 
   /// Both passes of the update over columns [v0, v0 + kColumnVectors
-  /// lanes) of S, and their outputs.
+  /// lanes) of S, and their outputs when read (DeltaRecurrence::outputUsed).
   void updateColumns(KernelBuilder &k, const DeltaArgs &a,
                      const DeltaStep &step, Value coeff, Value S, Value bi,
                      Value t, Value j, int64_t v0) const {
@@ -149,7 +149,8 @@ private:
       auto at = [&](CoefficientRow which) {
         return k.mload(coeff, {k.idx(which), r});
       };
-      DeltaRow row{at(QueryRow), at(KeyRow), step.alpha, at(ARow), Value()};
+      DeltaRow row{form.outputUsed ? at(QueryRow) : Value(), at(KeyRow),
+                   step.alpha, at(ARow), Value()};
       if (form.decay == DeltaRecurrence::Decay::PerKey)
         row.alpha = at(AlphaRow);
       if (form.generalized)

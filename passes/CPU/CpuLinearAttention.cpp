@@ -95,7 +95,8 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
              op.getFeatureMap(),
              op.getScale().convertToDouble(),
              op.getEps().convertToDouble(),
-             op.getNormalize()};
+             op.getNormalize(),
+             !op.getO().use_empty()};
     if (plan == seq::PlanKind::recurrent && takesDeferredDecay(p))
       emitDeferredDecayRecurrence(b, kb, args, Bsz, p);
     else if (plan == seq::PlanKind::recurrent)
@@ -113,6 +114,9 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     seq::FeatureMap phi;
     double scale, eps;
     bool normalize;
+    /// Whether anything reads o (the state-only runs of
+    /// seq-distribute-steps read only the state).
+    bool outputUsed = true;
   };
 
   /// The log decay of step t, head h (0 without decay).
@@ -238,6 +242,9 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
                   next.push_back(k.fadd(c.back(), k.fmul(qp, zk)));
                   return next;
                 });
+            // A state-only run's sums are dead code, which LLVM drops.
+            if (!p.outputUsed)
+              return;
             Value inv, current;
             if (p.normalize)
               inv = k.splat(
@@ -350,7 +357,8 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     /// One pass over U's rows for steps t .. t + steps - 1 at scales
     /// `scales` (c_t of each step): each row is first multiplied by
     /// `rowScale` when given, then takes each step's (k'/c) v^T in turn
-    /// and adds (c q')-weighted itself to that step's output.
+    /// and adds (c q')-weighted itself to that step's output (when o is
+    /// read: a state-only run makes one FMA per element and step).
     void pass(Value t, int steps, Value rowScale, ArrayRef<Value> scales) {
       auto factorOf = [&](Value i) {
         if (steps == 1)
@@ -362,8 +370,9 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
       pattern.packRows(
           k, p, in[1], bi, t, h, k.idx(steps), kRows,
           [&](Value i) { return k.fdiv(k.f32(1.0), factorOf(i)); });
-      pattern.packRows(k, p, in[0], bi, t, h, k.idx(steps), qRows,
-                       [&](Value i) { return k.fmul(factorOf(i), qScale); });
+      if (p.outputUsed)
+        pattern.packRows(k, p, in[0], bi, t, h, k.idx(steps), qRows,
+                         [&](Value i) { return k.fmul(factorOf(i), qScale); });
       SmallVector<SmallVector<Value>> values(steps);
       SmallVector<Value> init;
       for (int s = 0; s < steps; ++s)
@@ -371,7 +380,8 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
           values[s].push_back(k.vloadMasked(
               in[2], {bi, k.add(t, k.idx(s)), h, k.idx(v * lanes)}, lanes,
               masks[v]));
-          init.push_back(k.vconst(0.0, lanes));
+          if (p.outputUsed)
+            init.push_back(k.vconst(0.0, lanes));
         }
       Value rowScaleVector = rowScale ? k.splat(rowScale, lanes) : Value();
       SmallVector<Value> outputs =
@@ -379,7 +389,8 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
             SmallVector<Value> ks, qs, next(acc);
             for (int s = 0; s < steps; ++s) {
               ks.push_back(k.splat(k.mload(kRows, {k.idx(s), kk}), lanes));
-              qs.push_back(k.splat(k.mload(qRows, {k.idx(s), kk}), lanes));
+              if (p.outputUsed)
+                qs.push_back(k.splat(k.mload(qRows, {k.idx(s), kk}), lanes));
             }
             for (size_t v = 0; v < masks.size(); ++v) {
               SmallVector<Value> at{kk, k.idx(v * lanes)};
@@ -388,6 +399,8 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
                 u = k.fmul(u, rowScaleVector);
               for (int s = 0; s < steps; ++s) {
                 u = k.vfma(ks[s], values[s][v], u);
+                if (!p.outputUsed)
+                  continue;
                 size_t out = s * masks.size() + v;
                 next[out] = k.vfma(qs[s], u, next[out]);
               }
@@ -395,6 +408,8 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
             }
             return next;
           });
+      if (!p.outputUsed)
+        return;
       for (int s = 0; s < steps; ++s)
         for (size_t v = 0; v < masks.size(); ++v)
           k.vstoreMasked(outputs[s * masks.size() + v], in[3],

@@ -74,7 +74,8 @@ void emitDeltaRecurrent(ImplicitLocOpBuilder &b, const GpuTarget &target,
                       return form.row(k, scalars, a, step, bi, t, j, h, r);
                     },
                     [](Value s) { return s; }, step, K);
-                k.mstore(out[0], a.out, {bi, t, j, c});
+                if (form.outputUsed)
+                  k.mstore(out[0], a.out, {bi, t, j, c});
               });
             },
             /*barrier=*/false);

@@ -68,6 +68,7 @@ DeltaRecurrence::describe(Operation *op, ImplicitLocOpBuilder &b,
   form.keyDim = qType.getDimSize(3);
   form.valueDim = vType.getDimSize(3);
   form.decay = decayOf(decay);
+  form.outputUsed = !out.use_empty();
   form.outType = out.getType();
   form.lastType = last.getType();
   form.buffers = {
@@ -114,7 +115,8 @@ DeltaRecurrence::step(KernelBuilder &k, const DeltaArgs &a, Value bi, Value t,
     auto inverseNorm = [&](Value x) {
       return k.fdiv(k.f32(1.0), k.sqrt(k.fadd(sumOfSquares(x), k.f32(eps))));
     };
-    s.queryFactor = k.fmul(inverseNorm(a.query), s.queryFactor);
+    if (outputUsed)
+      s.queryFactor = k.fmul(inverseNorm(a.query), s.queryFactor);
     s.keyFactor = inverseNorm(a.key);
   }
   if (a.beta)
@@ -131,8 +133,9 @@ DeltaRow DeltaRecurrence::row(KernelBuilder &k, const ChannelRun &run,
                               Value bi, Value t, Value j, Value h,
                               Value r) const {
   DeltaRow row;
-  row.query =
-      k.fmul(run.load(a.query, {bi, t, h, r}), run.broadcast(step.queryFactor));
+  if (outputUsed)
+    row.query = k.fmul(run.load(a.query, {bi, t, h, r}),
+                       run.broadcast(step.queryFactor));
   row.key = run.load(a.key, {bi, t, h, r});
   if (step.keyFactor)
     row.key = k.fmul(row.key, run.broadcast(step.keyFactor));
@@ -174,22 +177,27 @@ DeltaRecurrence::emitColumnStep(KernelBuilder &k, ArrayRef<ColumnRun> runs,
                         ? run.value
                         : k.fmul(broadcast(step.beta), k.fsub(run.value, sum)));
   // Pass 2: S[r, :] = alpha_r S[r, :] + k_r u (+ b_r p); o = sum_r q'_r S.
-  return k.loop(K, zeros, [&](Value r, ValueRange acc) {
-    DeltaRow coeff = rows(r);
-    Value alpha = coeff.alpha ? broadcast(coeff.alpha) : Value();
-    Value key = broadcast(coeff.key), query = broadcast(coeff.query);
-    Value lowRank = coeff.b ? broadcast(coeff.b) : Value();
-    SmallVector<Value> next;
-    for (size_t i = 0; i < runs.size(); ++i) {
-      Value s = runs[i].loadState(r);
-      if (alpha)
-        s = k.fmul(alpha, s);
-      s = mulAdd(k, key, write[i], s);
-      if (lowRank)
-        s = mulAdd(k, lowRank, p[i], s);
-      runs[i].storeState(r, s);
-      next.push_back(mulAdd(k, query, s, acc[i]));
-    }
-    return next;
-  });
+  SmallVector<Value> outputs =
+      k.loop(K, outputUsed ? zeros : SmallVector<Value>(),
+             [&](Value r, ValueRange acc) {
+               DeltaRow coeff = rows(r);
+               Value alpha = coeff.alpha ? broadcast(coeff.alpha) : Value();
+               Value key = broadcast(coeff.key);
+               Value query = outputUsed ? broadcast(coeff.query) : Value();
+               Value lowRank = coeff.b ? broadcast(coeff.b) : Value();
+               SmallVector<Value> next;
+               for (size_t i = 0; i < runs.size(); ++i) {
+                 Value s = runs[i].loadState(r);
+                 if (alpha)
+                   s = k.fmul(alpha, s);
+                 s = mulAdd(k, key, write[i], s);
+                 if (lowRank)
+                   s = mulAdd(k, lowRank, p[i], s);
+                 runs[i].storeState(r, s);
+                 if (outputUsed)
+                   next.push_back(mulAdd(k, query, s, acc[i]));
+               }
+               return next;
+             });
+  return outputs;
 }

@@ -94,6 +94,9 @@ public:
   Decay decay = Decay::None;
   bool l2norm = false;
   double scale = 1.0, eps = 0.0;
+  /// Whether anything reads the output o. When nothing does (the state-only
+  /// runs of seq-distribute-steps), a step updates the state alone.
+  bool outputUsed = true;
 
   /// The kernels' arguments: q, k, v, out, last, then the family's
   /// operands that are present.
@@ -116,7 +119,7 @@ public:
                Value r) const;
   /// One step of the columns `runs`: both passes over rows [0, K) with
   /// rows(r) the coefficients of row r as scalars, broadcast(x) a scalar
-  /// as a run. Returns o_t of each run.
+  /// as a run. Returns o_t of each run (none when !outputUsed).
   llvm::SmallVector<Value>
   emitColumnStep(KernelBuilder &k, llvm::ArrayRef<ColumnRun> runs,
                  const std::function<DeltaRow(Value)> &rows,

@@ -3,8 +3,10 @@
 # transition are) runs only its state's phases on the CPU
 # (ChunkedForm::outputUsed): ssd with groups of heads (the shared scores
 # kernel is skipped too), linear attention with a normalizer, the gated
-# delta rule (its chunk transition still runs). Each `last` equals float64
-# numpy, on every pipeline, over several chunks and a ragged last one.
+# delta rule (its chunk transition still runs); the recurrences of linear
+# attention and the delta rules update their state alone. Each `last`
+# equals float64 numpy, on every pipeline, over several chunks and a ragged
+# last one.
 # RUN: %python %s
 import numpy as np
 import refs
@@ -53,31 +55,79 @@ mlir, ins = last_only("ssd", [("", x), ("", dt), ("", A), ("", Bm), ("", Cm)],
                       t(B, T, H, P), t(B, H, P, N), "chunk_size = 16")
 check("ssd groups", mlir, ins, refs.ssd(x, dt, A, Bm, Cm, D, z, None, h0)[1])
 
-# linear attention with a per-step decay, a normalizer and init.
-H, K, V = 2, 8, 5
-q = f32(r.standard_normal((B, T, H, K)))
-k = f32(r.standard_normal((B, T, H, K)))
-v = f32(r.standard_normal((B, T, H, V)))
-g = f32(-r.uniform(0.05, 0.5, (B, T, H)))
-S0 = f32(r.standard_normal((B, H, K, V)))
-mlir, ins = last_only("linear_attention", [("", q), ("", k), ("", v)],
-                      [("decay", g), ("init", S0)], t(B, T, H, V),
-                      t(B, H, K, V), "chunk_size = 16")
-check("linear_attention", mlir, ins,
-      refs.linear_attention(q, k, v, g, S0)[1])
+def linear_attention_case(name, H, K, V, decay_of, attrs=""):
+    """Linear attention with init and the decay decay_of(shape of q)."""
+    q = f32(r.standard_normal((B, T, H, K)))
+    k = f32(r.standard_normal((B, T, H, K)))
+    v = f32(r.standard_normal((B, T, H, V)))
+    g = decay_of((B, T, H, K))
+    S0 = f32(r.standard_normal((B, H, K, V)))
+    mlir, ins = last_only("linear_attention", [("", q), ("", k), ("", v)],
+                          [("decay", g), ("init", S0)], t(B, T, H, V),
+                          t(B, H, K, V), attrs)
+    check(name, mlir, ins, refs.linear_attention(q, k, v, g, S0)[1])
 
-# Gated DeltaNet: l2-normed q and k, two value heads per key head, init.
-H, HV, K, V = 1, 2, 8, 5
-q = f32(r.standard_normal((B, T, H, K)))
-k = f32(r.standard_normal((B, T, H, K)))
-v = f32(r.standard_normal((B, T, HV, V)))
-beta = f32(r.uniform(0.1, 0.9, (B, T, HV)))
-gd = f32(-r.uniform(0.01, 0.3, (B, T, HV)))
-S0 = f32(r.standard_normal((B, HV, K, V)))
-mlir, ins = last_only("delta_rule", [("", q), ("", k), ("", v), ("", beta)],
-                      [("decay", gd), ("init", S0)], t(B, T, HV, V),
-                      t(B, HV, K, V), "qk_l2norm = true, chunk_size = 16")
-check("delta_rule gated", mlir, ins,
-      refs.delta_rule(q, k, v, beta, gd, S0, qk_l2norm=True)[1])
+
+def per_step(shape):
+    return f32(-r.uniform(0.05, 0.5, shape[:3]))
+
+
+# linear attention with a per-step decay and init, chunks of 16.
+linear_attention_case("linear_attention", 2, 8, 5, per_step, "chunk_size = 16")
+
+def delta_rule_case(name, H, HV, K, V, decay_of, attrs):
+    """The delta rule with qk_l2norm, init and the decay decay_of(shape of
+    v with K last); returns its q, k, beta, decay and init."""
+    q = f32(r.standard_normal((B, T, H, K)))
+    k = f32(r.standard_normal((B, T, H, K)))
+    v = f32(r.standard_normal((B, T, HV, V)))
+    beta = f32(r.uniform(0.1, 0.9, (B, T, HV)))
+    g = decay_of((B, T, HV, K))
+    S0 = f32(r.standard_normal((B, HV, K, V)))
+    mlir, ins = last_only("delta_rule", [("", q), ("", k), ("", v), ("", beta)],
+                          [("decay", g), ("init", S0)], t(B, T, HV, V),
+                          t(B, HV, K, V), "qk_l2norm = true" + attrs)
+    check(name, mlir, ins,
+          refs.delta_rule(q, k, v, beta, g, S0, qk_l2norm=True)[1])
+    return q, k, v, beta, g, S0
+
+
+# Gated DeltaNet: two value heads per key head, chunks of 16.
+delta_rule_case("delta_rule gated", 1, 2, 8, 5,
+                lambda shape: f32(-r.uniform(0.01, 0.3, shape[:3])),
+                ", chunk_size = 16")
+
+# The recurrences update the state alone. Linear attention with a scalar
+# decay, its recurrence forced (a state-only op is chunked unasked), whose
+# state is kept as c U with its decay deferred: odd T (the last step
+# alone), and a run of steep steps that makes it fold c into U.
+def steep(shape):
+    g = per_step(shape)
+    g[:, 10:14] = -40.0
+    return g
+
+
+linear_attention_case("linear_attention recurrent", 2, 8, 20, steep,
+                      "seq.plan = #seq.plan<recurrent>")
+# Per-key decay (GLA): the CPU's general recurrence.
+linear_attention_case("linear_attention per-key recurrent", 2, 8, 20,
+                      lambda shape: f32(-r.uniform(0.05, 0.5, shape)))
+
+# The delta rule's recurrence (its plan for a small state), with qk_l2norm
+# (the query's norm is not needed) and a per-key decay, and the generalized
+# delta rule's on the same operands.
+q, k, v, beta, gk, S0 = delta_rule_case(
+    "delta_rule recurrent", 2, 2, 8, 5,
+    lambda shape: f32(-r.uniform(0.01, 0.3, shape)), "")
+H, K, V = 2, 8, 5
+kk = k / np.linalg.norm(k, axis=-1, keepdims=True)
+a = f32(-kk)
+b = f32(kk * beta[..., None])
+mlir, ins = last_only("generalized_delta_rule",
+                      [("", q), ("", k), ("", v), ("", a), ("", b)],
+                      [("decay", gk), ("init", S0)], t(B, T, H, V),
+                      t(B, H, K, V))
+check("generalized_delta_rule recurrent", mlir, ins,
+      refs.generalized_delta_rule(q, k, v, a, b, gk, S0)[1])
 
 c.finish()

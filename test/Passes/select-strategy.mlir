@@ -145,3 +145,25 @@ func.func @state_sizes(%q: tensor<1x256x2x128xf32>, %v: tensor<1x256x2x128xf32>,
   return %o1, %o2, %o3 : tensor<1x256x2x128xf32>, tensor<1x256x2x128xf32>,
       tensor<1x256x2x64xf32>
 }
+
+// -----
+
+// A state-only op (nothing reads o: sequence parallelism's runs for a
+// rank's own state and transition). Linear attention's state alone is one
+// product per chunk, cheaper than the recurrence's pass over the state per
+// step: chunked on the CPU too. The delta rule's chunks still solve each
+// chunk's corrections: its small state stays recurrent.
+// CPU-LABEL: func @state_only
+// CPU: seq.linear_attention {{.*}}seq.plan = #seq.plan<chunked,
+// CPU: seq.delta_rule {{.*}}seq.plan = #seq.plan<recurrent>
+func.func @state_only(%q: tensor<1x256x2x64xf32>, %v: tensor<1x256x2x32xf32>,
+                      %g: tensor<1x256x2xf32>, %beta: tensor<1x256x2xf32>)
+    -> (tensor<1x2x64x32xf32>, tensor<1x2x64x32xf32>) {
+  %o1, %s1 = seq.linear_attention %q, %q, %v decay(%g)
+    : (tensor<1x256x2x64xf32>, tensor<1x256x2x64xf32>, tensor<1x256x2x32xf32>,
+       tensor<1x256x2xf32>) -> (tensor<1x256x2x32xf32>, tensor<1x2x64x32xf32>)
+  %o2, %s2 = seq.delta_rule %q, %q, %v, %beta
+    : (tensor<1x256x2x64xf32>, tensor<1x256x2x64xf32>, tensor<1x256x2x32xf32>,
+       tensor<1x256x2xf32>) -> (tensor<1x256x2x32xf32>, tensor<1x2x64x32xf32>)
+  return %s1, %s2 : tensor<1x2x64x32xf32>, tensor<1x2x64x32xf32>
+}
