@@ -45,6 +45,7 @@ extern "C" void seqc_compile_options_init(seqc_compile_options *o) {
   o->parallel = SEQC_PARALLEL_SEQUENCE;
   o->communicator = nullptr;
   o->bf16_products = SEQC_BF16_AUTO;
+  o->bound_weights = nullptr;
 }
 
 extern "C" seqc_status seqc_engine_create(seqc_engine **engine) {
@@ -124,6 +125,17 @@ static Expected<CompileOptions> toOptions(const seqc_compile_options *o) {
                       ? Parallelism::SequenceAndExperts
                       : Parallelism::Sequence;
   opts.communicator = o->communicator;
+  if (o->bound_weights)
+    for (size_t i = 0; i < seqc_weights_count(o->bound_weights); ++i) {
+      seqc_view view;
+      if (seqc_weights_view(o->bound_weights, i, &view) != SEQC_OK)
+        return Status::error(seqc_last_error());
+      Expected<TensorView> value = capi::toView(view, i);
+      if (!value)
+        return value.status();
+      opts.boundWeights.push_back(
+          {seqc_weights_name(o->bound_weights, i), *value});
+    }
   opts.profile = o->profile == SEQC_PROFILE_CALLS ? Profile::Calls
                  : o->profile == SEQC_PROFILE_OPS ? Profile::Ops
                                                   : Profile::None;

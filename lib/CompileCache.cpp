@@ -117,7 +117,21 @@ std::string seqc::cacheKey(std::string_view source, std::string_view bufferName,
      << (options.target == Target::CUDA && cudaHasPtxas(CudaPipelineOptions()))
      // The buffer's name is part of the code: run-time error messages quote
      // source locations.
-     << "\nname " << bufferName.size() << " " << bufferName << "\n\n";
+     << "\nname " << bufferName.size() << " " << bufferName << "\n";
+  // Bound weights are part of the code (constants of the module).
+  for (const BoundWeight &w : options.boundWeights) {
+    size_t bytes =
+        static_cast<size_t>(w.value.numel()) * dtypeSize(w.value.dtype);
+    os << "bound " << w.name.size() << " " << w.name << " "
+       << dtypeName(w.value.dtype);
+    for (int64_t d : w.value.shape)
+      os << " " << d;
+    os << " "
+       << sha256(
+              std::string_view(static_cast<const char *>(w.value.data), bytes))
+       << "\n";
+  }
+  os << "\n";
   os.flush();
   material.append(source.data(), source.size());
   return sha256(material);

@@ -1,6 +1,7 @@
 //===- Compiler.cpp - MLIR text to a relocatable object -------------------===//
 
 #include "Compiler.h"
+#include "BoundWeights.h"
 #include "PerfMap.h"
 
 #include "seqc/InitSeqc.h"
@@ -382,6 +383,11 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
   if (!module)
     return fail("cannot parse " + bufferName);
   clock.done("parse and verify");
+  if (!options.boundWeights.empty()) {
+    if (Status bound = bindWeights(*module, options.boundWeights); !bound)
+      return bound;
+    clock.done("bind weights");
+  }
 
   if (options.profile != Profile::None) {
     mlir::PassManager profile(&ctx);

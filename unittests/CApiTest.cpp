@@ -383,6 +383,70 @@ TEST_F(CApiTest, ProfiledCallsReportTheirRegions) {
 
 /// The runtime's C API reads weights and .npy files by itself (what an
 /// ahead-of-time host links).
+// A scan whose coefficient `a` is bound when compiling: the function then
+// takes b alone, and h_t = a_t h_{t-1} + b_t uses the file's a.
+TEST(CApi, BoundWeightsBecomeConstants) {
+  const char *source = R"(
+func.func @main(%a: tensor<1x4x2xf32> {seq.name = "decay"},
+                %b: tensor<1x4x2xf32>) -> tensor<1x2xf32> {
+  %h, %last = seq.linear_scan %a, %b
+      : (tensor<1x4x2xf32>, tensor<1x4x2xf32>) -> (tensor<1x4x2xf32>, tensor<1x2xf32>)
+  return %last : tensor<1x2xf32>
+}
+)";
+  std::string path = ::testing::TempDir() + "/capi-bound.safetensors";
+  seqc::Expected<seqc::Tensor> decay =
+      seqc::Tensor::zeros(seqc::DType::F32, {1, 4, 2});
+  ASSERT_TRUE(decay);
+  for (int i = 0; i < 8; ++i)
+    decay->dataAs<float>()[i] = 0.5f;
+  ASSERT_TRUE(seqc::weights::writeSafetensors(path, {{"decay", *decay}}));
+  seqc_weights *weights = nullptr;
+  ASSERT_EQ(seqc_weights_read(path.c_str(), &weights), SEQC_OK) << lastError();
+
+  seqc_engine *engine = nullptr;
+  ASSERT_EQ(seqc_engine_create(&engine), SEQC_OK);
+  seqc_compile_options options;
+  seqc_compile_options_init(&options);
+  EXPECT_EQ(options.bound_weights, nullptr);
+  options.bound_weights = weights;
+  seqc_module *module = nullptr;
+  ASSERT_EQ(seqc_compile(engine, source, std::strlen(source), "bound.mlir",
+                         &options, &module),
+            SEQC_OK)
+      << lastError();
+  // The file need not outlive the compile.
+  seqc_weights_destroy(weights);
+  seqc_function *fn = nullptr;
+  ASSERT_EQ(seqc_module_function(module, "main", &fn), SEQC_OK);
+  ASSERT_EQ(seqc_function_num_inputs(fn), 1u);
+  std::vector<float> b(8, 1.0f);
+  int64_t shape[3] = {1, 4, 2};
+  seqc_view in{SEQC_F32, b.data(), 3, shape, nullptr};
+  seqc_tensor *out = nullptr;
+  ASSERT_EQ(seqc_function_call(fn, &in, 1, &out, 1), SEQC_OK) << lastError();
+  // 4 steps of h = 0.5 h + 1 from 0: 2 (1 - 0.5^4).
+  EXPECT_FLOAT_EQ(static_cast<float *>(seqc_tensor_data(out))[1], 1.875f);
+  seqc_tensor_destroy(out);
+  seqc_function_destroy(fn);
+  seqc_module_destroy(module);
+
+  // A weight of another shape is the compile's error.
+  seqc::Expected<seqc::Tensor> wrong =
+      seqc::Tensor::zeros(seqc::DType::F32, {1, 5, 2});
+  ASSERT_TRUE(wrong);
+  ASSERT_TRUE(seqc::weights::writeSafetensors(path, {{"decay", *wrong}}));
+  ASSERT_EQ(seqc_weights_read(path.c_str(), &weights), SEQC_OK);
+  options.bound_weights = weights;
+  EXPECT_EQ(seqc_compile(engine, source, std::strlen(source), "bound.mlir",
+                         &options, &module),
+            SEQC_ERROR_COMPILE);
+  EXPECT_EQ(lastError(), "bound weight 'decay' is f32 [1, 5, 2] but argument "
+                         "0 of @main is tensor<1x4x2xf32>");
+  seqc_weights_destroy(weights);
+  seqc_engine_destroy(engine);
+}
+
 TEST(CRuntime, WeightsByNameAndNpyFiles) {
   std::string dir = ::testing::TempDir();
   std::string safetensors = dir + "/capi-weights.safetensors";

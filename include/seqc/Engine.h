@@ -84,6 +84,15 @@ enum class Parallelism {
   SequenceAndExperts,
 };
 
+/// A weight bound when a module is compiled (CompileOptions::boundWeights).
+struct BoundWeight {
+  /// The seq.name of the arguments it binds.
+  std::string name;
+  /// Contiguous row-major data, read during the compile (copied into the
+  /// module: it need not outlive the compile).
+  TensorView value;
+};
+
 struct CompileOptions {
   Target target = Target::CPU;
   /// The GPU architecture for Target::CUDA (sm_80, sm_90a, ...); empty:
@@ -140,6 +149,14 @@ struct CompileOptions {
   /// Products of bf16 operands in the CPU kernels (matmuls and experts):
   /// see Bf16Products.
   Bf16Products bf16Products = Bf16Products::Auto;
+  /// Weights bound at compile time: every argument of a public function
+  /// whose seq.name is a bound weight's name becomes that weight, a
+  /// constant of the module, and the compiled function no longer takes it
+  /// (its signature lists the other arguments). The CPU's matmuls then pack
+  /// such a weight once, when compiling, not in every call. A weight whose
+  /// name binds no argument, or whose element type or shape differs from
+  /// the argument's, is an error. Part of the cache key (its bytes too).
+  std::vector<BoundWeight> boundWeights;
   /// Called on the compiling thread as the compile proceeds (may be empty).
   std::function<void(const CompileEvent &)> onEvent;
 };

@@ -99,6 +99,13 @@ typedef struct seqc_compile_options {
   void *communicator; /* with ranks > 0: the host's MPI_Comm (OpenMPI), whose
                          size is `ranks` and whose processes call
                          collectively; NULL (default): MPI_COMM_WORLD */
+  const seqc_weights *bound_weights; /* NULL (default): none. Each tensor
+                         is bound when compiling: every argument of a public
+                         function whose seq.name is the tensor's name becomes
+                         that tensor, a constant of the module, and the
+                         function no longer takes it (matmuls pack such a
+                         weight once, when compiling). Read during the
+                         compile only. */
 } seqc_compile_options;
 
 /* The defaults: CPU, fast pipeline, -O3, cache on, fused, no profile. */

@@ -30,8 +30,6 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 
-#include "llvm/Support/FormatVariadic.h"
-
 using namespace mlir;
 using namespace seqc;
 
@@ -141,7 +139,6 @@ public:
   Value emit(Value A, Value B, Value init, RankedTensorType resultType);
 
 private:
-  Value constantPanels(DenseElementsAttr B);
   /// The reduction size K in a kernel whose arguments are `in`.
   Value reductionSize(KernelBuilder &k, ValueRange in,
                       const KernelArgs &args) const {
@@ -414,11 +411,10 @@ void MatmulLowering::emitProductTask(KernelBuilder &k, Value task,
       });
     });
   }
-  // B's panels for this task's columns: packed already (several row
-  // blocks, or a constant B), or packed here block by block into the first
-  // slot. The same test as the host's packOnce (emit).
-  Value packHere =
-      prepacked ? k.i1(false) : k.cmp(arith::CmpIPredicate::eq, rb, k.idx(1));
+  // B's panels for this task's columns: packed when compiled (a constant
+  // B), packed already (several row blocks), or packed here block by block
+  // into the first slot. The same test as the host's packOnce (emit).
+  Value packHere = k.cmp(arith::CmpIPredicate::eq, rb, k.idx(1));
   Value firstPanel = k.divs(j0, k.idx(blocking.columns()));
   PrepareB prepareB = [&, bi, firstPanel, packHere](Value k0, Value k1) {
     Value slot =
@@ -427,11 +423,12 @@ void MatmulLowering::emitProductTask(KernelBuilder &k, Value task,
         P, [&k, bi, slot, firstPanel](Value p, Value kk, Value lane) {
           return SmallVector<Value>{bi, slot, k.add(firstPanel, p), kk, lane};
         }};
-    if (!prepacked)
-      k.ifThen(packHere,
-               [&] { packBPanels(k, blocking, bMat, cols, k0, k1, panels); });
+    k.ifThen(packHere,
+             [&] { packBPanels(k, blocking, bMat, cols, k0, k1, panels); });
     return panelsAsMatrix(k, blocking, panels, k0, k.idx(0));
   };
+  if (prepacked)
+    prepareB = readConstantPanels(k, blocking, P, bi, j0);
   // A's rows the same way: packed already (several column blocks), or
   // here (the same test as the host's).
   Value packAHere = k.cmp(arith::CmpIPredicate::eq, cb, k.idx(1));
@@ -494,7 +491,10 @@ Value MatmulLowering::emit(Value A, Value B, Value init,
   Value packAOnce = kb.cmp(arith::CmpIPredicate::sgt, colBlocks, kb.idx(1));
   DenseElementsAttr constantB;
   prepacked = matchPattern(B, m_Constant(&constantB));
-  Value panels = prepacked ? constantPanels(constantB) : allocPanels(packBOnce);
+  if (prepacked)
+    staticK = cast<ShapedType>(constantB.getType()).getDimSize(off);
+  Value panels = prepacked ? constantPanels(b, blocking, constantB, batched)
+                           : allocPanels(packBOnce);
   KernelArgs args =
       collectArgs(A, B, cBuf, panels, allocRowsOfA(packAOnce), init);
   std::string name = batched ? "batch_matmul" : "matmul";
@@ -514,28 +514,6 @@ Value MatmulLowering::emit(Value A, Value B, Value init,
                      });
   return asTensor(b, roundResult ? emitRounding(cBuf, resultType, sizes) : cBuf,
                   resultType);
-}
-
-/// A constant B's panels, packed here (packConstantPanels) into a constant
-/// global of the module: the weight is packed once, not in every call.
-Value MatmulLowering::constantPanels(DenseElementsAttr B) {
-  staticK = cast<ShapedType>(B.getType()).getDimSize(off);
-  DenseElementsAttr packed = packConstantPanels(blocking, B, batched);
-  auto type = MemRefType::get(cast<ShapedType>(packed.getType()).getShape(),
-                              packed.getElementType());
-  auto module =
-      b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
-  // A name no symbol of the module has.
-  std::string name = "__seqc_packed_weight";
-  for (int i = 0; module.lookupSymbol(name); ++i)
-    name = llvm::formatv("__seqc_packed_weight_{0}", i).str();
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    memref::GlobalOp::create(b, name, b.getStringAttr("private"), type, packed,
-                             /*constant=*/true, b.getI64IntegerAttr(64));
-  }
-  return memref::GetGlobalOp::create(b, type, name);
 }
 
 /// The f32 product `cBuf` rounded into a new buffer of `type`, a task per

@@ -9,6 +9,10 @@
 //   up       (parallel)  per block of rows and of F: act(X W_gate) (X W_up),
 //                        the rows of X read through the row -> token map
 //   down     (parallel)  per block of rows and of D: H W_down
+//
+// Each task packs its block of an expert's weights into panels, unless the
+// weight is a function constant (a weight bound when compiling): its panels
+// are then packed once, when compiling (Gemm.h, constantPanels).
 //   combine  (parallel)  y[t] = sum_j w[t, j] Y[row(t, j)], per token, in
 //                        choice order (deterministic, no atomics)
 //
@@ -20,12 +24,54 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using namespace seqc;
 using arith::CmpIPredicate;
 
 namespace {
+
+/// An expert weight [E, K, N] as the projections read it: its buffer, or,
+/// when it is a function constant, its panels packed when compiling
+/// (constantPanels), whose sizes are then static.
+struct ExpertWeight {
+  static ExpertWeight of(ImplicitLocOpBuilder &b, const GemmBlocking &g,
+                         Value weight) {
+    DenseElementsAttr constant;
+    if (!matchPattern(weight, m_Constant(&constant)))
+      return {readBuffer(b, weight)};
+    ArrayRef<int64_t> shape = cast<ShapedType>(constant.getType()).getShape();
+    return {constantPanels(b, g, constant, /*batched=*/true), true, shape[1],
+            shape[2]};
+  }
+
+  /// The reduction size and the columns of `W` (this weight's kernel
+  /// argument).
+  Value reduction(KernelBuilder &k, Value W) const {
+    return prepacked ? k.idx(K) : k.mdim(W, 1);
+  }
+  Value columns(KernelBuilder &k, Value W) const {
+    return prepacked ? k.idx(N) : k.mdim(W, 2);
+  }
+  /// Expert e's columns [column0, column0 + cols) of `W` in panels: read
+  /// where they were packed when compiling, else packed block by block.
+  PrepareB panels(KernelBuilder &k, const GemmBlocking &g, Value W, Value e,
+                  Value column0, Value cols, int64_t maxCols) const {
+    // Column blocks start at whole panels (nr divides ColBlock).
+    assert(maxCols % g.columns() == 0 && "column blocks of whole panels");
+    if (prepacked)
+      return readConstantPanels(k, g, W, e, column0);
+    MatrixRef w{W, [&k, e, column0](Value r, Value c) {
+                  return SmallVector<Value>{e, r, k.add(column0, c)};
+                }};
+    return packEachBlockOfB(k, g, w, cols, maxCols);
+  }
+
+  Value buffer;
+  bool prepacked = false;
+  int64_t K = 0, N = 0;
+};
 
 struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
   CpuMoeFfn(MLIRContext *ctx, const CpuTarget &target)
@@ -184,15 +230,18 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
         b, MemRefType::get({dyn, dyn}, hiddenType), ValueRange{choices, F},
         b.getI64IntegerAttr(64));
     Value fBlocks = kb.divs(kb.add(F, kb.idx(ColBlock - 1)), kb.idx(ColBlock));
-    SmallVector<Value> upArgs{
-        xIn, readBuffer(b, op.getWUp()), hBuf, tokenOf, blocks, offsets};
-    if (gated)
-      upArgs.push_back(readBuffer(b, op.getWGate()));
+    ExpertWeight wUp = ExpertWeight::of(b, upBlocking, op.getWUp());
+    SmallVector<Value> upArgs{xIn, wUp.buffer, hBuf, tokenOf, blocks, offsets};
+    std::optional<ExpertWeight> wGate;
+    if (gated) {
+      wGate = ExpertWeight::of(b, upBlocking, op.getWGate());
+      upArgs.push_back(wGate->buffer);
+    }
     emitParallelKernel(
         b, "moe_up", kb.mul(numBlocks, fBlocks), upArgs,
         [&](KernelBuilder &k, Value task, ValueRange in) {
           Value X = in[0], Wu = in[1], Hb = in[2], Tok = in[3];
-          Value nF = k.mdim(Wu, 2), nD = k.mdim(Wu, 1);
+          Value nF = wUp.columns(k, Wu), nD = wUp.reduction(k, Wu);
           Value nfb = k.divs(k.add(nF, k.idx(ColBlock - 1)), k.idx(ColBlock));
           Value fb = k.rems(task, nfb), blk = k.divs(task, nfb);
           BlockInfo bl = blockInfo(k, in[4], in[5], blk);
@@ -203,27 +252,21 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
                                 toIndex(k, k.mload(Tok, {k.add(bl.row0, r)}));
                             return SmallVector<Value>{t, d};
                           }};
-          auto weights = [&](Value W) {
-            return MatrixRef{W, [&, bl](Value d, Value f) {
-                               return SmallVector<Value>{bl.e, d, k.add(f0, f)};
-                             }};
-          };
           // The weights' blocks are packed into panels (Gemm.h): a task's
           // rows of one expert all read them; the task's gathered tokens
           // are packed into rows.
-          auto project = [&](Value W, Value out) {
-            MatrixRef w = weights(W);
-            emitGemm(k, upBlocking, {bl.rows, cols, nD}, xRows, w,
+          auto project = [&](const ExpertWeight &weight, Value W, Value out) {
+            emitGemm(k, upBlocking, {bl.rows, cols, nD}, xRows, MatrixRef(),
                      rowMajor(out), GemmMode::Overwrite,
                      packEachBlockOfA(k, upBlocking, xRows, bl.rows, RowBlock),
-                     packEachBlockOfB(k, upBlocking, w, cols, ColBlock));
+                     weight.panels(k, upBlocking, W, bl.e, f0, cols, ColBlock));
           };
           Value up = k.stackBuffer({RowBlock, ColBlock});
-          project(Wu, up);
+          project(wUp, Wu, up);
           Value gate;
           if (gated) {
             gate = k.stackBuffer({RowBlock, ColBlock});
-            project(in[6], gate);
+            project(*wGate, in[6], gate);
           }
           k.forEach(k.idx(0), bl.rows, k.idx(1), [&](Value r) {
             for (int64_t c0 = 0; c0 < ColBlock; c0 += lanes) {
@@ -246,12 +289,13 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
                                           ValueRange{choices, D},
                                           b.getI64IntegerAttr(64));
     Value dBlocks = kb.divs(kb.add(D, kb.idx(ColBlock - 1)), kb.idx(ColBlock));
+    ExpertWeight wDown = ExpertWeight::of(b, downBlocking, op.getWDown());
     emitParallelKernel(
         b, "moe_down", kb.mul(numBlocks, dBlocks),
-        {hBuf, readBuffer(b, op.getWDown()), yRows, blocks, offsets},
+        {hBuf, wDown.buffer, yRows, blocks, offsets},
         [&](KernelBuilder &k, Value task, ValueRange in) {
           Value Hb = in[0], Wd = in[1], Yr = in[2];
-          Value nD = k.mdim(Wd, 2), nF = k.mdim(Wd, 1);
+          Value nD = wDown.columns(k, Wd), nF = wDown.reduction(k, Wd);
           Value ndb = k.divs(k.add(nD, k.idx(ColBlock - 1)), k.idx(ColBlock));
           Value db = k.rems(task, ndb), blk = k.divs(task, ndb);
           BlockInfo bl = blockInfo(k, in[3], in[4], blk);
@@ -260,9 +304,6 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
           MatrixRef hRows{Hb, [&, bl](Value r, Value f) {
                             return SmallVector<Value>{k.add(bl.row0, r), f};
                           }};
-          MatrixRef w{Wd, [&, bl](Value f, Value d) {
-                        return SmallVector<Value>{bl.e, f, k.add(d0, d)};
-                      }};
           MatrixRef out{
               Yr, [&, bl](Value r, Value d) {
                 return SmallVector<Value>{k.add(bl.row0, r), k.add(d0, d)};
@@ -273,9 +314,9 @@ struct CpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
               downBlocking.pairs()
                   ? packEachBlockOfA(k, downBlocking, hRows, bl.rows, RowBlock)
                   : nullptr;
-          emitGemm(k, downBlocking, {bl.rows, cols, nF}, hRows, w, out,
-                   GemmMode::Overwrite, prepareA,
-                   packEachBlockOfB(k, downBlocking, w, cols, ColBlock));
+          emitGemm(k, downBlocking, {bl.rows, cols, nF}, hRows, MatrixRef(),
+                   out, GemmMode::Overwrite, prepareA,
+                   wDown.panels(k, downBlocking, Wd, bl.e, d0, cols, ColBlock));
         });
 
     // Combine: y[t] = sum_j w[t, j] Y[row(t, j)].

@@ -9,7 +9,9 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/bit.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
@@ -625,6 +627,37 @@ DenseElementsAttr seqc::packConstantPanels(const GemmBlocking &g,
   return DenseElementsAttr::getFromRawBuffer(
       packedType, ArrayRef<char>(reinterpret_cast<const char *>(bits.data()),
                                  bits.size() * sizeof(uint16_t)));
+}
+
+Value seqc::constantPanels(ImplicitLocOpBuilder &b, const GemmBlocking &g,
+                           DenseElementsAttr B, bool batched) {
+  DenseElementsAttr packed = packConstantPanels(g, B, batched);
+  auto type = MemRefType::get(cast<ShapedType>(packed.getType()).getShape(),
+                              packed.getElementType());
+  auto module =
+      b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  // A name no symbol of the module has.
+  std::string name = "__seqc_packed_weight";
+  for (int i = 0; module.lookupSymbol(name); ++i)
+    name = llvm::formatv("__seqc_packed_weight_{0}", i).str();
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    memref::GlobalOp::create(b, name, b.getStringAttr("private"), type, packed,
+                             /*constant=*/true, b.getI64IntegerAttr(64));
+  }
+  return memref::GetGlobalOp::create(b, type, name);
+}
+
+PrepareB seqc::readConstantPanels(KernelBuilder &kb, const GemmBlocking &g,
+                                  Value panels, Value bi, Value column0) {
+  return [&kb, g, panels, bi, column0](Value k0, Value) {
+    Value slot = kb.divs(k0, kb.idx(g.reduction));
+    PanelRef ref{panels, [bi, slot](Value p, Value kk, Value lane) {
+                   return SmallVector<Value>{bi, slot, p, kk, lane};
+                 }};
+    return panelsAsMatrix(kb, g, ref, k0, column0);
+  };
 }
 
 MatrixRef seqc::panelsAsMatrix(KernelBuilder &kb, const GemmBlocking &g,

@@ -165,6 +165,16 @@ void packBPanels(KernelBuilder &kb, const GemmBlocking &blocking,
 mlir::DenseElementsAttr packConstantPanels(const GemmBlocking &blocking,
                                            mlir::DenseElementsAttr B,
                                            bool batched);
+/// `B`'s panels (packConstantPanels) as a constant global of the module
+/// holding the insertion point of `b`, read there: a weight packed once,
+/// when compiling, for every call.
+Value constantPanels(mlir::ImplicitLocOpBuilder &b,
+                     const GemmBlocking &blocking, mlir::DenseElementsAttr B,
+                     bool batched);
+/// A PrepareB reading the panels packed when compiling (constantPanels) of
+/// batch `bi`, from column `column0` (a multiple of nr) on.
+PrepareB readConstantPanels(KernelBuilder &kb, const GemmBlocking &blocking,
+                            Value panels, Value bi, Value column0);
 /// The block packed by packBPanels from rows [k0, ...) as a matrix whose
 /// column 0 is the packed block's column `column0` (a multiple of nr).
 MatrixRef panelsAsMatrix(KernelBuilder &kb, const GemmBlocking &blocking,

@@ -100,7 +100,7 @@ class Module:
 def compile(text_or_path, target="cpu", *, name=None, reference=False,
             opt_level=3, num_threads=0, cache=True, cache_dir=None, fuse=True,
             strict=False, memory_limit=0, ranks=0, bf16_products="auto",
-            parallel="sequence"):
+            parallel="sequence", bind_weights=None):
     """Compiles MLIR text (or the file at a path) for `target` ("cpu",
     "cuda", "cuda-emulated").
 
@@ -123,7 +123,12 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
     tiles emulated (any CPU, for tests); "dot", AVX-512 BF16 on bf16 pairs,
     an error where the CPU lacks it; "widen", f32 FMAs; "auto", the
     default: $SEQC_CPU_BF16 if set, else amx where the CPU has it, else
-    dot on AMD CPUs with AVX-512 BF16, else widen). Raises CompileError with seqc's diagnostics."""
+    dot on AMD CPUs with AVX-512 BF16, else widen), `bind_weights` (the
+    path of a .safetensors or .npz file whose tensors are bound when
+    compiling: each argument whose seq.name is a tensor's name becomes that
+    tensor, a constant of the module, and the function no longer takes it;
+    matmuls pack such a weight once, when compiling). Raises CompileError
+    with seqc's diagnostics."""
     if target not in _TARGETS:
         raise ValueError(f"seqc: unknown target '{target}' "
                          f"(one of {', '.join(_TARGETS)})")
@@ -137,7 +142,8 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
                          int(opt_level), int(num_threads), bool(cache),
                          _os.fspath(cache_dir) if cache_dir else "",
                          bool(fuse), bool(strict), int(memory_limit),
-                         int(ranks), str(bf16_products), str(parallel))
+                         int(ranks), str(bf16_products), str(parallel),
+                         _os.fspath(bind_weights) if bind_weights else "")
     return Module(core)
 
 

@@ -544,9 +544,19 @@ Module compile(const std::string &source, bool isPath, const std::string &name,
                const std::string &target, bool reference, int optLevel,
                int numThreads, bool cache, const std::string &cacheDir,
                bool fuse, bool strict, size_t memoryLimit, int ranks,
-               const std::string &bf16Products, const std::string &parallel) {
+               const std::string &bf16Products, const std::string &parallel,
+               const std::string &bindWeights) {
   seqc_compile_options o;
   seqc_compile_options_init(&o);
+  // The weights bound when compiling: read for the compile, then released.
+  std::unique_ptr<seqc_weights, void (*)(seqc_weights *)> bound(
+      nullptr, seqc_weights_destroy);
+  if (!bindWeights.empty()) {
+    seqc_weights *raw = nullptr;
+    check(seqc_weights_read(bindWeights.c_str(), &raw));
+    bound.reset(raw);
+    o.bound_weights = raw;
+  }
   o.target = targetOf(target);
   o.reference = reference;
   o.opt_level = optLevel;
@@ -665,7 +675,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("opt_level"), py::arg("num_threads"), py::arg("cache"),
         py::arg("cache_dir"), py::arg("fuse"), py::arg("strict"),
         py::arg("memory_limit"), py::arg("ranks"), py::arg("bf16_products"),
-        py::arg("parallel"));
+        py::arg("parallel"), py::arg("bind_weights"));
   m.def("load_weights", &loadWeights, py::arg("path"));
   m.def("set_num_threads", [](int64_t n) { check(seqc_set_num_threads(n)); });
   m.def("get_num_threads", [] { return seqc_get_num_threads(); });

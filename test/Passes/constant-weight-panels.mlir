@@ -2,7 +2,8 @@
 // global packed when the module is compiled (packConstantPanels): no kernel
 // packs B in a call. With 16 lanes a panel is 32 columns: B's 20 columns,
 // then zeros; in f32 each panel row is a step, with bf16 pairs a row holds
-// steps 2r and 2r + 1 of each column side by side.
+// steps 2r and 2r + 1 of each column side by side. moe_ffn's constant
+// expert weights are packed the same way, one batch of panels per expert.
 // RUN: seqc-opt %s --seq-lower-to-cpu="vector-width=16 bf16-products=widen" --mlir-print-elementsattrs-with-hex-if-larger=100000 --split-input-file | FileCheck %s
 // RUN: seqc-opt %s --seq-lower-to-cpu="vector-width=16 bf16-products=dot" --mlir-print-elementsattrs-with-hex-if-larger=100000 --split-input-file | FileCheck %s --check-prefix=DOT
 
@@ -42,4 +43,25 @@ func.func @constant_bf16_weight(%a: tensor<?x3xbf16>) -> tensor<?x20xf32> {
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x20xf32>) -> tensor<?x20xf32>
   %r = linalg.matmul ins(%a, %w : tensor<?x3xbf16>, tensor<3x20xbf16>) outs(%f : tensor<?x20xf32>) -> tensor<?x20xf32>
   return %r : tensor<?x20xf32>
+}
+
+// -----
+
+// moe_ffn's constant expert weights: each packed when compiled, as a batch
+// of E panels; the up and down kernels read them.
+// CHECK-LABEL: func.func @constant_experts(
+// CHECK: %[[UP:.*]] = memref.get_global @__seqc_packed_weight{{.*}} : memref<2x1x1x{{[0-9]+}}x32xf32>
+// CHECK: %[[GATE:.*]] = memref.get_global @__seqc_packed_weight{{.*}} : memref<2x1x1x{{[0-9]+}}x32xf32>
+// CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_moe_up({{.*}}, %[[UP]], {{.*}}, %[[GATE]])
+// CHECK: %[[DOWN:.*]] = memref.get_global @__seqc_packed_weight{{.*}} : memref<2x1x1x{{[0-9]+}}x32xf32>
+// CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_moe_down({{.*}}, %[[DOWN]],
+func.func @constant_experts(%x: tensor<5x3xf32>, %w: tensor<5x2xf32>, %idx: tensor<5x2xi32>)
+    -> (tensor<5x3xf32>, tensor<2xi64>) {
+  %up = arith.constant dense<0.5> : tensor<2x3x4xf32>
+  %down = arith.constant dense<0.25> : tensor<2x4x3xf32>
+  %gate = arith.constant dense<1.5> : tensor<2x3x4xf32>
+  %y, %load = seq.moe_ffn %x, %w, %idx, %up, %down gate_proj(%gate)
+      : (tensor<5x3xf32>, tensor<5x2xf32>, tensor<5x2xi32>, tensor<2x3x4xf32>,
+         tensor<2x4x3xf32>, tensor<2x3x4xf32>) -> (tensor<5x3xf32>, tensor<2xi64>)
+  return %y, %load : tensor<5x3xf32>, tensor<2xi64>
 }

@@ -278,6 +278,40 @@ def test_load_weights(tmp_path):
         seqc.load_weights(tmp_path / "bad.safetensors")
 
 
+PROJECTION = """
+func.func @main(%x: tensor<?x64xf32>, %w: tensor<64x40xf32> {seq.name = "w"})
+    -> tensor<?x40xf32> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %x, %c0 : tensor<?x64xf32>
+  %e = tensor.empty(%m) : tensor<?x40xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x40xf32>) -> tensor<?x40xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<?x64xf32>, tensor<64x40xf32>)
+      outs(%f : tensor<?x40xf32>) -> tensor<?x40xf32>
+  return %y : tensor<?x40xf32>
+}
+"""
+
+
+def test_bind_weights(tmp_path):
+    w = random((64, 40), seed=3)
+    x = random((5, 64), seed=4)
+    np.savez(tmp_path / "w.npz", w=w)
+    m = seqc.compile(PROJECTION, bind_weights=tmp_path / "w.npz")
+    fn = m["main"]
+    assert [i[0] for i in fn.inputs] == ["arg0"]  # w is no argument
+    np.testing.assert_allclose(fn(x), x.astype(np.float64) @ w, rtol=1e-5,
+                               atol=1e-5)
+    # Other weights are other code, not the cached module.
+    np.savez(tmp_path / "w2.npz", w=2 * w)
+    np.testing.assert_allclose(
+        seqc.compile(PROJECTION, bind_weights=tmp_path / "w2.npz")["main"](x),
+        2 * (x.astype(np.float64) @ w), rtol=1e-5, atol=1e-5)
+    np.savez(tmp_path / "bad.npz", v=w)
+    with pytest.raises(seqc.CompileError, match="bound weight 'v' names no"):
+        seqc.compile(PROJECTION, bind_weights=tmp_path / "bad.npz")
+
+
 def ssd_reference(x, dt, A, B, C):
     """Mamba-2 per step in float64 (SPEC 2.4, softplus on dt, one group)."""
     x, dt, B, C = (v.astype(np.float64) for v in (x, dt, B, C))

@@ -1,7 +1,8 @@
 //===- seqc-run.cpp - compile a graph through the JIT and run it ----------===//
 //
 //   seqc-run FILE.mlir [-e NAME] [--target cpu|cuda] [--weights FILE]...
-//            [--input A.npy]... [--random-inputs [--seed N]]
+//            [--bind-weights FILE]... [--input A.npy]...
+//            [--random-inputs [--seed N]]
 //            [--dynamic-size N] [--output-dir DIR] [--print] [--bench N]
 //            [--reference] [--strict] [--threads N] [--memory-limit SIZE]
 //            [--parallel MODE [--timeout S]] [-v]
@@ -16,6 +17,7 @@
 #include "Mpi.h"
 #include "seqc/Engine.h"
 #include "seqc/Npy.h"
+#include "seqc/Weights.h"
 
 #include <algorithm>
 #include <chrono>
@@ -44,6 +46,8 @@ struct Options {
   Target target = Target::CPU;
   std::vector<std::string> inputs;
   std::vector<std::string> weights;
+  /// --bind-weights: files whose tensors become constants of the module.
+  std::vector<std::string> boundWeights;
   bool randomInputs = false;
   uint64_t seed = 0;
   std::string outputDir;
@@ -66,7 +70,8 @@ struct Options {
 
 const char *kUsage =
     "usage: seqc-run FILE.mlir [-e NAME] [--target cpu|cuda] "
-    "[--weights FILE]... [--input A.npy]... [--random-inputs [--seed N]\n"
+    "[--weights FILE]... [--bind-weights FILE]...\n"
+    "                [--input A.npy]... [--random-inputs [--seed N]\n"
     "                [--dynamic-size N]] [--output-dir DIR] [--print] "
     "[--bench N] [--profile[=ops]]\n"
     "                [--no-fuse] [--reference] [--strict] [--threads N] "
@@ -81,6 +86,10 @@ const char *kUsage =
     "  --weights FILE     binds arguments by name (their seq.name) to the\n"
     "                     tensors of a .safetensors or .npz file (repeatable;\n"
     "                     every tensor must name an argument)\n"
+    "  --bind-weights FILE  the same, but bound when compiling: each tensor\n"
+    "                     becomes a constant of the module and the function\n"
+    "                     no longer takes it (matmuls pack such a weight\n"
+    "                     once, when compiling; repeatable)\n"
     "  --input A.npy      binds the next argument not bound by --weights\n"
     "                     (repeat, in order)\n"
     "  --random-inputs    deterministic data for every argument not bound by\n"
@@ -247,6 +256,8 @@ Options parseArgs(int argc, char **argv) {
       o.inputs.push_back(takeValue());
     } else if (arg == "--weights") {
       o.weights.push_back(takeValue());
+    } else if (arg == "--bind-weights") {
+      o.boundWeights.push_back(takeValue());
     } else if (arg == "--random-inputs") {
       o.randomInputs = true;
     } else if (arg == "--seed") {
@@ -571,6 +582,13 @@ int main(int argc, char **argv) {
   Expected<LoadedArguments> loaded = loadArguments(sources);
   if (!loaded)
     fail(loaded.message());
+  std::vector<weights::NamedTensor> bound;
+  for (const std::string &path : opts.boundWeights) {
+    Expected<std::vector<weights::NamedTensor>> file = weights::read(path);
+    if (!file)
+      fail(file.message());
+    bound.insert(bound.end(), file->begin(), file->end());
+  }
 
   if (opts.target == Target::CUDA && !cudaDeviceAvailable())
     fail("no CUDA device");
@@ -584,6 +602,8 @@ int main(int argc, char **argv) {
   copts.strict = opts.strict;
   copts.numThreads = opts.threads;
   copts.memoryLimit = opts.memoryLimit;
+  for (const weights::NamedTensor &w : bound)
+    copts.boundWeights.push_back({w.name, w.tensor.view()});
   if (opts.parallel) {
     copts.ranks = world.size;
     copts.parallel = opts.parallelism;
@@ -611,8 +631,13 @@ int main(int argc, char **argv) {
   if (!args)
     fail(args.message());
 
-  if (opts.parallel)
-    checkRanksAgree(world, runDigest(opts.file, entry, *args));
+  if (opts.parallel) {
+    // The bound weights are part of the module.
+    std::vector<Tensor> digested = *args;
+    for (const weights::NamedTensor &w : bound)
+      digested.push_back(w.tensor);
+    checkRanksAgree(world, runDigest(opts.file, entry, digested));
+  }
 
   std::vector<TensorView> views;
   for (const Tensor &t : *args)
