@@ -4,6 +4,7 @@
 //                [--reference] [--strict] [-O N] [--target cpu|cuda] [--chip
 //                SM]
 //                [--cpu NAME] [--fallback-cpu NAME|none]
+//                [--bind-weights FILE]...
 //
 // Writes an object file (or a shared library) with one C entry point per
 // public function, `<prefix><name>`, the signatures as the C string
@@ -11,17 +12,22 @@
 // libseqc_runtime (no JIT, no MLIR or LLVM at run time). With --target cuda
 // the kernels are embedded as a cubin for --chip (default sm_90a), loaded
 // when the program or library loads; the driver is opened at run time.
+// --bind-weights makes the tensors of a weights file constants of the
+// object (CompileOptions::boundWeights): the entry points take the other
+// arguments, and the matmuls' and experts' panels are packed here.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FileIO.h"
 #include "seqc/Aot.h"
+#include "seqc/Weights.h"
 
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 using namespace seqc;
 
@@ -46,6 +52,7 @@ static std::string runtimeDir() {
 int main(int argc, char **argv) {
   std::string input;
   AotOptions opts;
+  std::vector<weights::NamedTensor> bound;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -58,6 +65,7 @@ int main(int argc, char **argv) {
                 "OUT.h] [--prefix P] [--reference] [-O N]\n"
                 "                    [--target cpu|cuda] [--chip SM] "
                 "[--cpu NAME] [--fallback-cpu NAME|none] [--strict]\n"
+                "                    [--bind-weights FILE]...\n"
                 "  --strict       an op without the target's fast lowering "
                 "is an error (else a remark)\n"
                 "  --target cuda  GPU kernels as an embedded cubin (the "
@@ -73,7 +81,13 @@ int main(int argc, char **argv) {
                 "                 points call on a CPU without a feature "
                 "of the main code; none:\n"
                 "                 no fallback (such a call fails naming "
-                "the feature)");
+                "the feature)\n"
+                "  --bind-weights FILE  the tensors of a .safetensors or "
+                ".npz file become constants\n"
+                "                 of the object, binding the arguments "
+                "their names name (seq.name);\n"
+                "                 the entry points no longer take them "
+                "(repeatable)");
       return 0;
     } else if (a == "-o") {
       opts.output = value();
@@ -96,6 +110,11 @@ int main(int argc, char **argv) {
     } else if (a == "--chip") {
       // Checked by the GPU lowering (seq-lower-to-gpu), which names it.
       opts.compile.cudaChip = value();
+    } else if (a == "--bind-weights") {
+      Expected<std::vector<weights::NamedTensor>> file = weights::read(value());
+      if (!file)
+        fail(file.message());
+      bound.insert(bound.end(), file->begin(), file->end());
     } else if (a == "--cpu") {
       opts.cpu = value();
     } else if (a == "--fallback-cpu") {
@@ -122,6 +141,8 @@ int main(int argc, char **argv) {
   if (!source)
     fail(source.message());
   opts.runtimeLibraryDir = runtimeDir();
+  for (const weights::NamedTensor &w : bound)
+    opts.compile.boundWeights.push_back({w.name, w.tensor.view()});
   opts.compile.onEvent = [](const CompileEvent &e) {
     if (e.kind == CompileEvent::Kind::Remark)
       std::fprintf(stderr, "remark: %s\n", e.what.c_str());
