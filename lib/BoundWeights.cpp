@@ -58,8 +58,9 @@ bool isContiguous(const TensorView &view) {
   return true;
 }
 
-/// `weight` as a constant for an argument of type `argType` (its static
-/// dimensions equal to the weight's), or why it cannot be.
+/// `weight` (checked: checkBoundWeights) as a constant for an argument of
+/// type `argType` (its static dimensions equal to the weight's), or why it
+/// cannot be.
 Expected<mlir::DenseElementsAttr> constantFor(const BoundWeight &weight,
                                               mlir::Type argType,
                                               const std::string &where) {
@@ -80,9 +81,6 @@ Expected<mlir::DenseElementsAttr> constantFor(const BoundWeight &weight,
     if (!tensor.isDynamicDim(d) &&
         tensor.getDimSize(d) != weight.value.shape[d])
       return mismatch();
-  if (!isContiguous(weight.value))
-    return Status::error("bound weight '" + weight.name +
-                         "' is not contiguous (row-major data is bound)");
   auto type = mlir::RankedTensorType::get(weight.value.shape, element);
   size_t bytes =
       static_cast<size_t>(weight.value.numel()) * dtypeSize(weight.value.dtype);
@@ -133,14 +131,32 @@ Status bindArguments(mlir::func::FuncOp fn, mlir::ModuleOp module,
 
 } // namespace
 
+Status seqc::checkBoundWeights(const std::vector<BoundWeight> &weights) {
+  llvm::StringSet<> names;
+  for (const BoundWeight &w : weights) {
+    if (!names.insert(w.name).second)
+      return Status::error("bound weight '" + w.name + "' is given twice");
+    if (llvm::any_of(w.value.shape, [](int64_t d) { return d < 0; }))
+      return Status::error("bound weight '" + w.name +
+                           "' has a negative dimension");
+    if (!isContiguous(w.value))
+      return Status::error("bound weight '" + w.name +
+                           "' is not contiguous (row-major data is bound)");
+    if (!w.value.data && w.value.numel() > 0)
+      return Status::error("bound weight '" + w.name + "' has no data");
+  }
+  return Status::ok();
+}
+
 Status seqc::bindWeights(mlir::ModuleOp module,
                          const std::vector<BoundWeight> &weights) {
   if (weights.empty())
     return Status::ok();
+  if (Status valid = checkBoundWeights(weights); !valid)
+    return valid;
   llvm::StringMap<const BoundWeight *> byName;
   for (const BoundWeight &w : weights)
-    if (!byName.try_emplace(w.name, &w).second)
-      return Status::error("bound weight '" + w.name + "' is given twice");
+    byName.try_emplace(w.name, &w);
   llvm::StringSet<> bound;
   for (auto fn : module.getOps<mlir::func::FuncOp>()) {
     if (!fn.isPublic() || fn.isDeclaration())

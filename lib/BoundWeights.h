@@ -16,6 +16,11 @@ namespace seqc {
 /// (CompileOptions::boundWeights). Fails, naming the weight, when a weight
 /// names no argument, is given twice or is not contiguous, or when its
 /// element type or shape differs from an argument's.
+/// Checks what can be checked of `weights` without a module: distinct
+/// names, contiguous data (what the compile and the cache key read: numel
+/// elements from `data`), sizes that are not negative.
+Status checkBoundWeights(const std::vector<BoundWeight> &weights);
+
 Status bindWeights(mlir::ModuleOp module,
                    const std::vector<BoundWeight> &weights);
 

@@ -11,6 +11,7 @@
 #include "seqc/Engine.h"
 #include "EntryPoints.h"
 
+#include "BoundWeights.h"
 #include "CompileCache.h"
 #include "Compiler.h"
 
@@ -335,6 +336,9 @@ Engine::compileResolved(std::string_view source, const CompileOptions &options,
                         const std::string &bufferName) {
   if (options.numThreads < 0)
     return Status::error("numThreads must be >= 0");
+  // The cache key reads the bound weights' bytes: checked first.
+  if (Status bound = checkBoundWeights(options.boundWeights); !bound)
+    return bound;
   if (options.numThreads > 0)
     seqc_rt_set_num_threads(options.numThreads);
 

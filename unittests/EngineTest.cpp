@@ -111,6 +111,37 @@ TEST(Engine, CompileErrorsAreValues) {
             std::string::npos);
 }
 
+// A bound weight is checked before anything reads its bytes (the cache
+// key hashes them): a strided view of a smaller buffer, a negative size or
+// a name given twice is an error, not a read past the buffer.
+TEST(Engine, BadBoundWeightsAreErrors) {
+  Engine engine;
+  std::vector<float> data(8, 1.0f);
+  auto compileWith = [&](std::vector<BoundWeight> bound) {
+    CompileOptions options;
+    options.boundWeights = std::move(bound);
+    return engine.compile(kScan, options, "bound.mlir");
+  };
+  // Every other element of 8: 4 x 4 would read 16 elements from 8.
+  TensorView strided{DType::F32, data.data(), {4, 4}, {2, 0}};
+  auto r = compileWith({{"w", strided}});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.message(),
+            "bound weight 'w' is not contiguous (row-major data is bound)");
+  TensorView negative{DType::F32, data.data(), {-1, 8}, {}};
+  r = compileWith({{"w", negative}});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.message(), "bound weight 'w' has a negative dimension");
+  TensorView row{DType::F32, data.data(), {8}, {}};
+  r = compileWith({{"w", row}, {"w", row}});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.message(), "bound weight 'w' is given twice");
+  r = compileWith({{"w", row}});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.message(), "bound weight 'w' names no argument of a public "
+                         "function (an argument's name is its seq.name)");
+}
+
 TEST(Engine, ConcurrentCalls) {
   auto m = compileOrDie(kScan);
   Function fn = *m->function("twice");

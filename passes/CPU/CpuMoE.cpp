@@ -9,12 +9,12 @@
 //   up       (parallel)  per block of rows and of F: act(X W_gate) (X W_up),
 //                        the rows of X read through the row -> token map
 //   down     (parallel)  per block of rows and of D: H W_down
+//   combine  (parallel)  y[t] = sum_j w[t, j] Y[row(t, j)], per token, in
+//                        choice order (deterministic, no atomics)
 //
 // Each task packs its block of an expert's weights into panels, unless the
 // weight is a function constant (a weight bound when compiling): its panels
 // are then packed once, when compiling (Gemm.h, constantPanels).
-//   combine  (parallel)  y[t] = sum_j w[t, j] Y[row(t, j)], per token, in
-//                        choice order (deterministic, no atomics)
 //
 //===----------------------------------------------------------------------===//
 
