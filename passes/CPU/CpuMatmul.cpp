@@ -139,10 +139,9 @@ public:
   Value emit(Value A, Value B, Value init, RankedTensorType resultType);
 
 private:
-  /// The reduction size K in a kernel whose arguments are `in`.
-  Value reductionSize(KernelBuilder &k, ValueRange in,
-                      const KernelArgs &args) const {
-    return args.b ? k.mdim(in[*args.b], off) : k.idx(staticK);
+  /// The reduction size K in a kernel: B's rows, or the constant B's.
+  Value reductionSize(KernelBuilder &k, Value Bm) const {
+    return Bm ? k.mdim(Bm, off) : k.idx(staticK);
   }
   void checkShapes(Value aShape, Value B, Value init);
   KernelArgs collectArgs(Value A, Value B, Value cBuf, Value panels,
@@ -359,7 +358,7 @@ void MatmulLowering::emitPackA(StringRef productName, const KernelArgs &args) {
         ValueRange aIns = in.take_front(args.aCount);
         Value Cm = in[args.aCount], PA = in[args.aCount + 1];
         Value nM = k.mdim(Cm, off);
-        Value nK = bSlot ? k.mdim(in[*bSlot], off) : k.idx(staticK);
+        Value nK = reductionSize(k, bSlot ? in[*bSlot] : Value());
         Value slots = k.mdim(PA, 2), rowBlocks = k.mdim(PA, 1);
         Value slot = k.rems(task, slots), rest = k.divs(task, slots);
         Value row = k.rems(rest, rowBlocks), bi = k.divs(rest, rowBlocks);
@@ -380,9 +379,10 @@ void MatmulLowering::emitProductTask(KernelBuilder &k, Value task,
                                      ValueRange in, const KernelArgs &args) {
   const int64_t lanes = target.vectorWidth;
   ValueRange aIns = in.take_front(args.aCount);
+  Value Bm = args.b ? in[*args.b] : Value();
   Value Cm = in[args.c], P = in[args.panels];
   Value nM = k.mdim(Cm, off), nN = k.mdim(Cm, off + 1);
-  Value nK = reductionSize(k, in, args);
+  Value nK = reductionSize(k, Bm);
   Value rowBlock = rowBlockSize(k, nM), colBlock = colBlockSize(k, nN);
   Value rb = blocksOf(k, nM, rowBlock), cb = blocksOf(k, nN, colBlock);
   Value col = k.rems(task, cb), rest = k.divs(task, cb);
@@ -401,7 +401,7 @@ void MatmulLowering::emitProductTask(KernelBuilder &k, Value task,
     };
   };
   MatrixRef a = viewOfA(k, aIns, bi, i0);
-  MatrixRef bMat{args.b ? in[*args.b] : Value(), at(k.idx(0), j0)};
+  MatrixRef bMat{Bm, at(k.idx(0), j0)};
   MatrixRef c{Cm, at(i0, j0)};
   if (!overwrite) {
     // C starts from the init tile; the product accumulates.
@@ -414,21 +414,24 @@ void MatmulLowering::emitProductTask(KernelBuilder &k, Value task,
   // B's panels for this task's columns: packed when compiled (a constant
   // B), packed already (several row blocks), or packed here block by block
   // into the first slot. The same test as the host's packOnce (emit).
-  Value packHere = k.cmp(arith::CmpIPredicate::eq, rb, k.idx(1));
-  Value firstPanel = k.divs(j0, k.idx(blocking.columns()));
-  PrepareB prepareB = [&, bi, firstPanel, packHere](Value k0, Value k1) {
-    Value slot =
-        k.select(packHere, k.idx(0), k.divs(k0, k.idx(blocking.reduction)));
-    PanelRef panels{
-        P, [&k, bi, slot, firstPanel](Value p, Value kk, Value lane) {
-          return SmallVector<Value>{bi, slot, k.add(firstPanel, p), kk, lane};
-        }};
-    k.ifThen(packHere,
-             [&] { packBPanels(k, blocking, bMat, cols, k0, k1, panels); });
-    return panelsAsMatrix(k, blocking, panels, k0, k.idx(0));
-  };
-  if (prepacked)
+  PrepareB prepareB;
+  if (prepacked) {
     prepareB = readConstantPanels(k, blocking, P, bi, j0);
+  } else {
+    Value packHere = k.cmp(arith::CmpIPredicate::eq, rb, k.idx(1));
+    Value firstPanel = k.divs(j0, k.idx(blocking.columns()));
+    prepareB = [&, bi, firstPanel, packHere](Value k0, Value k1) {
+      Value slot =
+          k.select(packHere, k.idx(0), k.divs(k0, k.idx(blocking.reduction)));
+      PanelRef panels{
+          P, [&k, bi, slot, firstPanel](Value p, Value kk, Value lane) {
+            return SmallVector<Value>{bi, slot, k.add(firstPanel, p), kk, lane};
+          }};
+      k.ifThen(packHere,
+               [&] { packBPanels(k, blocking, bMat, cols, k0, k1, panels); });
+      return panelsAsMatrix(k, blocking, panels, k0, k.idx(0));
+    };
+  }
   // A's rows the same way: packed already (several column blocks), or
   // here (the same test as the host's).
   Value packAHere = k.cmp(arith::CmpIPredicate::eq, cb, k.idx(1));
