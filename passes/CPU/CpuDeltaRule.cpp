@@ -73,7 +73,11 @@ private:
     else
       packRows(k, target, rowMajor(S), k.idx(K), V, S,
                [&](Value, Value) { return k.vconst(0.0, lanes); });
-    k.forEach(k.idx(0), k.mdim(a.query, 1), k.idx(1), [&](Value t) {
+    Value nT = k.mdim(a.query, 1);
+    k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
+      prefetchStep(k, a, bi,
+                   k.mins(k.add(t, k.idx(PrefetchSteps)), k.sub(nT, k.idx(1))),
+                   j, h);
       DeltaStep step = form.step(k, a, bi, t, j, [&](Value x) {
         return sumOfSquares(k, x, bi, t, h);
       });
@@ -82,6 +86,26 @@ private:
         updateColumns(k, a, step, coeff, S, bi, t, j, v0);
     });
     packRows(k, target, rowMajor(S), k.idx(K), V, state);
+  }
+
+  /// How many steps ahead a step prefetches: as the linear attention's
+  /// recurrence (CpuLinearAttention.cpp), a head's consecutive rows lie a
+  /// page apart, where the hardware prefetchers stop.
+  static constexpr int64_t PrefetchSteps = 32;
+
+  /// The rows step t reads (and the output row it writes).
+  void prefetchStep(KernelBuilder &k, const DeltaArgs &a, Value bi, Value t,
+                    Value j, Value h) const {
+    for (Value m : {a.key, a.a, a.b})
+      if (m)
+        k.prefetchRow(m, {bi, t, h, k.idx(0)}, K);
+    if (form.decay == DeltaRecurrence::Decay::PerKey)
+      k.prefetchRow(a.decay, {bi, t, j, k.idx(0)}, K);
+    k.prefetchRow(a.value, {bi, t, j, k.idx(0)}, V);
+    if (!form.outputUsed)
+      return;
+    k.prefetchRow(a.query, {bi, t, h, k.idx(0)}, K);
+    k.prefetchRow(a.out, {bi, t, j, k.idx(0)}, V, /*forWrite=*/true);
   }
 
   /// |x[bi, t, h, :]|^2 by vectors.

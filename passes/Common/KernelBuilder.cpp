@@ -323,6 +323,21 @@ void KernelBuilder::vstoreMasked(Value v, Value memref, ValueRange ivs,
   vector::MaskedStoreOp::create(b, memref, ivs, mask, narrowFor(b, v, memref));
 }
 
+void KernelBuilder::prefetchRow(Value memref, ValueRange ivs, int64_t elements,
+                                bool forWrite) {
+  auto type = cast<MemRefType>(memref.getType());
+  int64_t perLine =
+      std::max<int64_t>(1, 64 * 8 / type.getElementTypeBitWidth());
+  SmallVector<Value> at(ivs);
+  // A row that does not start on a line ends on one more, which the
+  // next-line prefetchers bring.
+  for (int64_t e = 0; e < elements; e += perLine) {
+    at.back() = add(ivs.back(), idx(e));
+    memref::PrefetchOp::create(b, memref, at, forWrite, /*localityHint=*/3,
+                               /*isDataCache=*/true);
+  }
+}
+
 Value KernelBuilder::vmask(Value active, int64_t lanes) {
   auto maskType = VectorType::get({lanes}, b.getI1Type());
   return vector::CreateMaskOp::create(b, maskType, ValueRange{active});

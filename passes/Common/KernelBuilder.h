@@ -112,6 +112,11 @@ public:
   /// outputs written once).
   void vstore(Value v, Value memref, ValueRange ivs, bool streaming = false);
   void vstoreMasked(Value v, Value memref, ValueRange ivs, Value mask);
+  /// Asks the caches for the lines of `elements` consecutive elements from
+  /// `ivs` (the last index advancing): for rows of a later step that lie a
+  /// page or more apart, where the hardware's prefetchers stop.
+  void prefetchRow(Value memref, ValueRange ivs, int64_t elements,
+                   bool forWrite = false);
   /// The mask of the first `active` lanes (all when active >= lanes).
   Value vmask(Value active, int64_t lanes);
   Value splat(Value scalar, int64_t lanes);
