@@ -75,9 +75,7 @@ private:
                [&](Value, Value) { return k.vconst(0.0, lanes); });
     Value nT = k.mdim(a.query, 1);
     k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
-      prefetchStep(k, a, bi,
-                   k.mins(k.add(t, k.idx(PrefetchSteps)), k.sub(nT, k.idx(1))),
-                   j, h);
+      prefetchStep(k, a, bi, recurrencePrefetchStep(k, t, nT), j, h);
       DeltaStep step = form.step(k, a, bi, t, j, [&](Value x) {
         return sumOfSquares(k, x, bi, t, h);
       });
@@ -87,11 +85,6 @@ private:
     });
     packRows(k, target, rowMajor(S), k.idx(K), V, state);
   }
-
-  /// How many steps ahead a step prefetches: as the linear attention's
-  /// recurrence (CpuLinearAttention.cpp), a head's consecutive rows lie a
-  /// page apart, where the hardware prefetchers stop.
-  static constexpr int64_t PrefetchSteps = 32;
 
   /// The rows step t reads (and the output row it writes).
   void prefetchStep(KernelBuilder &k, const DeltaArgs &a, Value bi, Value t,

@@ -161,16 +161,14 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
                    scaled);
   }
 
-  /// Prefetches the rows of step t + PrefetchSteps (the last step past
-  /// the end) for the recurrences. A head's consecutive steps lie H K
-  /// elements apart, 4 KiB at H16 K64, each on a page of its own, which the
-  /// hardware prefetchers do not follow: without this every step waited
-  /// for DRAM, and a step's work is too long for the core to reach the
-  /// next step's loads under it (T4096 H16 K=V=64 on a Zen 5: 8.2 ms, over
-  /// half of it in the loads, 5.4 ms with it).
+  /// Prefetches the rows of a later step for the recurrences
+  /// (recurrencePrefetchStep): without this every step waited for DRAM,
+  /// and a step's work is too long for the core to reach the next step's
+  /// loads under it (T4096 H16 K=V=64 on a Zen 5: 8.2 ms, over half of it
+  /// in the loads, 5.4 ms with it).
   void prefetchStep(KernelBuilder &k, ValueRange in, const Params &p, Value bi,
                     Value h, Value t, Value nT) const {
-    Value ahead = k.mins(k.add(t, k.idx(PrefetchSteps)), k.sub(nT, k.idx(1)));
+    Value ahead = recurrencePrefetchStep(k, t, nT);
     k.prefetchRow(in[1], {bi, ahead, h, k.idx(0)}, p.K);
     k.prefetchRow(in[2], {bi, ahead, h, k.idx(0)}, p.V);
     if (p.decayRank == 4)
@@ -181,11 +179,6 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     // The output's lines too: a store that misses waits like a load.
     k.prefetchRow(in[3], {bi, ahead, h, k.idx(0)}, p.V, /*forWrite=*/true);
   }
-
-  /// How far ahead prefetchStep reaches: a step takes about 2 K V / 16 FMA
-  /// cycles (80 ns at K=V=64); 32 steps cover DRAM's latency with room
-  /// (8 and 16 were 4-8% slower).
-  static constexpr int64_t PrefetchSteps = 32;
 
   /// Copies phi(x[bi, t0 + i, h, :]) * factor(i) for i < rows into `dst`
   /// [rows x K] (vectorized over K).
