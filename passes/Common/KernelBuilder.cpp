@@ -12,6 +12,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include <limits>
@@ -110,40 +111,70 @@ Value KernelBuilder::exp(Value a) {
 Value KernelBuilder::polynomialExp(Value x) {
   // exp(x) = 2^n e^r, n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2]
   // (ln 2 split in two for an exact product), e^r by its Taylor polynomial
-  // of degree 6 (error below 2e-7), 2^n built in the exponent bits. x is
-  // clamped to [-87.3, 88] first, where the result is a normal float, and
-  // below -87.3 the result is 0, above 88.72 (where exp overflows) +inf,
-  // and NaN stays NaN: the float-to-int conversion of a NaN n would be
-  // poison, so NaN and the overflow are selected at the end, not left to
-  // flow through the integer bits.
+  // of degree 6 (error below 2e-7), then scaled by 2^n. x is clamped to
+  // [-87.3, 88.7228...] first: below, the result is 0 (never a subnormal,
+  // which would slow the FMAs that read it on some cores); at the top, the
+  // scaling overflows to +inf exactly where exp does (past FLT_MAX).
   Value c = maximumf(x, like(x, -87.3));
-  c = minimumf(c, like(x, 88.0));
+  c = minimumf(c, like(x, 88.72283935546875));
   Value n = math::RoundEvenOp::create(b, fmul(c, like(x, 1.4426950408889634)));
   Value r = math::FmaOp::create(b, n, like(x, -0.693359375), c);
   r = math::FmaOp::create(b, n, like(x, 2.12194440e-4), r);
   Value p = like(x, 1.0 / 720);
   for (double coef : {1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0})
     p = math::FmaOp::create(b, p, r, like(x, coef));
+  Value under = fcmp(arith::CmpFPredicate::OLT, x, like(x, -87.3));
+  if (scalesWithScalef(x.getType())) {
+    // A NaN x is a NaN n and p, and scalef's result is NaN. x86vector's
+    // mask.scalef (MLIR 22) hands its operands (src, a, b) to the
+    // intrinsic's (a, b, pass-through) in that order: with every lane
+    // selected, the value scaled is its `src` and the exponent its `a`
+    // (test/Integration/fast_exp.py checks the result).
+    Value allLanes = arith::ConstantOp::create(b, b.getI16IntegerAttr(-1));
+    Value currentRounding =
+        arith::ConstantOp::create(b, b.getI32IntegerAttr(4));
+    Value e = x86vector::MaskScaleFOp::create(b, x.getType(), p, n, p, allLanes,
+                                              currentRounding);
+    return select(under, like(x, 0.0), e);
+  }
+  // The float-to-int conversion of a NaN n would be poison: NaN is selected
+  // at the end, not left to flow through the integer n.
   Type intType = b.getI32Type();
   if (auto vt = dyn_cast<VectorType>(x.getType()))
     intType = VectorType::get(vt.getShape(), b.getI32Type());
+  Value e = scaleByExponentBits(p, arith::FPToSIOp::create(b, intType, n));
+  Value isNan = fcmp(arith::CmpFPredicate::UNO, x, x);
+  return select(isNan, x, select(under, like(x, 0.0), e));
+}
+
+bool KernelBuilder::scalesWithScalef(Type type) const {
+  // p 2^n is one AVX-512 instruction (vscalefps), n a float. The CPU
+  // kernels' vectors have 16 f32 lanes only for a CPU with AVX-512
+  // (cpuVectorLanes), the one where x86vector's scalef exists; only the
+  // CPU lowering loads x86vector (the GPU's kernels never take this path).
+  auto vt = dyn_cast<VectorType>(type);
+  return vt && vt.getRank() == 1 && vt.getElementType().isF32() &&
+         vt.getNumElements() == 16 &&
+         b.getContext()->getLoadedDialect<x86vector::X86VectorDialect>();
+}
+
+Value KernelBuilder::scaleByExponentBits(Value p, Value n) {
+  // n is in [-126, 128] after exp's clamp. 2^n for n <= 127 is a normal
+  // float's exponent bits; 2^128 is not a float, so it is 2 x 2^127.
+  Type intType = n.getType();
   auto intConst = [&](int32_t v) -> Value {
     if (auto vt = dyn_cast<VectorType>(intType))
       return arith::ConstantOp::create(
           b, DenseElementsAttr::get(vt, b.getI32IntegerAttr(v)));
     return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
   };
-  Value ni = arith::FPToSIOp::create(b, intType, n);
+  Value top =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, n, intConst(127));
+  Value m = arith::MinSIOp::create(b, n, intConst(127));
   Value bits = arith::ShLIOp::create(
-      b, arith::AddIOp::create(b, ni, intConst(127)), intConst(23));
-  Value scale = arith::BitcastOp::create(b, x.getType(), bits);
-  // Below the clamp the result is 0 (exp(-inf) = 0 exactly, as masks need).
-  Value under = fcmp(arith::CmpFPredicate::OLT, x, like(x, -87.3));
-  Value over = fcmp(arith::CmpFPredicate::OGT, x, like(x, 88.72283935546875));
-  Value isNan = fcmp(arith::CmpFPredicate::UNO, x, x);
-  Value e = select(under, like(x, 0.0), fmul(p, scale));
-  e = select(over, like(x, std::numeric_limits<double>::infinity()), e);
-  return select(isNan, x, e);
+      b, arith::AddIOp::create(b, m, intConst(127)), intConst(23));
+  Value scale = arith::BitcastOp::create(b, p.getType(), bits);
+  return fmul(select(top, fadd(p, p), p), scale);
 }
 
 Value KernelBuilder::maximumf(Value a, Value c) {

@@ -204,6 +204,10 @@ private:
   mlir::arith::FastMathFlags contractFlags() const;
 
   Value polynomialExp(Value x);
+  /// Whether exp of `type` scales by 2^n with AVX-512's scalef.
+  bool scalesWithScalef(mlir::Type type) const;
+  /// p 2^n, n in [-126, 128], through the exponent bits of a float.
+  Value scaleByExponentBits(Value p, Value n);
 };
 
 /// seq.ssd's step size (SPEC 2.4), one rule for every lowering: dt + bias,
