@@ -152,11 +152,9 @@ private:
     return h;
   }
 
-  /// Writes a line-ahead prefetch of row `t` of a [B, T, D] buffer.
+  /// Prefetches this task's lanes of row `t` of a [B, T, D] buffer.
   void prefetch(Value m, Value t, bool forWrite) {
-    memref::PrefetchOp::create(k.builder(), m, ValueRange{bi, t, d0}, forWrite,
-                               /*localityHint=*/3,
-                               /*isDataCache=*/true);
+    k.prefetchRow(m, ValueRange{bi, t, d0}, s.lanes, forWrite);
   }
 
   /// dt (bias, softplus), dt u and u of steps [t0, t0 + steps) into L1; the
