@@ -2,12 +2,19 @@
 // 16-lane vectors (n stays a float; scalef overflows to +inf and keeps NaN
 // itself, so only the underflow select follows), and through the exponent
 // bits of a float on narrower vectors (2^128 as 2 x 2^127, NaN selected
-// at the end). Values at the ends of the range: Integration/fast_exp.py.
+// at the end). Its polynomial has degree 5 (KernelBuilder::expPolynomial).
+// Values at the ends of the range: Integration/fast_exp.py.
 // RUN: seqc-opt %s --seq-lower-to-cpu=vector-width=16 | FileCheck %s --check-prefix=W16
 // RUN: seqc-opt %s --seq-lower-to-cpu=vector-width=8 | FileCheck %s --check-prefix=W8
 
 // W16-LABEL: func.func private @__seqc_selective_scan
 // W16: %[[N:.*]] = math.roundeven %{{.*}} : vector<16xf32>
+// Two FMAs reduce x to r, five evaluate e^r = 1 + r + r^2 q(r), q's
+// leading coefficient first.
+// W16-COUNT-2: math.fma
+// W16: arith.constant dense<0.0083125{{[0-9]*}}> : vector<16xf32>
+// W16-COUNT-5: math.fma
+// W16-NOT: math.fma
 // W16: %[[E:.*]] = x86vector.avx512.mask.scalef %{{.*}}, %[[N]], %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>
 // W16-NOT: arith.bitcast
 // W16: arith.select %{{.*}}, %{{.*}}, %[[E]] : vector<16xi1>, vector<16xf32>
