@@ -28,8 +28,11 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
+#include <unistd.h>
+#include <vector>
 
 using namespace seqc;
 
@@ -319,6 +322,8 @@ Engine::compile(std::string_view source, const CompileOptions &options,
           (options.communicator ? "its communicator" : "MPI_COMM_WORLD") +
           " has " + std::to_string(size) + " processes");
   }
+  if (options.ranks > 0 && options.useCache)
+    return compileFirstOnHost(source, resolved, bufferName);
   return compileResolved(source, resolved, bufferName);
 }
 
@@ -329,6 +334,64 @@ static void *communicatorOf(const CompileOptions &options) {
     return nullptr;
   return options.communicator ? options.communicator
                               : rt::mpiWorldCommunicator();
+}
+
+/// Whether this process is the lowest rank of `communicator` on its host
+/// (by host name): collective over the communicator.
+static Expected<bool> firstOnHost(void *communicator) {
+  std::string error;
+  int rank = rt::mpiCommunicatorRank(communicator, error);
+  int size = rt::mpiCommunicatorSize(communicator, error);
+  if (rank < 0 || size < 0)
+    return Status::error(error);
+  constexpr size_t NameBytes = 256;
+  char name[NameBytes] = {};
+  gethostname(name, NameBytes - 1);
+  std::vector<char> names(NameBytes * size);
+  if (!rt::mpiAllGather(communicator, name, names.data(), NameBytes, error))
+    return Status::error(error);
+  for (int r = 0; r < rank; ++r)
+    if (std::memcmp(&names[r * NameBytes], name, NameBytes) == 0)
+      return false;
+  return true;
+}
+
+/// Waits until every process of `communicator` reaches it.
+static Status barrier(void *communicator) {
+  uint64_t mine = 0, all = 0;
+  std::string error;
+  if (!rt::mpiAllReduce(communicator, &mine, &all, 1,
+                        rt::entry::ReduceElement::I64, rt::entry::ReduceOp::Max,
+                        error))
+    return Status::error(error);
+  return Status::ok();
+}
+
+Expected<std::shared_ptr<CompiledModule>>
+Engine::compileFirstOnHost(std::string_view source,
+                           const CompileOptions &options,
+                           const std::string &bufferName) {
+  // Every process of a distributed run compiles the same module. Left to
+  // themselves, the R processes of a host would compile it R times at once
+  // on the host's cores; instead its first process compiles and stores the
+  // code in the disk cache, and the others load it from there once it has.
+  // A host whose processes find no shared cache (or another CPU) still
+  // compiles in each, only later. Both sides reach the barrier whatever the
+  // compile's outcome, so that a failing compile ends in its error, not a
+  // hang.
+  void *communicator = communicatorOf(options);
+  Expected<bool> first = firstOnHost(communicator);
+  if (!first)
+    return first.status();
+  if (!*first)
+    if (Status waited = barrier(communicator); !waited)
+      return waited;
+  Expected<std::shared_ptr<CompiledModule>> module =
+      compileResolved(source, options, bufferName);
+  if (*first)
+    if (Status waited = barrier(communicator); !waited && module)
+      return waited;
+  return module;
 }
 
 Expected<std::shared_ptr<CompiledModule>>

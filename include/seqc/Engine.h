@@ -136,7 +136,10 @@ struct CompileOptions {
   /// the whole results. 0: one process, no MPI. The engine opens and
   /// initializes MPI (OpenMPI's libmpi) when it is not. For Target::CUDA
   /// each process uses one GPU and the exchanges run on NCCL (libnccl.so.2,
-  /// opened here); for Target::CUDAEmulated on MPI.
+  /// opened here); for Target::CUDAEmulated on MPI. compile() is then
+  /// collective over the communicator: with `useCache`, the first process
+  /// of each host compiles and the host's others wait for it and load its
+  /// code from the disk cache, instead of all compiling at once.
   int ranks = 0;
   /// What the ranks split: see Parallelism.
   Parallelism parallel = Parallelism::Sequence;
@@ -235,6 +238,11 @@ private:
   Expected<std::shared_ptr<CompiledModule>>
   compileResolved(std::string_view source, const CompileOptions &options,
                   const std::string &bufferName);
+  /// compileResolved() for a distributed module with the cache in use: the
+  /// first process of each host compiles before the host's others.
+  Expected<std::shared_ptr<CompiledModule>>
+  compileFirstOnHost(std::string_view source, const CompileOptions &options,
+                     const std::string &bufferName);
 
   struct Impl;
   std::unique_ptr<Impl> impl;
