@@ -21,8 +21,9 @@
 // S <- M_j S + S_j over the ranks before it (after it with `reverse`) into
 // its incoming state, and runs its steps again from that state. `last` is
 // the fold over every rank, the same on all of them. causal_conv1d reads
-// its W-1 inputs before the slice (every rank has them), attention its
-// slice's queries against the keys they see; their results need no state.
+// its W-1 inputs before the slice (every rank has them) and its `last`
+// from the sequence's tail, attention its slice's queries against the keys
+// they see; their results need no state.
 //
 // The exchanges are `shard` collectives on a one-dimensional grid of R
 // processes; each target lowers them to its engine (CPU: MPI). An op this
@@ -160,6 +161,8 @@ private:
   /// `init` (or none), with its results' declared dims replaced by `subs`.
   Operation *rerun(ArrayRef<Value> operands, Value init,
                    const Substitutions &subs);
+  /// The conv's `last`, from the sequence's tail.
+  Value convLast(CausalConv1dOp conv);
   Substitutions localSubstitutions() const;
 
   // The state exchange.
@@ -507,20 +510,25 @@ SmallVector<Value> StepDistribution::distributeConv() {
   Operation *mine = rerun(operands, conv.getInit(), subs);
   Value y = sliceSteps(mine->getResult(0), halo, length, staticLength);
 
-  // `last` is the last rank's.
-  Value lastRank = kb.cmp(arith::CmpIPredicate::eq, rank, kb.idx(ranks - 1));
-  Value last = conv.getLast();
-  auto lastType = cast<RankedTensorType>(last.getType());
-  Value mineLast = mine->getResult(1);
-  if (mineLast.getType() != lastType)
-    mineLast = tensor::CastOp::create(b, lastType, mineLast);
-  Value zeros = kb.zeros(lastType, dims.of("last"));
-  Value kept = arith::SelectOp::create(b, lastRank, mineLast, zeros);
-  Value shared = shard::AllReduceOp::create(b, kept, kRankGridName,
-                                            ArrayRef<shard::GridAxis>{0},
-                                            shard::ReductionKind::Sum)
-                     .getResult();
-  return {wholeSteps(y, conv.getY()), shared};
+  return {wholeSteps(y, conv.getY()), convLast(conv)};
+}
+
+Value StepDistribution::convLast(CausalConv1dOp conv) {
+  // `last` holds the sequence's final W - 1 inputs (with init's where T is
+  // shorter), which every rank has: each reruns the conv over the last
+  // min(T, W - 1) steps from the op's init, instead of taking the last
+  // rank's through a collective.
+  Value tail = kb.mins(dims["T"], kb.sub(dims["W"], kb.idx(1)));
+  SmallVector<Value> operands(op->getOperands());
+  operands[conv.getXMutable().getOperandNumber()] =
+      sliceSteps(conv.getX(), kb.sub(dims["T"], tail), tail, {});
+  Substitutions subs;
+  subs["T"] = ShapedType::kDynamic;
+  Value last = rerun(operands, conv.getInit(), subs)->getResult(1);
+  Type lastType = conv.getLast().getType();
+  if (last.getType() != lastType)
+    last = tensor::CastOp::create(b, lastType, last);
+  return last;
 }
 
 SmallVector<Value> StepDistribution::distributeAttention() {

@@ -180,6 +180,15 @@ for T in (37, 3):
         case(f"attention {attrs} T={T}", mlir, ins,
              [refs.attention(qa, ka, va, causal, window, 0.3)])
 
+# A conv shorter than its window (T = 2 < W - 1): `last` keeps init's
+# newest input, which every rank computes from the sequence's tail.
+xt = f32(r.standard_normal((2, 2, 5)))
+wt = f32(r.standard_normal((5, 4)))
+st = f32(r.standard_normal((2, 5, 3)))
+mlir, ins = op_module("causal_conv1d", [("", xt), ("", wt)], [("init", st)],
+                      [t(2, 2, 5), t(2, 5, 3)])
+case("causal_conv1d T=2 < W - 1", mlir, ins, refs.causal_conv1d(xt, wt, None, st))
+
 # A graph: glue (a matmul and SiLU) around a conv and an ssd whose results
 # feed each other, dynamic T.
 T, D, H, P, N = 45, 6, 2, 3, 4

@@ -52,16 +52,22 @@ func.func @delta(%q: tensor<1x?x1x4xf32>, %k: tensor<1x?x1x4xf32>, %v: tensor<1x
   return %o, %last : tensor<1x?x1x5xf32>, tensor<1x1x4x5xf32>
 }
 
-// The conv reads min(start, W - 1) steps before its slice; last is the
-// last rank's (selected, then summed).
+// The conv reads min(start, W - 1) steps before its slice; every rank
+// computes last itself, from the sequence's last min(T, W - 1) steps: no
+// collective but the all-gather of y.
 // CHECK-LABEL: func.func @conv
 // CHECK: %[[HALO:.*]] = arith.minsi
 // CHECK: %[[FROM:.*]] = arith.subi %{{.*}}, %[[HALO]]
 // CHECK: tensor.extract_slice %arg0[0, %[[FROM]], 0]
 // CHECK: seq.causal_conv1d
-// CHECK: arith.select
-// CHECK: shard.all_reduce {{.*}} : tensor<1x3x3xf32>
+// CHECK-NOT: shard.all_reduce
 // CHECK: shard.all_gather {{.*}} : tensor<1x1x8x3xf32> -> tensor<4x1x8x3xf32>
+// CHECK: %[[TAIL:.*]] = arith.minsi %c32, %{{.*}} : index
+// CHECK: %[[TAILFROM:.*]] = arith.subi %c32, %[[TAIL]]
+// CHECK: tensor.extract_slice %arg0[0, %[[TAILFROM]], 0] [1, %[[TAIL]], 3]
+// CHECK: %{{.*}}, %[[LAST:.*]] = seq.causal_conv1d
+// CHECK-NOT: shard.all_reduce
+// CHECK: return %{{.*}}, %[[LAST]] : tensor<1x32x3xf32>, tensor<1x3x3xf32>
 func.func @conv(%x: tensor<1x32x3xf32>, %w: tensor<3x4xf32>) -> (tensor<1x32x3xf32>, tensor<1x3x3xf32>) {
   %y, %last = seq.causal_conv1d %x, %w : (tensor<1x32x3xf32>, tensor<3x4xf32>) -> (tensor<1x32x3xf32>, tensor<1x3x3xf32>)
   return %y, %last : tensor<1x32x3xf32>, tensor<1x3x3xf32>
@@ -94,7 +100,7 @@ func.func @attn(%q: tensor<1x32x2x8xf32>, %k: tensor<1x40x1x8xf32>, %v: tensor<1
 // MPI: call @seqc_rt_mpi_all_gather(%[[COMM]], %{{.*}}, %{{.*}}, %c32_i64)
 // MPI: bufferization.to_tensor %[[RECV]] restrict writable
 // MPI-LABEL: func.func @conv
-// MPI: mpi.allreduce(%{{.*}}, %{{.*}}, MPI_SUM, %{{.*}}) : memref<9xf32>, memref<9xf32>
+// MPI-NOT: mpi.allreduce
 // MPI-NOT: shard.all_reduce
 // MPI-NOT: shard.all_gather
 // MPI-NOT: mpi.comm_split
