@@ -345,6 +345,8 @@ static Expected<bool> firstOnHost(void *communicator) {
   if (rank < 0 || size < 0)
     return Status::error(error);
   constexpr size_t NameBytes = 256;
+  // A host name that cannot be read stays empty: such processes count as
+  // one host and compile one after another, which is slower, not wrong.
   char name[NameBytes] = {};
   gethostname(name, NameBytes - 1);
   std::vector<char> names(NameBytes * size);

@@ -149,8 +149,9 @@ Value KernelBuilder::expPolynomial(Value r) {
   // e^r = 1 + r + r^2 q(r) on [-ln2/2, ln2/2], q of degree 3 fitted for the
   // least maximum relative error (Remez, scripts/fit-exp-polynomial.py):
   // 1.6e-7 after f32 rounding, below the 2.2e-7 of the degree-6 Taylor
-  // polynomial it replaces, in one FMA fewer. The leading 1 + r stays exact, so e^0 is 1 and a recurrence
-  // whose decay is near 1 gathers no bias step after step.
+  // polynomial it replaces, in one FMA fewer. The leading 1 + r stays
+  // exact, so e^0 is 1 and a recurrence whose decay is near 1 gathers no
+  // bias step after step.
   Value q = like(r, 8.312525227665901e-3);
   for (double coef :
        {4.1890114545822144e-2, 1.6667114198207855e-1, 4.99992311000824e-1})
