@@ -6,7 +6,9 @@
 // of ChunkSteps steps, and each chunk in three stages:
 //   - stage:  the step sizes (bias, softplus) and dt u of the chunk's steps
 //             into L1 buffers, while the next chunk's lines are prefetched;
-//   - recur:  the recurrence over the chunk, reading only L1;
+//   - recur:  the recurrence over the chunk, reading only L1, a few steps
+//             at a time: first their decays exp(dt A) (decays), then the
+//             states' updates;
 //   - finish: skip and gate, and the stores of y.
 //
 // Why the stages: one step of the recurrence is about 20 N vector
@@ -83,6 +85,15 @@ public:
   /// vectors (6 KiB with 16 lanes), well inside L1 next to the N columns of
   /// A, and a chunk's loads are enough to cover DRAM's latency.
   static constexpr int64_t ChunkSteps = 32;
+  /// Exps emitted side by side: one is a chain of about 14 dependent
+  /// operations, and 8 chains interleaved keep two vector ports busy
+  /// without spilling.
+  static constexpr int64_t ExpGroup = 8;
+  /// Steps whose decays are computed before their recurrence: N vectors
+  /// each, 8 KiB in all (16 KiB with the zero-order hold's weights).
+  int64_t decaySteps() const {
+    return std::clamp<int64_t>(128 / s.N, 1, ChunkSteps);
+  }
 
   SelectiveScanTask(KernelBuilder &k, const ScanShape &s, const ScanBuffers &io,
                     Value task)
@@ -98,6 +109,9 @@ public:
     uBuf = k.stackBuffer({ChunkSteps, s.lanes});
     yBuf = k.stackBuffer({ChunkSteps, s.lanes});
     aCols = k.stackBuffer({s.N, s.lanes});
+    decayBuf = k.stackBuffer({decaySteps() * s.N, s.lanes});
+    if (s.zoh)
+      weightBuf = k.stackBuffer({decaySteps() * s.N, s.lanes});
   }
 
   void emit() {
@@ -180,40 +194,80 @@ private:
     });
   }
 
-  /// The input of state n at one step: dt u B_n, or with the zero-order
-  /// hold (expm1(dt A) / A) u B_n, whose limit at A = 0 is dt u B_n.
-  Value input(Value i, Value dt, Value dA, Value aCol, Value Bn) {
-    if (!s.zoh)
-      return k.fmul(row(dtuBuf, i), Bn);
-    Value isZero = k.fcmp(arith::CmpFPredicate::OEQ, aCol, k.like(dt, 0.0));
-    Value safeA = k.select(isZero, k.like(dt, 1.0), aCol);
-    Value w = k.select(isZero, dt, k.fdiv(k.expm1(dA), safeA));
-    return k.fmul(k.fmul(w, row(uBuf, i)), Bn);
+  /// exp(dt A_n) of steps [i0, i0 + len) of the chunk into decayBuf (row
+  /// j N + n for step i0 + j), and with the zero-order hold the input's
+  /// weight (expm1(dt A_n) / A_n, dt where A_n = 0) into weightBuf. The
+  /// exps are independent of the states, so they run here, ExpGroup at a
+  /// time with their instructions interleaved, rather than inside the
+  /// recurrence, where the states hold most vector registers.
+  void decays(Value i0, Value len) {
+    k.forEach(k.idx(0), len, k.idx(1), [&](Value j) {
+      Value dt = row(dtBuf, k.add(i0, j));
+      Value first = k.mul(j, k.idx(s.N));
+      for (int64_t n0 = 0; n0 < s.N; n0 += ExpGroup) {
+        int64_t n1 = std::min(s.N, n0 + ExpGroup);
+        SmallVector<Value> dA;
+        for (int64_t n = n0; n < n1; ++n)
+          dA.push_back(k.fmul(dt, row(aCols, n)));
+        SmallVector<Value> decay = k.exp(dA);
+        for (int64_t n = n0; n < n1; ++n) {
+          Value at = k.add(first, k.idx(n));
+          setRow(decay[n - n0], decayBuf, at);
+          if (s.zoh)
+            setRow(holdWeight(dt, dA[n - n0], row(aCols, n)), weightBuf, at);
+        }
+      }
+    });
   }
 
-  /// h_n <- exp(dt A_n) h_n + input_n and y = sum_n C_n h_n for each step
-  /// of the chunk; y into L1. y sums in four partial sums (a chain of N
-  /// dependent FMAs would be the step's critical path).
+  /// The zero-order hold's weight of dt u B_n: expm1(dt A) / A, whose limit
+  /// at A = 0 is dt.
+  Value holdWeight(Value dt, Value dA, Value aCol) {
+    Value isZero = k.fcmp(arith::CmpFPredicate::OEQ, aCol, k.like(dt, 0.0));
+    Value safeA = k.select(isZero, k.like(dt, 1.0), aCol);
+    return k.select(isZero, dt, k.fdiv(k.expm1(dA), safeA));
+  }
+
+  /// The recurrence over the chunk's steps, DecaySteps at a time: their
+  /// decays, then h_n <- decay_n h_n + input_n and y = sum_n C_n h_n for
+  /// each step.
   SmallVector<Value> recur(Value t0, Value steps, ValueRange h) {
-    return k.loop(steps, h, [&](Value i, ValueRange c) {
-      Value t = k.add(t0, i);
-      Value dt = row(dtBuf, i);
-      SmallVector<Value> partial(4, k.vconst(0.0, s.lanes));
-      SmallVector<Value> next;
-      for (int64_t n = 0; n < s.N; ++n) {
-        Value aCol = row(aCols, n);
-        Value dA = k.fmul(dt, aCol);
-        Value Bn = k.splat(k.mload(io.b, {bi, t, group, k.idx(n)}), s.lanes);
-        Value Cn = k.splat(k.mload(io.c, {bi, t, group, k.idx(n)}), s.lanes);
-        Value hn = k.vfma(k.exp(dA), c[n], input(i, dt, dA, aCol, Bn));
-        partial[n % 4] = k.vfma(Cn, hn, partial[n % 4]);
-        next.push_back(hn);
-      }
-      setRow(k.fadd(k.fadd(partial[0], partial[1]),
-                    k.fadd(partial[2], partial[3])),
-             yBuf, i);
-      return next;
+    Value blocks =
+        k.divs(k.add(steps, k.idx(decaySteps() - 1)), k.idx(decaySteps()));
+    return k.loop(blocks, h, [&](Value block, ValueRange hb) {
+      Value i0 = k.mul(block, k.idx(decaySteps()));
+      Value len = k.mins(k.idx(decaySteps()), k.sub(steps, i0));
+      decays(i0, len);
+      return k.loop(len, hb, [&](Value j, ValueRange c) {
+        return step(k.add(t0, k.add(i0, j)), k.add(i0, j), j, c);
+      });
     });
+  }
+
+  /// Step t (row i of the chunk's buffers, row j N + n of the decays): the
+  /// states' update and y into L1. y sums in four partial sums (a chain of
+  /// N dependent FMAs would be the step's critical path).
+  SmallVector<Value> step(Value t, Value i, Value j, ValueRange h) {
+    Value first = k.mul(j, k.idx(s.N));
+    Value dtu = s.zoh ? Value() : row(dtuBuf, i);
+    Value u = s.zoh ? row(uBuf, i) : Value();
+    SmallVector<Value> partial(4, k.vconst(0.0, s.lanes));
+    SmallVector<Value> next;
+    for (int64_t n = 0; n < s.N; ++n) {
+      Value at = k.add(first, k.idx(n));
+      Value Bn = k.splat(k.mload(io.b, {bi, t, group, k.idx(n)}), s.lanes);
+      Value Cn = k.splat(k.mload(io.c, {bi, t, group, k.idx(n)}), s.lanes);
+      // The input dt u B_n, or with the zero-order hold w_n u B_n.
+      Value in =
+          s.zoh ? k.fmul(k.fmul(row(weightBuf, at), u), Bn) : k.fmul(dtu, Bn);
+      Value hn = k.vfma(row(decayBuf, at), h[n], in);
+      partial[n % 4] = k.vfma(Cn, hn, partial[n % 4]);
+      next.push_back(hn);
+    }
+    setRow(
+        k.fadd(k.fadd(partial[0], partial[1]), k.fadd(partial[2], partial[3])),
+        yBuf, i);
+    return next;
   }
 
   /// y + skip u, times silu(gate), stored.
@@ -234,7 +288,7 @@ private:
   const ScanBuffers io;
   Value bi, d0, group, nT, mask;
   Value bias, skip;
-  Value dtBuf, dtuBuf, uBuf, yBuf, aCols;
+  Value dtBuf, dtuBuf, uBuf, yBuf, aCols, decayBuf, weightBuf;
 };
 
 struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {

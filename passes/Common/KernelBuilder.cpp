@@ -101,63 +101,106 @@ Value KernelBuilder::fmax(Value a, Value c) {
 Value KernelBuilder::fcmp(arith::CmpFPredicate p, Value a, Value c) {
   return arith::CmpFOp::create(b, p, a, c);
 }
-Value KernelBuilder::exp(Value a) {
-  Type elt = getElementTypeOrSelf(a.getType());
+Value KernelBuilder::exp(Value a) { return exp(ValueRange{a}).front(); }
+
+SmallVector<Value> KernelBuilder::exp(ValueRange xs) {
+  Type elt = getElementTypeOrSelf(xs.front().getType());
   if (fastMath && elt.isF32())
-    return polynomialExp(a);
-  return math::ExpOp::create(b, a);
+    return polynomialExp(xs);
+  return map(xs, [&](Value x) { return math::ExpOp::create(b, x); });
 }
 
-Value KernelBuilder::polynomialExp(Value x) {
+SmallVector<Value> KernelBuilder::map(ValueRange xs,
+                                      llvm::function_ref<Value(Value)> f) {
+  SmallVector<Value> out;
+  for (Value x : xs)
+    out.push_back(f(x));
+  return out;
+}
+
+SmallVector<Value> KernelBuilder::polynomialExp(ValueRange xs) {
   // exp(x) = 2^n e^r, n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2]
   // (ln 2 split in two for an exact product), e^r by a polynomial of
-  // degree 5, then scaled by 2^n. x is clamped to
-  // [-87.3, 88.7228...] first: below, the result is 0 (never a subnormal,
-  // which would slow the FMAs that read it on some cores); at the top, the
-  // scaling overflows to +inf exactly where exp does (past FLT_MAX).
-  Value c = maximumf(x, like(x, -87.3));
-  c = minimumf(c, like(x, 88.72283935546875));
-  Value n = math::RoundEvenOp::create(b, fmul(c, like(x, 1.4426950408889634)));
-  Value r = math::FmaOp::create(b, n, like(x, -0.693359375), c);
-  r = math::FmaOp::create(b, n, like(x, 2.12194440e-4), r);
-  Value p = expPolynomial(r);
-  Value under = fcmp(arith::CmpFPredicate::OLT, x, like(x, -87.3));
-  if (scalesWithScalef(x.getType())) {
-    // A NaN x is a NaN n and p, and scalef's result is NaN. x86vector's
-    // mask.scalef (MLIR 22) hands its operands (src, a, b) to the
-    // intrinsic's (a, b, pass-through) in that order: with every lane
-    // selected, the value scaled is its `src` and the exponent its `a`
-    // (test/Integration/fast_exp.py checks the result).
-    Value allLanes = arith::ConstantOp::create(b, b.getI16IntegerAttr(-1));
-    Value currentRounding =
-        arith::ConstantOp::create(b, b.getI32IntegerAttr(4));
-    Value e = x86vector::MaskScaleFOp::create(b, x.getType(), p, n, p, allLanes,
-                                              currentRounding);
-    return select(under, like(x, 0.0), e);
+  // degree 5, then scaled by 2^n. x is clamped to at most 88.7228...,
+  // where the scaling overflows to +inf exactly as exp does (past FLT_MAX).
+  // Below -87.3 the result is 0 (never a subnormal, which would slow the
+  // FMAs that read it on some cores): scalef's lanes are zeroed there,
+  // whatever n and r were; the exponent bits' path needs n in range, so
+  // its x is clamped to -87.3 too.
+  //
+  // Each stage is emitted for every x before the next: one exp is a chain
+  // of about 13 dependent operations (some 50 cycles), and a core whose
+  // scheduler is filled with one chain's waiting operations idles, while
+  // interleaved chains keep its vector ports busy.
+  bool scalef = scalesWithScalef(xs.front().getType());
+  SmallVector<Value> c = map(xs, [&](Value x) {
+    Value top = minimumf(x, like(x, 88.72283935546875));
+    return scalef ? top : maximumf(top, like(x, -87.3));
+  });
+  // n by the shifter 1.5 x 2^23: the sum keeps round(x / ln 2) (to nearest
+  // even) in its low mantissa bits, and subtracting the shifter leaves it:
+  // an FMA and a subtraction, where a multiply and a rounding instruction
+  // take three operations on Intel's cores.
+  const double shifter = 0x1.8p23;
+  SmallVector<Value> n = map(c, [&](Value ci) -> Value {
+    Value shifted = math::FmaOp::create(b, ci, like(ci, 1.4426950408889634),
+                                        like(ci, shifter));
+    return fsub(shifted, like(ci, shifter));
+  });
+  SmallVector<Value> r;
+  for (auto [ni, ci] : llvm::zip_equal(n, c))
+    r.push_back(math::FmaOp::create(b, ni, like(ci, -0.693359375), ci));
+  for (auto [ni, ri] : llvm::zip_equal(n, r))
+    ri = math::FmaOp::create(b, ni, like(ri, 2.12194440e-4), ri);
+  SmallVector<Value> p = expPolynomial(r);
+  SmallVector<Value> out;
+  for (auto [x, ni, pi] : llvm::zip_equal(xs, n, p)) {
+    Value under = fcmp(arith::CmpFPredicate::OLT, x, like(x, -87.3));
+    if (scalef) {
+      // A NaN x is a NaN n and p, and scalef's result is NaN. x86vector's
+      // mask.scalef (MLIR 22) hands its operands (src, a, b) to the
+      // intrinsic's (a, b, pass-through) in that order: with every lane
+      // selected, the value scaled is its `src` and the exponent its `a`
+      // (test/Integration/fast_exp.py checks the result).
+      Value allLanes = arith::ConstantOp::create(b, b.getI16IntegerAttr(-1));
+      Value currentRounding =
+          arith::ConstantOp::create(b, b.getI32IntegerAttr(4));
+      Value e = x86vector::MaskScaleFOp::create(b, x.getType(), pi, ni, pi,
+                                                allLanes, currentRounding);
+      out.push_back(select(under, like(x, 0.0), e));
+      continue;
+    }
+    // The float-to-int conversion of a NaN n would be poison: NaN is
+    // selected at the end, not left to flow through the integer n.
+    Type intType = b.getI32Type();
+    if (auto vt = dyn_cast<VectorType>(x.getType()))
+      intType = VectorType::get(vt.getShape(), b.getI32Type());
+    Value e = scaleByExponentBits(pi, arith::FPToSIOp::create(b, intType, ni));
+    Value isNan = fcmp(arith::CmpFPredicate::UNO, x, x);
+    out.push_back(select(isNan, x, select(under, like(x, 0.0), e)));
   }
-  // The float-to-int conversion of a NaN n would be poison: NaN is selected
-  // at the end, not left to flow through the integer n.
-  Type intType = b.getI32Type();
-  if (auto vt = dyn_cast<VectorType>(x.getType()))
-    intType = VectorType::get(vt.getShape(), b.getI32Type());
-  Value e = scaleByExponentBits(p, arith::FPToSIOp::create(b, intType, n));
-  Value isNan = fcmp(arith::CmpFPredicate::UNO, x, x);
-  return select(isNan, x, select(under, like(x, 0.0), e));
+  return out;
 }
 
-Value KernelBuilder::expPolynomial(Value r) {
+SmallVector<Value> KernelBuilder::expPolynomial(ValueRange rs) {
   // e^r = 1 + r + r^2 q(r) on [-ln2/2, ln2/2], q of degree 3 fitted for the
   // least maximum relative error (Remez, scripts/fit-exp-polynomial.py):
   // 1.6e-7 after f32 rounding, below the 2.2e-7 of the degree-6 Taylor
   // polynomial it replaces, in one FMA fewer. The leading 1 + r stays
   // exact, so e^0 is 1 and a recurrence whose decay is near 1 gathers no
   // bias step after step.
-  Value q = like(r, 8.312525227665901e-3);
+  SmallVector<Value> q =
+      map(rs, [&](Value r) { return like(r, 8.312525227665901e-3); });
+  auto fmaEach = [&](double coef) {
+    for (auto [qi, r] : llvm::zip_equal(q, rs))
+      qi = math::FmaOp::create(b, qi, r, like(r, coef));
+  };
   for (double coef :
        {4.1890114545822144e-2, 1.6667114198207855e-1, 4.99992311000824e-1})
-    q = math::FmaOp::create(b, q, r, like(r, coef));
-  Value p = math::FmaOp::create(b, q, r, like(r, 1.0));
-  return math::FmaOp::create(b, p, r, like(r, 1.0));
+    fmaEach(coef);
+  fmaEach(1.0);
+  fmaEach(1.0);
+  return q;
 }
 
 bool KernelBuilder::scalesWithScalef(Type type) const {

@@ -1,25 +1,38 @@
 // The CPU kernels' inline exp scales by 2^n with AVX-512's scalef on
 // 16-lane vectors (n stays a float; scalef overflows to +inf and keeps NaN
-// itself, so only the underflow select follows), and through the exponent
-// bits of a float on narrower vectors (2^128 as 2 x 2^127, NaN selected
-// at the end). Its polynomial has degree 5 (KernelBuilder::expPolynomial).
+// itself, and the lanes below -87.3 are zeroed, so x is clamped from above
+// only), and through the exponent bits of a float on narrower vectors (x
+// clamped on both sides, 2^128 as 2 x 2^127, NaN selected at the end). n
+// is rounded by the shifter 1.5 x 2^23 (0x4B400000): an FMA and a
+// subtraction. Its polynomial has degree 5 (KernelBuilder::expPolynomial).
+// The exps of a group of states are emitted stage by stage, interleaved:
+// here the selective scan's 4 states.
 // Values at the ends of the range: Integration/fast_exp.py.
 // RUN: seqc-opt %s --seq-lower-to-cpu=vector-width=16 | FileCheck %s --check-prefix=W16
 // RUN: seqc-opt %s --seq-lower-to-cpu=vector-width=8 | FileCheck %s --check-prefix=W8
 
 // W16-LABEL: func.func private @__seqc_selective_scan
-// W16: %[[N:.*]] = math.roundeven %{{.*}} : vector<16xf32>
-// Two FMAs reduce x to r, five evaluate e^r = 1 + r + r^2 q(r), q's
-// leading coefficient first.
-// W16-COUNT-2: math.fma
+// W16-COUNT-4: arith.minimumf
+// W16-NOT: arith.maximumf
+// W16-NOT: math.roundeven
+// W16: %[[SHIFTER:.*]] = arith.constant dense<0x4B400000> : vector<16xf32>
+// W16: math.fma %{{.*}}, %{{.*}}, %[[SHIFTER]] : vector<16xf32>
+// W16: %[[N:.*]] = arith.subf
+// Two FMAs per exp reduce x to r, five evaluate e^r = 1 + r + r^2 q(r),
+// q's leading coefficient first: 4 at a time.
+// W16-COUNT-8: math.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>
 // W16: arith.constant dense<0.0083125{{[0-9]*}}> : vector<16xf32>
-// W16-COUNT-5: math.fma
+// W16-COUNT-20: math.fma
 // W16-NOT: math.fma
 // W16: %[[E:.*]] = x86vector.avx512.mask.scalef %{{.*}}, %[[N]], %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>
 // W16-NOT: arith.bitcast
 // W16: arith.select %{{.*}}, %{{.*}}, %[[E]] : vector<16xi1>, vector<16xf32>
+// W16-COUNT-3: x86vector.avx512.mask.scalef
 
 // W8-LABEL: func.func private @__seqc_selective_scan
+// W8: arith.minimumf
+// W8-NEXT: arith.constant
+// W8-NEXT: arith.maximumf
 // W8-NOT: x86vector.avx512.mask.scalef
 // W8: arith.fptosi %{{.*}} : vector<8xf32> to vector<8xi32>
 // W8: arith.minsi
