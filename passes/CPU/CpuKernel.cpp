@@ -13,6 +13,7 @@ CpuTarget CpuTarget::host() {
   t.l2Bytes = host.l2Bytes;
   t.bf16Dot = host.avx512bf16;
   t.amxTiles = host.amx;
+  t.cores = host.cores;
   return t;
 }
 

@@ -116,4 +116,15 @@ c.run("ragged block, zoh, 2 chunks", lambda: case(1, 64, 40, 8, 1, use=("D", "h0
                                                    zoh=True, seed=13))
 c.run("groups on the fast path", lambda: case(1, 45, 64, 16, 2, use=("D", "z"), softplus=True,
                                                seed=14))
+# Wide rows: a task takes up to four adjacent blocks of 16 channels (on a
+# host with few cores; CpuSelectiveScan's blocksPerTask): a last task with
+# fewer blocks and a ragged last block, tasks whose blocks straddle two B/C
+# groups (288 channels per group), two blocks per task (N = 32), the
+# zero-order hold.
+c.run("wide tasks, ragged", lambda: case(2, 70, 550, 16, 1, use=("D", "z", "db", "h0"),
+                                         softplus=True, seed=15))
+c.run("wide tasks across groups", lambda: case(1, 40, 576, 16, 2, use=("D",), softplus=True,
+                                               seed=16))
+c.run("wide tasks, 32 states, zoh", lambda: case(1, 37, 550, 32, 1, use=("D", "h0"),
+                                                 softplus=True, zoh=True, seed=17))
 c.finish()
