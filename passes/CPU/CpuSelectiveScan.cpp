@@ -95,9 +95,9 @@ struct ChannelBlock {
 /// sequence.
 class SelectiveScanTask {
 public:
-  /// Exps emitted side by side: one is a chain of about 13 dependent
-  /// operations, and 8 chains interleaved keep two vector ports busy
-  /// without spilling.
+  /// Exps emitted side by side (KernelBuilder::exp): 8 chains of about 13
+  /// dependent operations each, which fit the vector registers without
+  /// spilling.
   static constexpr int64_t ExpGroup = 8;
 
   SelectiveScanTask(KernelBuilder &k, const ScanShape &s, const ScanBuffers &io,

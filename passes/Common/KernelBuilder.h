@@ -75,7 +75,7 @@ public:
   Value fcmp(mlir::arith::CmpFPredicate p, Value a, Value c);
   Value exp(Value a);
   /// exp of each of `xs`, their instructions interleaved stage by stage
-  /// (independent chains side by side keep a core's vector ports busy).
+  /// (independent chains side by side in the instruction stream).
   llvm::SmallVector<Value> exp(mlir::ValueRange xs);
   Value expm1(Value a);
   Value log1p(Value a);
