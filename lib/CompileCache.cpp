@@ -93,6 +93,13 @@ static const std::string &buildIdentity() {
 std::string seqc::cacheKey(std::string_view source, std::string_view bufferName,
                            const CompileOptions &options,
                            const llvm::TargetMachine &tm) {
+  return sha256(cacheKeyMaterial(source, bufferName, options, tm));
+}
+
+std::string seqc::cacheKeyMaterial(std::string_view source,
+                                   std::string_view bufferName,
+                                   const CompileOptions &options,
+                                   const llvm::TargetMachine &tm) {
   // The products bf16 operands take (SEQC_CPU_BF16 may change them); a
   // value the compile will reject keys as itself.
   Expected<std::string> resolved = resolveBf16Products(options, tm);
@@ -102,14 +109,14 @@ std::string seqc::cacheKey(std::string_view source, std::string_view bufferName,
   os << "seqc-cache-key 1\nseqc " << seqcVersion() << "\nbuild "
      << buildIdentity() << "\nllvm " << LLVM_VERSION_STRING << "\ntriple "
      << tm.getTargetTriple().str() << "\ncpu " << tm.getTargetCPU()
-     << "\nfeatures " << tm.getTargetFeatureString() << "\nreference "
-     << options.reference << "\nopt " << options.optLevel << "\nprofile "
-     << static_cast<int>(options.profile) << "\nfuse " << options.fuse
-     << "\nstrict " << options.strict << "\nranks " << options.ranks
-     << "\nparallel " << static_cast<int>(options.parallel) << "\nbf16 "
-     << bf16Products << "\nperf-map " << perfMapRequested() << "\ntarget "
-     << static_cast<int>(options.target) << "\nchip " << options.cudaChip
-     << "\nblock-threads "
+     << "\nfeatures " << tm.getTargetFeatureString() << "\ntuning "
+     << cpuHostTuning() << "\nreference " << options.reference << "\nopt "
+     << options.optLevel << "\nprofile " << static_cast<int>(options.profile)
+     << "\nfuse " << options.fuse << "\nstrict " << options.strict << "\nranks "
+     << options.ranks << "\nparallel " << static_cast<int>(options.parallel)
+     << "\nbf16 " << bf16Products << "\nperf-map " << perfMapRequested()
+     << "\ntarget " << static_cast<int>(options.target) << "\nchip "
+     << options.cudaChip << "\nblock-threads "
      << options.cudaBlockThreads
      // The CUDA object embeds a cubin or, without ptxas, PTX: installing
      // the toolkit must not keep serving the PTX build.
@@ -134,7 +141,7 @@ std::string seqc::cacheKey(std::string_view source, std::string_view bufferName,
   os << "\n";
   os.flush();
   material.append(source.data(), source.size());
-  return sha256(material);
+  return material;
 }
 
 std::string seqc::cacheDirectory(const std::string &configured) {

@@ -27,6 +27,12 @@ struct CacheEntry {
 std::string cacheKey(std::string_view source, std::string_view bufferName,
                      const CompileOptions &options,
                      const llvm::TargetMachine &tm);
+/// What cacheKey digests: every input the compiled code depends on, as
+/// text, then the source.
+std::string cacheKeyMaterial(std::string_view source,
+                             std::string_view bufferName,
+                             const CompileOptions &options,
+                             const llvm::TargetMachine &tm);
 
 /// The cache directory: `configured`, else $SEQC_CACHE_DIR, else
 /// $XDG_CACHE_HOME/seqc, else $HOME/.cache/seqc.

@@ -1,6 +1,8 @@
 //===- CacheTest.cpp - the engine's memory and disk compile caches -------===//
 
+#include "CompileCache.h"
 #include "seqc/Engine.h"
+#include "seqc/Passes.h"
 
 #include <gtest/gtest.h>
 
@@ -100,6 +102,23 @@ TEST_F(CacheTest, OptionsAndSourceAreInTheKey) {
   EXPECT_EQ((*renamed)->cacheStatus(), CacheStatus::Compiled);
   EXPECT_EQ(
       std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 5);
+}
+
+// The kernels are tuned from the host's cores and caches (the selective
+// scan's tasks, the GEMM's blocks): a cache shared by hosts of one CPU model
+// must not hand one's code to another.
+TEST_F(CacheTest, HostTuningIsInTheKey) {
+  std::string tuning = cpuHostTuning();
+  EXPECT_NE(tuning.find("cores " +
+                        std::to_string(
+                            std::max(1u, std::thread::hardware_concurrency()))),
+            std::string::npos)
+      << tuning;
+  EXPECT_NE(tuning.find(" l1 "), std::string::npos) << tuning;
+  auto tm = hostTargetMachine(options.optLevel);
+  ASSERT_TRUE(bool(tm));
+  std::string material = cacheKeyMaterial(kScale, "main.mlir", options, **tm);
+  EXPECT_NE(material.find("\ntuning " + tuning + "\n"), std::string::npos);
 }
 
 TEST_F(CacheTest, FlippedObjectByteIsRebuilt) {

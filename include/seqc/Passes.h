@@ -34,6 +34,12 @@ namespace seqc {
 /// The host's description and code for a named CPU both take it.
 int64_t cpuVectorLanes(llvm::function_ref<bool(llvm::StringRef)> has);
 
+/// The host facts the CPU kernels are tuned from besides its features: its
+/// cores and data cache sizes ("cores 2 l1 49152 l2 2097152"). The compile
+/// cache keys on them, since code compiled on one host of a CPU model may
+/// not suit another with other cores or caches.
+std::string cpuHostTuning();
+
 /// An error on `root` unless `lanes`, the `vector-width` option of `pass`,
 /// is 0 (the host's) or a CPU's: 4, 8 or 16 (SSE, AVX, AVX-512; the
 /// kernels' in-register transposes take powers of two).

@@ -1,6 +1,7 @@
 //===- CpuKernel.cpp - what the CPU lowerings know of the host ------------===//
 
 #include "CPU/CpuKernel.h"
+#include "seqc/Passes.h"
 
 using namespace mlir;
 using namespace seqc;
@@ -15,6 +16,12 @@ CpuTarget CpuTarget::host() {
   t.amxTiles = host.amx;
   t.cores = host.cores;
   return t;
+}
+
+std::string seqc::cpuHostTuning() {
+  CpuTarget host = CpuTarget::host();
+  return "cores " + std::to_string(host.cores) + " l1 " +
+         std::to_string(host.l1Bytes) + " l2 " + std::to_string(host.l2Bytes);
 }
 
 void CpuItemDispatch::emit(ImplicitLocOpBuilder &b, StringRef name,
