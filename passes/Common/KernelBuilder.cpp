@@ -104,6 +104,8 @@ Value KernelBuilder::fcmp(arith::CmpFPredicate p, Value a, Value c) {
 Value KernelBuilder::exp(Value a) { return exp(ValueRange{a}).front(); }
 
 SmallVector<Value> KernelBuilder::exp(ValueRange xs) {
+  if (xs.empty())
+    return {};
   Type elt = getElementTypeOrSelf(xs.front().getType());
   if (fastMath && elt.isF32())
     return polynomialExp(xs);
