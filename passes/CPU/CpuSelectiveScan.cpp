@@ -129,9 +129,11 @@ public:
     return std::clamp<int64_t>(1024 / (s.blocksPerTask * s.lanes), 8, 32);
   }
   /// Steps whose decays are computed before their recurrence: N vectors
-  /// each, 8 KiB in all (16 KiB with the zero-order hold's weights).
+  /// each, 8 KiB in all (16 KiB with the zero-order hold's weights). N = 0
+  /// (no states) takes whole chunks.
   int64_t decaySteps() const {
-    return std::clamp<int64_t>(128 / s.N, 1, chunkSteps());
+    return std::clamp<int64_t>(128 / std::max<int64_t>(s.N, 1), 1,
+                               chunkSteps());
   }
 
   void emit() {
@@ -276,10 +278,10 @@ private:
   /// y = sum_n C_n h_n for each step.
   SmallVector<Value> recur(const ChannelBlock &c, Value t0, Value steps,
                            ValueRange h) {
-    Value blocks =
+    Value passes =
         k.divs(k.add(steps, k.idx(decaySteps() - 1)), k.idx(decaySteps()));
-    return k.loop(blocks, h, [&](Value block, ValueRange hb) {
-      Value i0 = k.mul(block, k.idx(decaySteps()));
+    return k.loop(passes, h, [&](Value pass, ValueRange hb) {
+      Value i0 = k.mul(pass, k.idx(decaySteps()));
       Value len = k.mins(k.idx(decaySteps()), k.sub(steps, i0));
       decays(c, i0, len);
       return k.loop(len, hb, [&](Value j, ValueRange hj) {

@@ -4,6 +4,7 @@
 #include "SeqRt/SeqRtDialect.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SmallVectorExtras.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -109,15 +110,8 @@ SmallVector<Value> KernelBuilder::exp(ValueRange xs) {
   Type elt = getElementTypeOrSelf(xs.front().getType());
   if (fastMath && elt.isF32())
     return polynomialExp(xs);
-  return map(xs, [&](Value x) { return math::ExpOp::create(b, x); });
-}
-
-SmallVector<Value> KernelBuilder::map(ValueRange xs,
-                                      llvm::function_ref<Value(Value)> f) {
-  SmallVector<Value> out;
-  for (Value x : xs)
-    out.push_back(f(x));
-  return out;
+  return llvm::map_to_vector(
+      xs, [&](Value x) -> Value { return math::ExpOp::create(b, x); });
 }
 
 SmallVector<Value> KernelBuilder::polynomialExp(ValueRange xs) {
@@ -137,7 +131,7 @@ SmallVector<Value> KernelBuilder::polynomialExp(ValueRange xs) {
   // this was measured, the selective scan's exps ran at the vector ports'
   // bound either way.)
   bool scalef = scalesWithScalef(xs.front().getType());
-  SmallVector<Value> c = map(xs, [&](Value x) {
+  SmallVector<Value> c = llvm::map_to_vector(xs, [&](Value x) {
     Value top = minimumf(x, like(x, 88.72283935546875));
     return scalef ? top : maximumf(top, like(x, -87.3));
   });
@@ -146,7 +140,7 @@ SmallVector<Value> KernelBuilder::polynomialExp(ValueRange xs) {
   // an FMA and a subtraction, where a multiply and a rounding instruction
   // take three operations on Intel's cores.
   const double shifter = 0x1.8p23;
-  SmallVector<Value> n = map(c, [&](Value ci) -> Value {
+  SmallVector<Value> n = llvm::map_to_vector(c, [&](Value ci) -> Value {
     Value shifted = math::FmaOp::create(b, ci, like(ci, 1.4426950408889634),
                                         like(ci, shifter));
     return fsub(shifted, like(ci, shifter));
@@ -193,8 +187,8 @@ SmallVector<Value> KernelBuilder::expPolynomial(ValueRange rs) {
   // polynomial it replaces, in one FMA fewer. The leading 1 + r stays
   // exact, so e^0 is 1 and a recurrence whose decay is near 1 gathers no
   // bias step after step.
-  SmallVector<Value> q =
-      map(rs, [&](Value r) { return like(r, 8.312525227665901e-3); });
+  SmallVector<Value> q = llvm::map_to_vector(
+      rs, [&](Value r) { return like(r, 8.312525227665901e-3); });
   auto fmaEach = [&](double coef) {
     for (auto [qi, r] : llvm::zip_equal(q, rs))
       qi = math::FmaOp::create(b, qi, r, like(r, coef));

@@ -74,8 +74,9 @@ public:
   Value minimumf(Value a, Value c); ///< NaN-propagating min
   Value fcmp(mlir::arith::CmpFPredicate p, Value a, Value c);
   Value exp(Value a);
-  /// exp of each of `xs`, their instructions interleaved stage by stage
-  /// (independent chains side by side in the instruction stream).
+  /// exp of each of `xs` (all of one type), their instructions interleaved
+  /// stage by stage (independent chains side by side in the instruction
+  /// stream).
   llvm::SmallVector<Value> exp(mlir::ValueRange xs);
   Value expm1(Value a);
   Value log1p(Value a);
@@ -209,9 +210,6 @@ private:
   llvm::SmallVector<Value> polynomialExp(mlir::ValueRange xs);
   /// e^r for each r in [-ln2/2, ln2/2] (exp after its range reduction).
   llvm::SmallVector<Value> expPolynomial(mlir::ValueRange rs);
-  /// f of each of `xs`.
-  llvm::SmallVector<Value> map(mlir::ValueRange xs,
-                               llvm::function_ref<Value(Value)> f);
   /// Whether exp of `type` scales by 2^n with AVX-512's scalef.
   bool scalesWithScalef(mlir::Type type) const;
   /// p 2^n, n in [-126, 128], through the exponent bits of a float.

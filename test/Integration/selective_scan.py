@@ -125,6 +125,9 @@ c.run("wide tasks, ragged", lambda: case(2, 70, 550, 16, 1, use=("D", "z", "db",
                                          softplus=True, seed=15))
 c.run("wide tasks across groups", lambda: case(1, 40, 576, 16, 2, use=("D",), softplus=True,
                                                seed=16))
+# No states (N = 0): y is the skip term alone; the kernel's step blocking
+# once divided by N at compile time.
+c.run("no states", lambda: case(1, 9, 40, 0, 1, use=("D",), softplus=True, seed=18))
 c.run("wide tasks, 32 states, zoh", lambda: case(1, 37, 550, 32, 1, use=("D", "h0"),
                                                  softplus=True, zoh=True, seed=17))
 c.finish()
