@@ -50,6 +50,8 @@ const std::vector<RuntimeSymbol> &seqc::runtimeSymbols() {
       {"memrefCopy", reinterpret_cast<void *>(&memrefCopy)},
       {rt::entry::kParallelFor,
        reinterpret_cast<void *>(&seqc_rt_parallel_for)},
+      {rt::entry::kParallelWidth,
+       reinterpret_cast<void *>(&seqc_rt_parallel_width)},
       {rt::entry::kInvokeC, reinterpret_cast<void *>(&seqc_rt_invoke_c)},
       {rt::entry::kCpuHas, reinterpret_cast<void *>(&seqc_rt_cpu_has)},
       {rt::entry::kProfileEnter,

@@ -18,6 +18,8 @@ namespace seqc::rt::entry {
 inline constexpr char kCheckFailed[] = "seqc_rt_check_failed";
 /// A kernel's task space on the thread pool (seq-lower-parallel).
 inline constexpr char kParallelFor[] = "seqc_rt_parallel_for";
+/// The threads a parallel_for would run on (seq-lower-parallel).
+inline constexpr char kParallelWidth[] = "seqc_rt_parallel_width";
 /// Profile regions (seq-profile-calls).
 inline constexpr char kProfileEnter[] = "seqc_rt_profile_enter";
 inline constexpr char kProfileExit[] = "seqc_rt_profile_exit";

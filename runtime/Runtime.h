@@ -46,6 +46,10 @@ typedef void (*seqc_rt_task_fn)(void *ctx, int64_t begin, int64_t end);
 void seqc_rt_parallel_for(int64_t count, seqc_rt_task_fn fn, void *ctx);
 int64_t seqc_rt_get_num_threads(void);
 void seqc_rt_set_num_threads(int64_t n);
+/* The threads a parallel_for issued by the calling thread would run on: the
+ * pool's, or 1 inside a task of the pool (nested loops run serially).
+ * Compiled kernels size their task split from it. */
+int64_t seqc_rt_parallel_width(void);
 
 /* Profile regions of a profiled build (seq-profile-calls): the time between
  * enter and exit of region `id` is added to the running call's profile when

@@ -234,6 +234,10 @@ extern "C" int64_t seqc_rt_get_num_threads(void) {
   return Pool::get().threads();
 }
 
+extern "C" int64_t seqc_rt_parallel_width(void) {
+  return insideTask ? 1 : Pool::get().threads();
+}
+
 extern "C" void seqc_rt_set_num_threads(int64_t n) {
   Pool::get().setThreads(n);
 }

@@ -105,6 +105,26 @@ TEST(ThreadPool, NestedLoopsRunInline) {
       << "inner tasks ran on another thread than their outer task";
 }
 
+/// Records the parallel width seen inside each task.
+void widthInside(void *ctx, int64_t begin, int64_t end) {
+  auto *widths = static_cast<Counts *>(ctx);
+  for (int64_t i = begin; i < end; ++i)
+    widths->hits[i].store(static_cast<int>(seqc_rt_parallel_width()));
+}
+
+// Kernels size their task split from the width: the pool's threads where a
+// loop would spread, 1 inside a task, where loops run inline.
+TEST(ThreadPool, ParallelWidthIsThePoolsOrOneInsideATask) {
+  for (int64_t n : {1, 3, 8}) {
+    PoolSize pool(n);
+    EXPECT_EQ(seqc_rt_parallel_width(), n);
+    Counts widths(40);
+    seqc_rt_parallel_for(40, widthInside, &widths);
+    for (size_t i = 0; i < widths.hits.size(); ++i)
+      ASSERT_EQ(widths.hits[i].load(), 1) << "task " << i << ", pool " << n;
+  }
+}
+
 TEST(ThreadPool, LoopsAfterTheWorkersFellAsleep) {
   // Workers spin briefly after a loop, then sleep on a condition variable;
   // a loop after a pause must wake them (or run without them), never hang

@@ -76,4 +76,24 @@ def SeqRt_ParallelForOp : SeqRt_Op<"parallel_for",
   }];
 }
 
+def SeqRt_ParallelWidthOp : SeqRt_Op<"parallel_width",
+    [MemoryEffects<[MemRead]>]> {
+  let summary = "the threads a parallel_for issued here would run on";
+  let description = [{
+    The number of threads that a `seq_rt.parallel_for` at this point would
+    share its ranges among: the runtime pool's size (`SEQC_NUM_THREADS`, else
+    the hardware's threads, or what the host set), or 1 inside a task of the
+    pool, where parallel loops run on the calling thread. Kernels that split
+    their work into tasks read it at run time, so code compiled ahead of
+    time splits for the machine and pool it runs on, not the compiler's.
+    `seq-lower-parallel` turns it into a call of `seqc_rt_parallel_width`.
+
+    ```mlir
+    %threads = seq_rt.parallel_width : index
+    ```
+  }];
+  let results = (outs Index:$width);
+  let assemblyFormat = "attr-dict `:` type($width)";
+}
+
 #endif // SEQRT_OPS_TD

@@ -35,9 +35,10 @@ namespace seqc {
 int64_t cpuVectorLanes(llvm::function_ref<bool(llvm::StringRef)> has);
 
 /// The host facts the CPU kernels are tuned from besides its features: its
-/// cores and data cache sizes ("cores 2 l1 49152 l2 2097152"). The compile
-/// cache keys on them, since code compiled on one host of a CPU model may
-/// not suit another with other cores or caches.
+/// data cache sizes ("l1 49152 l2 2097152"). The compile cache keys on them,
+/// since code compiled on one host of a CPU model may not suit another with
+/// other caches. (The cores are not among them: kernels split their work by
+/// the threads they run on, read when they run.)
 std::string cpuHostTuning();
 
 /// An error on `root` unless `lanes`, the `vector-width` option of `pass`,

@@ -14,14 +14,13 @@ CpuTarget CpuTarget::host() {
   t.l2Bytes = host.l2Bytes;
   t.bf16Dot = host.avx512bf16;
   t.amxTiles = host.amx;
-  t.cores = host.cores;
   return t;
 }
 
 std::string seqc::cpuHostTuning() {
   CpuTarget host = CpuTarget::host();
-  return "cores " + std::to_string(host.cores) + " l1 " +
-         std::to_string(host.l1Bytes) + " l2 " + std::to_string(host.l2Bytes);
+  return "l1 " + std::to_string(host.l1Bytes) + " l2 " +
+         std::to_string(host.l2Bytes);
 }
 
 void CpuItemDispatch::emit(ImplicitLocOpBuilder &b, StringRef name,

@@ -31,8 +31,6 @@ struct CpuTarget {
   /// experts) take AMX tiles (amx.tile_mulf). The kernels are the same
   /// when the tiles are emulated (seq-emulate-amx, for hosts without AMX).
   bool amxTiles = false;
-  /// The cores kernels share their tasks among (how finely to split).
-  int64_t cores = 1;
 
   /// The host, from its CPU features and cache geometry.
   static CpuTarget host();

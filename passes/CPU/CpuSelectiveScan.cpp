@@ -1,10 +1,13 @@
 //===- CpuSelectiveScan.cpp - the Mamba-1 selective scan on the CPU -------===//
 //
 // A task owns up to four adjacent blocks of `lanes` channels of one batch
-// row and runs the whole sequence. A block's N states live in vector
-// registers while it runs (one vector per state index, lanes over
-// channels), in an L1 buffer between chunks. The sequence goes by chunks
-// of chunkSteps() steps, and each chunk in three stages:
+// row and runs the whole sequence; how many is chosen when the kernel
+// runs, from the threads it runs on (seq_rt.parallel_width), so an object
+// compiled on one machine splits its work for the machine that runs it. A
+// block's N states live in vector registers while it runs (one vector per
+// state index, lanes over channels), in an L1 buffer between chunks. The
+// sequence goes by chunks of chunkSteps() steps, and each chunk in three
+// stages:
 //   - stage:  the step sizes (bias, softplus) and dt u of the chunk's steps
 //             for every block into L1 buffers, while the next chunk's
 //             lines are prefetched;
@@ -30,6 +33,7 @@
 #include "CPU/CpuKernel.h"
 #include "CPU/CpuPatterns.h"
 #include "Common/ScanLayout.h"
+#include "SeqRt/SeqRtDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -76,9 +80,10 @@ private:
 /// What the kernel knows statically.
 struct ScanShape {
   int64_t N, D, perGroup, lanes, blocks;
-  /// Channel blocks (of `lanes` channels) per task, and tasks per batch
-  /// row (the last may hold fewer blocks).
-  int64_t blocksPerTask, tasksPerRow;
+  /// The most channel blocks (of `lanes` channels) a task may take: four,
+  /// fewer where their states would pass 64 vectors. The run's split
+  /// (splitTasks) takes 1, 2 or 4 blocks per task, up to this.
+  int64_t maxBlocksPerTask;
   bool zoh, softplus;
   /// D is not a multiple of the vector width: the last block is masked.
   bool ragged() const { return D % lanes != 0; }
@@ -100,16 +105,16 @@ public:
   /// spilling.
   static constexpr int64_t ExpGroup = 8;
 
+  /// Task `task` of tasks of `perTask` channel blocks.
   SelectiveScanTask(KernelBuilder &k, const ScanShape &s, const ScanBuffers &io,
-                    Value task)
+                    Value perTask, Value task)
       : k(k), s(s), io(io) {
-    bi = k.divs(task, k.idx(s.tasksPerRow));
-    firstBlock =
-        k.mul(k.rems(task, k.idx(s.tasksPerRow)), k.idx(s.blocksPerTask));
-    blockCount =
-        k.mins(k.idx(s.blocksPerTask), k.sub(k.idx(s.blocks), firstBlock));
+    Value tasksPerRow = tasksPerBatchRow(k, s, perTask);
+    bi = k.divs(task, tasksPerRow);
+    firstBlock = k.mul(k.rems(task, tasksPerRow), perTask);
+    blockCount = k.mins(perTask, k.sub(k.idx(s.blocks), firstBlock));
     nT = k.mdim(io.u, 1);
-    int64_t slots = s.blocksPerTask;
+    int64_t slots = s.maxBlocksPerTask;
     dtBuf = k.stackBuffer({slots, chunkSteps(), s.lanes});
     dtuBuf = k.stackBuffer({slots, chunkSteps(), s.lanes});
     uBuf = k.stackBuffer({slots, chunkSteps(), s.lanes});
@@ -121,12 +126,21 @@ public:
       weightBuf = k.stackBuffer({decaySteps() * s.N, s.lanes});
   }
 
-  /// Steps per chunk: the chunk's step sizes, dt u, u and outputs of the
-  /// task's blocks take 16 KiB of L1 at most (32 steps of one 16-lane
-  /// block, 16 steps of four), next to the decays and the columns of A;
-  /// a chunk's loads are enough to cover DRAM's latency.
+  /// Tasks per batch row (the last may hold fewer blocks).
+  static Value tasksPerBatchRow(KernelBuilder &k, const ScanShape &s,
+                                Value perTask) {
+    return k.divs(k.add(k.idx(s.blocks), k.sub(perTask, k.idx(1))), perTask);
+  }
+
+  /// Steps per chunk: the chunk's step sizes, dt u, u and outputs of a
+  /// task's blocks take 16 KiB of L1 at most (16 steps of four 16-lane
+  /// blocks, 32 of one), next to the decays and the columns of A; a chunk's
+  /// loads are enough to cover DRAM's latency. Sized for the most blocks a
+  /// task may take, whatever the run's split: a chunk that followed the
+  /// split (a run-time value) cost 6-8 % in the loops' arithmetic, and
+  /// tasks of one block ran as fast with 16 steps as with 32 (T2048).
   int64_t chunkSteps() const {
-    return std::clamp<int64_t>(1024 / (s.blocksPerTask * s.lanes), 8, 32);
+    return std::clamp<int64_t>(1024 / (s.maxBlocksPerTask * s.lanes), 8, 32);
   }
   /// Steps whose decays are computed before their recurrence: N vectors
   /// each, 8 KiB in all (16 KiB with the zero-order hold's weights). N = 0
@@ -363,8 +377,9 @@ struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
               "the vector width when G > 1");
     s.perGroup = s.D / G;
     s.blocks = (s.D + s.lanes - 1) / s.lanes;
-    s.blocksPerTask = blocksPerTask(s.blocks, s.N);
-    s.tasksPerRow = (s.blocks + s.blocksPerTask - 1) / s.blocksPerTask;
+    s.maxBlocksPerTask = 4;
+    while (s.maxBlocksPerTask > 1 && s.maxBlocksPerTask * s.N > 64)
+      s.maxBlocksPerTask /= 2;
     s.zoh = op.getDiscretization() == seq::Discretization::zoh;
     s.softplus = op.getDeltaSoftplus();
 
@@ -392,10 +407,16 @@ struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
     if (op.getInit())
       io.init = readBuffer(b, transposeLastTwo(b, op.getInit()));
 
-    emitParallelKernel(b, "selective_scan",
-                       kb.mul(dims["B"], kb.idx(s.tasksPerRow)), io.list(),
+    Value perTask = blocksPerTask(b, kb, s);
+    Value tasks =
+        kb.mul(dims["B"], SelectiveScanTask::tasksPerBatchRow(kb, s, perTask));
+    SmallVector<Value> args = io.list();
+    args.push_back(perTask);
+    emitParallelKernel(b, "selective_scan", tasks, args,
                        [&](KernelBuilder &k, Value task, ValueRange in) {
-                         SelectiveScanTask(k, s, io.rebind(in), task).emit();
+                         SelectiveScanTask(k, s, io.rebind(in.drop_back()),
+                                           in.back(), task)
+                             .emit();
                        });
 
     Value y = asTensor(b, io.y, cast<RankedTensorType>(op.getY().getType()));
@@ -405,17 +426,25 @@ struct CpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
     return success();
   }
 
-  /// Channel blocks per task: up to four, whose rows of a step are four
-  /// adjacent lines (one line per step and page, as one block reads them,
-  /// left the memory system little to stream: T2048 D1536 N16 ran 25-35%
-  /// slower than the same work with contiguous rows), while every core
-  /// keeps at least four tasks per batch row and the task's states stay
-  /// within 64 vectors.
-  int64_t blocksPerTask(int64_t blocks, int64_t N) const {
-    int64_t perTask = 4;
-    while (perTask > 1 &&
-           (perTask * N > 64 || blocks / perTask < 4 * target.cores))
-      perTask /= 2;
+  /// Channel blocks per task: up to s.maxBlocksPerTask, whose rows of a
+  /// step are adjacent lines (one line per step and page, as one block
+  /// reads them, left the memory system little to stream: T2048 D1536 N16
+  /// ran 25-35% slower than the same work with contiguous rows), while
+  /// every thread the kernel runs on keeps at least four tasks per batch
+  /// row. The threads are the run's (seq_rt.parallel_width), not the
+  /// compiler's: an object compiled on 2 cores and run on 64 gives every
+  /// thread work.
+  static Value blocksPerTask(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                             const ScanShape &s) {
+    Value threads = seq_rt::ParallelWidthOp::create(b, b.getIndexType());
+    Value minTasks = kb.mul(threads, kb.idx(4));
+    // The largest size that leaves enough tasks wins.
+    Value perTask = kb.idx(1);
+    for (int64_t p = 2; p <= s.maxBlocksPerTask; p *= 2) {
+      Value enough =
+          kb.cmp(arith::CmpIPredicate::sge, kb.idx(s.blocks / p), minTasks);
+      perTask = kb.select(enough, kb.idx(p), perTask);
+    }
     return perTask;
   }
 

@@ -33,11 +33,43 @@ struct ContextLayout {
 
 struct SeqLowerParallel : seqc::impl::SeqLowerParallelBase<SeqLowerParallel> {
   void runOnOperation() override {
+    if (failed(lowerWidths()) || failed(lowerLoops()))
+      signalPassFailure();
+  }
+
+  /// Each seq_rt.parallel_width becomes a call of seqc_rt_parallel_width.
+  LogicalResult lowerWidths() {
+    ModuleOp module = getOperation();
+    SmallVector<seqc::seq_rt::ParallelWidthOp> widths;
+    module.walk(
+        [&](seqc::seq_rt::ParallelWidthOp op) { widths.push_back(op); });
+    if (widths.empty())
+      return success();
+    OpBuilder top = OpBuilder::atBlockBegin(module.getBody());
+    Type i64 = IntegerType::get(&getContext(), 64);
+    FailureOr<LLVM::LLVMFuncOp> runtimeFn = LLVM::lookupOrCreateFn(
+        top, module, seqc::rt::entry::kParallelWidth, {}, i64);
+    if (failed(runtimeFn))
+      return failure();
+    for (seqc::seq_rt::ParallelWidthOp op : widths) {
+      ImplicitLocOpBuilder b(op.getLoc(), op);
+      Value width =
+          LLVM::CallOp::create(b, *runtimeFn, ValueRange{}).getResult();
+      op.replaceAllUsesWith(
+          arith::IndexCastOp::create(b, b.getIndexType(), width).getResult());
+      op.erase();
+    }
+    return success();
+  }
+
+  /// Each seq_rt.parallel_for becomes a call of seqc_rt_parallel_for with
+  /// its arguments packed for a trampoline.
+  LogicalResult lowerLoops() {
     ModuleOp module = getOperation();
     SmallVector<seqc::seq_rt::ParallelForOp> loops;
     module.walk([&](seqc::seq_rt::ParallelForOp op) { loops.push_back(op); });
     if (loops.empty())
-      return;
+      return success();
 
     MLIRContext *ctx = &getContext();
     LLVMTypeConverter converter(ctx);
@@ -48,7 +80,7 @@ struct SeqLowerParallel : seqc::impl::SeqLowerParallelBase<SeqLowerParallel> {
         LLVM::lookupOrCreateFn(top, module, seqc::rt::entry::kParallelFor,
                                {i64, ptr, ptr}, LLVM::LLVMVoidType::get(ctx));
     if (failed(runtimeFn))
-      return signalPassFailure();
+      return failure();
 
     llvm::StringMap<func::FuncOp> trampolines;
     SymbolTable symbols(module);
@@ -57,9 +89,8 @@ struct SeqLowerParallel : seqc::impl::SeqLowerParallelBase<SeqLowerParallel> {
       for (Value arg : op.getArgs()) {
         Type converted = converter.convertType(arg.getType());
         if (!converted) {
-          op.emitOpError() << "cannot pass " << arg.getType()
-                           << " to the thread pool";
-          return signalPassFailure();
+          return op.emitOpError()
+                 << "cannot pass " << arg.getType() << " to the thread pool";
         }
         layout.argTypes.push_back(arg.getType());
         layout.fieldTypes.push_back(converted);
@@ -98,6 +129,7 @@ struct SeqLowerParallel : seqc::impl::SeqLowerParallelBase<SeqLowerParallel> {
       LLVM::CallOp::create(b, *runtimeFn, ValueRange{count, fnPtr, slot});
       op.erase();
     }
+    return success();
   }
 
   /// func.func private @callee$task(%ctx: !llvm.ptr, %begin: i64, %end: i64)

@@ -27,7 +27,8 @@ def SeqLowerParallel : Pass<"seq-lower-parallel", "::mlir::ModuleOp"> {
     descriptors and scalars) and a call of
     `seqc_rt_parallel_for(count, trampoline, ctx)`. One trampoline per callee,
     `(ptr ctx, i64 begin, i64 end) -> ()` with a plain C signature, unpacks
-    the context and calls the callee with the range.
+    the context and calls the callee with the range. Each
+    `seq_rt.parallel_width` becomes a call of `seqc_rt_parallel_width()`.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",

@@ -33,7 +33,6 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/TargetParser/Host.h"
 
-#include <thread>
 #include <unistd.h>
 
 #include <cmath>
@@ -245,7 +244,6 @@ TargetDescription TargetDescription::host() {
     l2 = v;
 #endif
   TargetDescription t = cpu(lanes, l1, l2);
-  t.cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
   t.avx512bf16 = has("avx512bf16");
   t.amx = has("amx-tile") && has("amx-bf16");
   return t;

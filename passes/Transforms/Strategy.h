@@ -43,9 +43,10 @@ struct TargetDescription {
   enum class Kind { CPU, GPU };
   Kind kind = Kind::CPU;
 
-  /// CPU: f32 lanes per vector, cores, per-core data caches, bf16 features.
+  /// CPU: f32 lanes per vector, per-core data caches, bf16 features. (Not
+  /// the cores: kernels split their work by the threads they run on, read
+  /// at run time.)
   int64_t vectorWidth = 8;
-  int64_t cores = 1;
   int64_t l1Bytes = 32 * 1024;
   int64_t l2Bytes = 1024 * 1024;
   bool avx512bf16 = false;
@@ -87,7 +88,7 @@ struct TargetDescription {
   static TargetDescription cpu(int64_t vectorWidth, int64_t l1Bytes,
                                int64_t l2Bytes);
   /// The host CPU: vector width from its features (AVX-512: 16, AVX2: 8,
-  /// else 4), cache sizes, cores, AVX-512 BF16 and AMX.
+  /// else 4), cache sizes, AVX-512 BF16 and AMX.
   static TargetDescription host();
   /// An NVIDIA GPU of compute capability `smVersion` (80 for sm_80).
   static TargetDescription gpu(int64_t smVersion);

@@ -3,9 +3,14 @@
 # sizes, A = 0 entries (the ZOH limit), the carried state in two pieces, and
 # the CPU kernel's chunks and channel blocks.
 # RUN: %python %s
+import os
+import subprocess
+import tempfile
+
 import numpy as np
 from refs import selective_scan, softplus as softplus_fn
-from seqc_testing import Checker, f32, func, rng, run_seqc, seq_op, type_of
+from seqc_testing import (SEQC_AOT_RUN, Checker, f32, func, rng, run_seqc, seq_op,
+                          type_of)
 
 c = Checker()
 
@@ -116,8 +121,8 @@ c.run("ragged block, zoh, 2 chunks", lambda: case(1, 64, 40, 8, 1, use=("D", "h0
                                                    zoh=True, seed=13))
 c.run("groups on the fast path", lambda: case(1, 45, 64, 16, 2, use=("D", "z"), softplus=True,
                                                seed=14))
-# Wide rows: a task takes up to four adjacent blocks of 16 channels (on a
-# host with few cores; CpuSelectiveScan's blocksPerTask): a last task with
+# Wide rows: a task takes up to four adjacent blocks of 16 channels (with
+# few threads; CpuSelectiveScan's splitTasks): a last task with
 # fewer blocks and a ragged last block, tasks whose blocks straddle two B/C
 # groups (288 channels per group), two blocks per task (N = 32), the
 # zero-order hold.
@@ -130,4 +135,59 @@ c.run("wide tasks across groups", lambda: case(1, 40, 576, 16, 2, use=("D",), so
 c.run("no states", lambda: case(1, 9, 40, 0, 1, use=("D",), softplus=True, seed=18))
 c.run("wide tasks, 32 states, zoh", lambda: case(1, 37, 550, 32, 1, use=("D", "h0"),
                                                  softplus=True, zoh=True, seed=17))
+
+
+def split_by_threads(D, N, zoh, seed):
+    """The CPU kernel picks its channel blocks per task (4, 2 or 1) when it
+    runs, from the threads of the pool: one AOT library (and one JIT
+    module) run on 1, 3 and 8 threads takes every split. Each channel's
+    arithmetic is the same in every split, so the results must agree bit
+    for bit, and with the float64 recurrence."""
+    T = 45
+    v = make(2, T, D, N, 1, seed)
+    use = ("D", "z", "db", "h0")
+    attrs = "delta_softplus = true" + (", discretization = #seq.discretization<zoh>" if zoh else "")
+    args, line, out = graph(v, use, attrs)
+    mlir = func(args, [line], [("%r#0", out[0]), ("%r#1", out[1])])
+    inputs = [v[n] for n, _ in args]
+    ry, rl = selective_scan(v["u"], v["delta"], v["A"], v["B"], v["C"], v["D"], v["z"], v["db"],
+                            v["h0"], True, zoh)
+    runs = {}
+    for threads in (1, 3, 8):
+        runs[f"JIT threads={threads}"] = run_seqc(mlir, inputs, extra=["--threads", str(threads)])
+    with tempfile.TemporaryDirectory(prefix="seqc-ss-") as tmp:
+        src, lib = os.path.join(tmp, "ss.mlir"), os.path.join(tmp, "ss.so")
+        with open(src, "w") as f:
+            f.write(mlir)
+        p = subprocess.run(["seqc-compile", src, "-o", lib, "--strict"], capture_output=True,
+                           text=True)
+        if p.returncode != 0:
+            raise AssertionError(f"seqc-compile: {p.stderr}")
+        cmd = [SEQC_AOT_RUN, lib]
+        for i, a in enumerate(inputs):
+            np.save(os.path.join(tmp, f"in{i}.npy"), a)
+            cmd += ["--input", os.path.join(tmp, f"in{i}.npy")]
+        for threads in (1, 3, 8):
+            outdir = os.path.join(tmp, f"out{threads}")
+            env = dict(os.environ, SEQC_NUM_THREADS=str(threads))
+            p = subprocess.run(cmd + ["--output-dir", outdir], capture_output=True, text=True,
+                               env=env)
+            if p.returncode != 0:
+                raise AssertionError(f"seqc-aot-run on {threads} threads: {p.stderr}")
+            runs[f"AOT threads={threads}"] = [
+                np.load(os.path.join(outdir, f"result{i}.npy")) for i in range(2)]
+    first, (y0, last0) = next(iter(runs.items()))
+    tag = f"D={D} N={N} zoh={zoh}"
+    for name, (y, last) in runs.items():
+        c.expect(f"{name} equals {first} bit for bit, {tag}",
+                 np.array_equal(y, y0) and np.array_equal(last, last0))
+    c.close("y " + tag, y0, ry)
+    c.close("last " + tag, last0, rl)
+
+
+# D = 550: 35 blocks of 16 lanes, four per task on 1 thread, two on 3, one
+# on 8 (a ragged last block in each); N = 32 allows two per task at most.
+c.run("split by the run's threads", lambda: split_by_threads(550, 16, False, 19))
+c.run("split by the run's threads, 32 states, zoh",
+      lambda: split_by_threads(550, 32, True, 21))
 c.finish()

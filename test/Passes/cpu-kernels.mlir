@@ -95,3 +95,23 @@ func.func @moe(%x: tensor<32x16xf32>, %w: tensor<32x2xf32>, %i: tensor<32x2xi32>
 // CHUNKS: arith.cmpi ule, %{{.*}} : vector<8xindex>
 // CHUNKS: scf.for %{{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHUNKS-COUNT-12: vector.fma
+
+// The selective scan's tasks take 1, 2 or 4 blocks of channels, chosen when
+// the call runs from the threads of the pool (at least four tasks per
+// thread and batch row), so AOT code splits for the machine it runs on:
+// 25 blocks of 8 lanes give 4 per task on one thread, 2 on up to three.
+// CHECK-LABEL: func.func @selective_scan_split
+// CHECK: %[[W:.*]] = seq_rt.parallel_width : index
+// CHECK: %[[MIN:.*]] = arith.muli %[[W]], %c4
+// CHECK: %[[TWO:.*]] = arith.cmpi sge, %c12, %[[MIN]]
+// CHECK: %[[P2:.*]] = arith.select %[[TWO]], %c2, %c1
+// CHECK: %[[FOUR:.*]] = arith.cmpi sge, %c6, %[[MIN]]
+// CHECK: %[[P:.*]] = arith.select %[[FOUR]], %c4{{.*}}, %[[P2]]
+// CHECK: seq_rt.parallel_for %{{.*}}, @__seqc_selective_scan({{.*}}, %[[P]]) : {{.*}}, index
+func.func @selective_scan_split(%u: tensor<1x64x200xf32>, %dt: tensor<1x64x200xf32>, %A: tensor<200x16xf32>,
+                                %B: tensor<1x64x1x16xf32>) -> tensor<1x64x200xf32> {
+  %y, %l = seq.selective_scan %u, %dt, %A, %B, %B
+    : (tensor<1x64x200xf32>, tensor<1x64x200xf32>, tensor<200x16xf32>, tensor<1x64x1x16xf32>, tensor<1x64x1x16xf32>)
+      -> (tensor<1x64x200xf32>, tensor<1x200x16xf32>)
+  return %y : tensor<1x64x200xf32>
+}
