@@ -64,6 +64,20 @@ if os.path.exists(ptxas):
 import shutil  # noqa: E402
 if shutil.which("mpirun") and ctypes.util.find_library("mpi"):
     config.available_features.add("mpi")
+# How the distributed tests start ranks (%mpirun here, seqc_mpi.py for the
+# Python ones): shared memory between the ranks of this machine, no
+# single-copy (CMA needs ptrace rights containers often lack). Under the
+# sanitizers the ranks keep every ASan and UBSan check but the leak check:
+# OpenMPI unloads its components (mca_*.so) in MPI_Finalize, so LSan meets
+# their allocations with stacks it cannot read or tell from seqc's.
+mpi_env = ["OMPI_MCA_btl=self,vader", "OMPI_MCA_btl_vader_single_copy_mechanism=none"]
+if getattr(config, "seqc_sanitize", ""):
+    rank_asan = [o for o in config.environment["ASAN_OPTIONS"].split(":")
+                 if o and not o.startswith("detect_leaks=")] + ["detect_leaks=0"]
+    config.environment["SEQC_MPI_ASAN_OPTIONS"] = ":".join(rank_asan)
+    mpi_env.append("ASAN_OPTIONS=" + ":".join(rank_asan))
+config.substitutions.append(
+    ("%mpirun", "env " + " ".join(mpi_env) + " mpirun --allow-run-as-root --oversubscribe"))
 
 # The CPU's bf16 dot-product path runs where the host has AVX-512 BF16
 # (seqc's own choice reads LLVM's host features; /proc/cpuinfo says the same).

@@ -9,7 +9,6 @@
 # the same on the emulated GPU target: its kernels, the exchanges through
 # the NCCL entry points (carried out by MPI on host buffers).
 # REQUIRES: mpi
-# UNSUPPORTED: sanitizer
 # RUN: %python %s
 # RUN: env SEQC_MPI_TEST_TARGET=cuda-emulated %python %s
 import os

@@ -13,10 +13,14 @@ from seqc_testing import SEQC_RUN
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
 TARGET = os.environ.get("SEQC_MPI_TEST_TARGET", "cpu")
 # Shared memory between the ranks on this machine; no single-copy (CMA
-# needs ptrace rights containers often lack).
+# needs ptrace rights containers often lack). Under the sanitizers, the
+# ranks' ASan options as lit.cfg.py gives them (no leak check: OpenMPI
+# unloads its components, whose allocations LSan cannot place).
 ENV = dict(os.environ, OMPI_MCA_btl="self,vader",
            OMPI_MCA_btl_vader_single_copy_mechanism="none",
            OMPI_MCA_rmaps_base_oversubscribe="1")
+if "SEQC_MPI_ASAN_OPTIONS" in os.environ:
+    ENV["ASAN_OPTIONS"] = os.environ["SEQC_MPI_ASAN_OPTIONS"]
 
 
 def run(mlir, inputs, ranks, extra=(), expect_error=False, timeout=240,
