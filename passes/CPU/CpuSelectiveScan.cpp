@@ -82,7 +82,8 @@ struct ScanShape {
   int64_t N, D, perGroup, lanes, blocks;
   /// The most channel blocks (of `lanes` channels) a task may take: four,
   /// fewer where their states would pass 64 vectors. The run's split
-  /// (splitTasks) takes 1, 2 or 4 blocks per task, up to this.
+  /// (CpuSelectiveScan::blocksPerTask) takes 1, 2 or 4 blocks per task, up
+  /// to this.
   int64_t maxBlocksPerTask;
   bool zoh, softplus;
   /// D is not a multiple of the vector width: the last block is masked.
