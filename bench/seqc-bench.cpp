@@ -462,6 +462,32 @@ std::string weightGraph(int64_t M, int64_t K, int64_t N, const char *elt,
          ") outs(%f : " + tc + ") -> " + tc + "\n  return %r : " + tc + "\n}\n";
 }
 
+/// The L3 cache of CPU 0 as the kernel describes it (sysfs), in MiB; 0 if
+/// unknown. glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) decodes CPUID itself and
+/// on an AMD EPYC VM reported 320 MiB where the kernel and lscpu say 32.
+double l3CacheMiB() {
+  for (int index = 0; index < 8; ++index) {
+    std::string dir =
+        "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+    FILE *level = std::fopen((dir + "/level").c_str(), "r");
+    if (!level)
+      break;
+    int levelNumber = 0;
+    bool read = std::fscanf(level, "%d", &levelNumber) == 1;
+    std::fclose(level);
+    if (!read || levelNumber != 3)
+      continue;
+    FILE *size = std::fopen((dir + "/size").c_str(), "r");
+    if (!size)
+      return 0;
+    long kib = 0;
+    read = std::fscanf(size, "%ldK", &kib) == 1;
+    std::fclose(size);
+    return read ? kib / 1024.0 : 0;
+  }
+  return 0;
+}
+
 /// A projection whose weight is an argument (packed into panels in every
 /// call) against the same weight as a constant of the module (packed once,
 /// when compiled): decode-sized and larger batches of rows, f32 and bf16,
@@ -472,7 +498,7 @@ void constantWeights(Engine &engine, bool quick, int runs, double triad) {
   std::printf("\nweight as an argument vs a module constant (median ms of %d "
               "interleaved rounds; GB/s of the weight; the L3 cache holds "
               "%.0f MiB):\n",
-              rounds, sysconf(_SC_LEVEL3_CACHE_SIZE) / 1048576.0);
+              rounds, l3CacheMiB());
   // K = N = 2048: an f32 weight of 16 MiB; 4096: 64 MiB, past the L3 of
   // the machines this runs on, so each call streams it from memory.
   for (auto [elt, K, M] :
