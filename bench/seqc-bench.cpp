@@ -22,6 +22,7 @@
 #include "seqc/Engine.h"
 #include "seqc/Signature.h"
 
+#include "FileIO.h"
 #include "Runtime.h"
 
 #include <algorithm>
@@ -39,7 +40,6 @@
 #include <vector>
 #ifdef __SSE__
 #include <immintrin.h>
-#include <unistd.h>
 #endif
 
 using namespace seqc;
@@ -462,30 +462,25 @@ std::string weightGraph(int64_t M, int64_t K, int64_t N, const char *elt,
          ") outs(%f : " + tc + ") -> " + tc + "\n  return %r : " + tc + "\n}\n";
 }
 
-/// The L3 cache of CPU 0 as the kernel describes it (sysfs), in MiB; 0 if
-/// unknown. glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) decodes CPUID itself and
-/// on an AMD EPYC VM reported 320 MiB where the kernel and lscpu say 32.
-double l3CacheMiB() {
-  for (int index = 0; index < 8; ++index) {
-    std::string dir =
-        "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
-    FILE *level = std::fopen((dir + "/level").c_str(), "r");
+/// The L3 cache of CPU 0 as the kernel describes it (sysfs), e.g. "32 MiB",
+/// or "of unknown size". glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) decodes
+/// CPUID itself and on an AMD EPYC VM said 320 MiB where the kernel and
+/// lscpu say 32.
+std::string l3CacheSize() {
+  std::string cache = "/sys/devices/system/cpu/cpu0/cache/index";
+  for (int index = 0;; ++index) {
+    std::string dir = cache + std::to_string(index);
+    Expected<std::string> level = readFile(dir + "/level");
     if (!level)
       break;
-    int levelNumber = 0;
-    bool read = std::fscanf(level, "%d", &levelNumber) == 1;
-    std::fclose(level);
-    if (!read || levelNumber != 3)
+    if (std::atoi(level->c_str()) != 3)
       continue;
-    FILE *size = std::fopen((dir + "/size").c_str(), "r");
-    if (!size)
-      return 0;
-    long kib = 0;
-    read = std::fscanf(size, "%ldK", &kib) == 1;
-    std::fclose(size);
-    return read ? kib / 1024.0 : 0;
+    Expected<std::string> size = readFile(dir + "/size"); // "32768K"
+    if (long kib = size ? std::atol(size->c_str()) : 0; kib > 0)
+      return std::to_string(kib / 1024) + " MiB";
+    break;
   }
-  return 0;
+  return "of unknown size";
 }
 
 /// A projection whose weight is an argument (packed into panels in every
@@ -496,9 +491,9 @@ double l3CacheMiB() {
 void constantWeights(Engine &engine, bool quick, int runs, double triad) {
   int rounds = std::max(9, runs);
   std::printf("\nweight as an argument vs a module constant (median ms of %d "
-              "interleaved rounds; GB/s of the weight; the L3 cache holds "
-              "%.0f MiB):\n",
-              rounds, l3CacheMiB());
+              "interleaved rounds; GB/s of the weight; the L3 cache is "
+              "%s):\n",
+              rounds, l3CacheSize().c_str());
   // K = N = 2048: an f32 weight of 16 MiB; 4096: 64 MiB, past the L3 of
   // the machines this runs on, so each call streams it from memory.
   for (auto [elt, K, M] :
