@@ -17,7 +17,12 @@ sends to other ranks' experts and receives back (the minimum expert
 parallelism needs, from the routing), the R x E counts, and the whole
 result every rank returns.
 
+With `--mpi mpich` every run is on MPICH instead of OpenMPI (its mpiexec,
+its mpicc; seqc opens libmpich.so.12 and compiles for MPICH's ABI), so the
+two can be compared on one machine.
+
   bench/distributed.py [--seqc-run PATH] [--T N] [--runs N] [--only ssd|moe]
+                       [--mpi openmpi|mpich]
 """
 import argparse
 import os
@@ -28,7 +33,14 @@ import tempfile
 
 import numpy as np
 
-MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
+# The launcher and compiler of the MPI the runs use (--mpi).
+LAUNCHERS = {
+    "openmpi": (["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"],
+                "mpicc"),
+    # Hydra binds no process unless asked.
+    "mpich": (["mpiexec.mpich"], "mpicc.mpich"),
+}
+MPIRUN, MPICC = LAUNCHERS["openmpi"]
 ENV = dict(os.environ, OMPI_MCA_btl="self,vader")
 
 
@@ -139,9 +151,9 @@ def state_exchange(args):
     of zero-padded rows (seqc's former exchange) against MPI_Allgather
     (seqc's) and MPI_Exscan with a user-defined combine, for the ssd's
     pair."""
-    mpicc = shutil.which("mpicc")
+    mpicc = shutil.which(MPICC)
     if not mpicc:
-        print("  state exchange: no mpicc (libopenmpi-dev), not measured")
+        print(f"  state exchange: no {MPICC} (libopenmpi-dev, libmpich-dev), not measured")
         return
     here = os.path.dirname(os.path.abspath(__file__))
     with tempfile.TemporaryDirectory(prefix="seqc-dist-") as tmp:
@@ -207,7 +219,11 @@ def main():
     ap.add_argument("--T", type=int, default=65536)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--only", choices=["ssd", "moe"])
+    ap.add_argument("--mpi", choices=sorted(LAUNCHERS), default="openmpi")
     args = ap.parse_args()
+    global MPIRUN, MPICC
+    MPIRUN, MPICC = LAUNCHERS[args.mpi]
+    print(f"MPI: {args.mpi} ({MPIRUN[0]})")
     if args.only != "moe":
         ssd_scaling(args)
         state_exchange(args)

@@ -3,6 +3,7 @@
 #include "CompileCache.h"
 #include "Compiler.h"
 #include "FileIO.h"
+#include "Mpi.h"
 #include "PerfMap.h"
 #include "seqc/Passes.h"
 
@@ -113,7 +114,10 @@ std::string seqc::cacheKeyMaterial(std::string_view source,
      << cpuHostTuning() << "\nreference " << options.reference << "\nopt "
      << options.optLevel << "\nprofile " << static_cast<int>(options.profile)
      << "\nfuse " << options.fuse << "\nstrict " << options.strict << "\nranks "
-     << options.ranks << "\nparallel " << static_cast<int>(options.parallel)
+     << options.ranks << "\nparallel "
+     << static_cast<int>(options.parallel)
+     // Distributed code is compiled for the ABI of the MPI library opened.
+     << "\nmpi " << (options.ranks > 0 ? rt::mpiImplementation() : "")
      << "\nbf16 " << bf16Products << "\nperf-map " << perfMapRequested()
      << "\ntarget " << static_cast<int>(options.target) << "\nchip "
      << options.cudaChip << "\nblock-threads "

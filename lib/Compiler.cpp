@@ -2,6 +2,7 @@
 
 #include "Compiler.h"
 #include "BoundWeights.h"
+#include "Mpi.h"
 #include "PerfMap.h"
 
 #include "seqc/InitSeqc.h"
@@ -423,6 +424,9 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     cpu.strict = options.strict;
     cpu.ranks = options.ranks;
     cpu.parallel = splitName(options.parallel);
+    // For the ABI of the MPI library the engine opened (its cache key too).
+    if (options.ranks > 0)
+      cpu.mpiImplementation = rt::mpiImplementation();
     Expected<std::string> products = resolveBf16Products(options, tm);
     if (!products)
       return products.status();
@@ -449,6 +453,8 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
       cuda.blockThreads = options.cudaBlockThreads;
     cuda.ranks = options.ranks;
     cuda.parallel = splitName(options.parallel);
+    if (options.ranks > 0)
+      cuda.mpiImplementation = rt::mpiImplementation();
     // Without the toolkit's ptxas, embed PTX: the driver compiles it when
     // the module loads.
     if (!cuda.emulate && !cudaHasPtxas(cuda))

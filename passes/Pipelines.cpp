@@ -159,6 +159,7 @@ void seqc::buildCudaPipeline(OpPassManager &pm,
     addDistribution(pm, opts.ranks, opts.parallel, opts.strict);
     SeqCollectivesToNcclOptions nccl;
     nccl.emulate = opts.emulate;
+    nccl.mpiImplementation = opts.mpiImplementation;
     pm.addPass(createSeqCollectivesToNccl(nccl));
     pm.addPass(createConvertShardToMPIPass());
   }
@@ -246,7 +247,9 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
   pm.addPass(createSeqExpandSequences());
   if (opts.ranks > 0) {
     addDistribution(pm, opts.ranks, opts.parallel, opts.strict);
-    pm.addPass(createSeqCollectivesToMpi());
+    SeqCollectivesToMpiOptions mpi;
+    mpi.mpiImplementation = opts.mpiImplementation;
+    pm.addPass(createSeqCollectivesToMpi(mpi));
     pm.addPass(createConvertShardToMPIPass());
   }
   if (opts.reference) {
@@ -297,6 +300,11 @@ template <typename Options> struct DistributionCLOptions {
               llvm::cl::desc("split the work over this many MPI processes "
                              "(0: one process)"),
               llvm::cl::init(0)),
+        mpiImplementation(
+            owner, "mpi-implementation",
+            llvm::cl::desc("the ABI of the MPI library the code calls: "
+                           "OpenMPI or MPICH"),
+            llvm::cl::init("OpenMPI")),
         parallel(
             owner, "parallel", llvm::cl::desc("what ranks split"),
             llvm::cl::init(Split::Sequence),
@@ -308,6 +316,7 @@ template <typename Options> struct DistributionCLOptions {
                            "steps"))) {}
 
   typename Options::template Option<int64_t> ranks;
+  typename Options::template Option<std::string> mpiImplementation;
   typename Options::template Option<Split> parallel;
 
   /// `parallel` as the pipelines' option string.
@@ -394,6 +403,7 @@ void seqc::registerPasses() {
         opts.fuse = cl.fuse;
         opts.strict = cl.strict;
         opts.ranks = cl.distribution.ranks;
+        opts.mpiImplementation = cl.distribution.mpiImplementation;
         opts.parallel = cl.distribution.split();
         buildCudaPipeline(pm, opts);
       });
@@ -408,6 +418,7 @@ void seqc::registerPasses() {
         opts.fuse = cl.fuse;
         opts.strict = cl.strict;
         opts.ranks = cl.distribution.ranks;
+        opts.mpiImplementation = cl.distribution.mpiImplementation;
         opts.parallel = cl.distribution.split();
         opts.bf16Products = cl.bf16Products;
         buildCpuPipeline(pm, opts);

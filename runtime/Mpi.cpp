@@ -1,14 +1,21 @@
 //===- Mpi.cpp - the MPI library of distributed runs, opened at run time --===//
 //
-// Only the OpenMPI ABI is known here (as in the code MPIToLLVM writes for
-// the DLTI entry seq-collectives-to-mpi sets): handles are pointers to the
-// library's predefined objects, `ompi_mpi_comm_world` and the like.
+// Two MPI ABIs are known here, as to MLIR's MPIToLLVM (the DLTI entry
+// "MPI:Implementation" seq-collectives-to-mpi sets from mpiImplementation()):
+//   - OpenMPI's: handles are pointers to the library's predefined objects,
+//     found by name (`ompi_mpi_comm_world` and the like);
+//   - MPICH's, which Intel MPI, Cray MPICH and MVAPICH share: handles are
+//     ints of fixed values (MpichAbi.h).
+// The runtime passes handles as `void *`; an MPICH handle is its int,
+// sign-extended, and is given to the library as an int again
+// (HandleFunctions::of).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Mpi.h"
 
 #include "CallScope.h"
+#include "MpichAbi.h"
 #include "Runtime.h"
 
 #include <algorithm>
@@ -17,45 +24,63 @@
 #include <dlfcn.h>
 #include <iterator>
 #include <mutex>
+#include <string>
+#include <type_traits>
 #include <unistd.h>
+#include <vector>
 
 using namespace seqc::rt;
 
 namespace {
 
-using InitThreadFn = int (*)(int *, char ***, int, int *);
-using InitializedFn = int (*)(int *);
-using CommQueryFn = int (*)(void *, int *);
-using AllreduceFn = int (*)(const void *, void *, int, void *, void *, void *);
-using FinalizeFn = int (*)();
-using AbortFn = int (*)(void *, int);
-using BcastFn = int (*)(void *, int, void *, int, void *);
-using SendFn = int (*)(const void *, int, void *, int, int, void *);
-using RecvFn = int (*)(void *, int, void *, int, int, void *, void *);
-using CommDupFn = int (*)(void *, void **);
-using CommCompareFn = int (*)(void *, void *, int *);
-using AllgatherFn = int (*)(const void *, int, void *, void *, int, void *,
-                            void *);
+/// The MPI functions seqc calls that take handles, typed for one ABI's
+/// handle (`void *` for OpenMPI, `int` for MPICH).
+template <typename Handle> struct HandleFunctions {
+  int (*commRank)(Handle, int *) = nullptr;
+  int (*commSize)(Handle, int *) = nullptr;
+  int (*allreduce)(const void *, void *, int, Handle, Handle, Handle) = nullptr;
+  int (*abort)(Handle, int) = nullptr;
+  int (*bcast)(void *, int, Handle, int, Handle) = nullptr;
+  int (*send)(const void *, int, Handle, int, int, Handle) = nullptr;
+  int (*recv)(void *, int, Handle, int, int, Handle, void *) = nullptr;
+  int (*commDup)(Handle, Handle *) = nullptr;
+  int (*commCompare)(Handle, Handle, int *) = nullptr;
+  int (*allgather)(const void *, int, Handle, void *, int, Handle,
+                   Handle) = nullptr;
+
+  /// The library's form of a runtime handle, and back.
+  static Handle of(void *handle) {
+    if constexpr (std::is_pointer_v<Handle>)
+      return handle;
+    else
+      return static_cast<Handle>(reinterpret_cast<intptr_t>(handle));
+  }
+  static void *opaque(Handle handle) {
+    if constexpr (std::is_pointer_v<Handle>)
+      return handle;
+    else
+      return reinterpret_cast<void *>(static_cast<intptr_t>(handle));
+  }
+};
 
 struct MpiLibrary {
   void *handle = nullptr;
-  InitThreadFn initThread = nullptr;
-  InitializedFn initialized = nullptr, finalized = nullptr;
-  CommQueryFn commRank = nullptr, commSize = nullptr;
-  AllreduceFn allreduce = nullptr;
-  FinalizeFn finalize = nullptr;
-  AbortFn abort = nullptr;
-  BcastFn bcast = nullptr;
-  SendFn send = nullptr;
-  RecvFn recv = nullptr;
-  CommDupFn commDup = nullptr;
-  CommCompareFn commCompare = nullptr;
-  AllgatherFn allgather = nullptr;
+  /// The library's name and ABI.
+  std::string name;
+  MpiAbi abi = MpiAbi::OpenMpi;
+  int (*initThread)(int *, char ***, int, int *) = nullptr;
+  int (*initialized)(int *) = nullptr, (*finalized)(int *) = nullptr;
+  int (*finalize)() = nullptr;
+  int (*libraryVersion)(char *, int *) = nullptr;
+  /// The functions of the library's ABI (the other's stay null).
+  HandleFunctions<void *> openMpi;
+  HandleFunctions<int> mpich;
+  /// Predefined handles, as the runtime passes them.
   void *commWorld = nullptr, *uint64Type = nullptr, *opMax = nullptr;
   // The all-reduces' datatypes (by entry::ReduceElement) and reductions (by
   // entry::ReduceOp), and MPI_BYTE.
   void *elementTypes[4] = {}, *reduceOps[4] = {}, *byteType = nullptr;
-  void *inPlace = reinterpret_cast<void *>(1); // OpenMPI's MPI_IN_PLACE
+  void *inPlace = nullptr, *statusIgnore = nullptr;
   MpiWorld world;
   /// The most elements one call is given (readMaxCount).
   int64_t maxCount = 0;
@@ -63,6 +88,11 @@ struct MpiLibrary {
   /// MPI was started here (not by the host): it is ended here too.
   bool owned = false;
   std::string error;
+
+  /// `call(functions)` with the functions of the library's ABI.
+  template <typename Call> int call(Call call) const {
+    return abi == MpiAbi::OpenMpi ? call(openMpi) : call(mpich);
+  }
 };
 
 MpiLibrary &library() {
@@ -70,50 +100,43 @@ MpiLibrary &library() {
   return lib;
 }
 
-template <typename Fn> bool find(MpiLibrary &lib, Fn &fn, const char *name) {
+/// The address of `name` in the library, or null.
+void *lookUp(const MpiLibrary &lib, const char *name) {
   // The process's definition first: a host linked against libmpi that
   // names MPI_COMM_WORLD has a copy of `ompi_mpi_comm_world` (a copy
   // relocation) that the library itself uses, and the library's own
   // storage is then never initialized.
   void *address = dlsym(RTLD_DEFAULT, name);
-  if (!address)
-    address = dlsym(lib.handle, name);
-  fn = reinterpret_cast<Fn>(address);
-  if (!fn)
-    lib.error = std::string("the MPI library has no ") + name +
-                " (seqc needs OpenMPI's ABI)";
-  return fn != nullptr;
+  return address ? address : dlsym(lib.handle, name);
 }
 
-bool open(MpiLibrary &lib) {
-  const char *name = std::getenv("SEQC_LIBMPI");
-  if (!name || !*name)
-    name = "libmpi.so.40";
-  // Global: the compiled code's MPI calls resolve to this library.
-  lib.handle = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
-  if (!lib.handle) {
-    const char *why = dlerror();
-    lib.error = std::string("distributed runs need OpenMPI (cannot open ") +
-                name + ": " + (why ? why : "unknown error") +
-                "; apt-get install openmpi-bin libopenmpi-dev)";
-    return false;
-  }
-  return find(lib, lib.initThread, "MPI_Init_thread") &&
-         find(lib, lib.initialized, "MPI_Initialized") &&
-         find(lib, lib.finalized, "MPI_Finalized") &&
-         find(lib, lib.commRank, "MPI_Comm_rank") &&
-         find(lib, lib.commSize, "MPI_Comm_size") &&
-         find(lib, lib.allreduce, "MPI_Allreduce") &&
-         find(lib, lib.finalize, "MPI_Finalize") &&
-         find(lib, lib.abort, "MPI_Abort") &&
+template <typename T> bool find(MpiLibrary &lib, T &found, const char *name) {
+  found = reinterpret_cast<T>(lookUp(lib, name));
+  if (!found)
+    lib.error = "the MPI library " + lib.name + " has no " + name;
+  return found != nullptr;
+}
+
+template <typename Handle>
+bool findHandleFunctions(MpiLibrary &lib, HandleFunctions<Handle> &fns) {
+  return find(lib, fns.commRank, "MPI_Comm_rank") &&
+         find(lib, fns.commSize, "MPI_Comm_size") &&
+         find(lib, fns.allreduce, "MPI_Allreduce") &&
+         find(lib, fns.abort, "MPI_Abort") &&
+         find(lib, fns.bcast, "MPI_Bcast") && find(lib, fns.send, "MPI_Send") &&
+         find(lib, fns.recv, "MPI_Recv") &&
+         find(lib, fns.commDup, "MPI_Comm_dup") &&
+         find(lib, fns.commCompare, "MPI_Comm_compare") &&
+         find(lib, fns.allgather, "MPI_Allgather");
+}
+
+bool findOpenMpiHandles(MpiLibrary &lib) {
+  lib.inPlace = reinterpret_cast<void *>(1); // OpenMPI's MPI_IN_PLACE
+  lib.statusIgnore = nullptr;                // and MPI_STATUS_IGNORE
+  return findHandleFunctions(lib, lib.openMpi) &&
          find(lib, lib.commWorld, "ompi_mpi_comm_world") &&
          find(lib, lib.uint64Type, "ompi_mpi_uint64_t") &&
          find(lib, lib.opMax, "ompi_mpi_op_max") &&
-         find(lib, lib.bcast, "MPI_Bcast") && find(lib, lib.send, "MPI_Send") &&
-         find(lib, lib.recv, "MPI_Recv") &&
-         find(lib, lib.commDup, "MPI_Comm_dup") &&
-         find(lib, lib.commCompare, "MPI_Comm_compare") &&
-         find(lib, lib.allgather, "MPI_Allgather") &&
          find(lib, lib.elementTypes[0], "ompi_mpi_float") &&
          find(lib, lib.elementTypes[1], "ompi_mpi_double") &&
          find(lib, lib.elementTypes[2], "ompi_mpi_int32_t") &&
@@ -123,6 +146,100 @@ bool open(MpiLibrary &lib) {
          find(lib, lib.reduceOps[2], "ompi_mpi_op_max") &&
          find(lib, lib.reduceOps[3], "ompi_mpi_op_min") &&
          find(lib, lib.byteType, "ompi_mpi_byte");
+}
+
+bool findMpichHandles(MpiLibrary &lib) {
+  auto handle = HandleFunctions<int>::opaque;
+  lib.inPlace = reinterpret_cast<void *>(mpich::kInPlace);
+  lib.statusIgnore = reinterpret_cast<void *>(mpich::kStatusIgnore);
+  lib.commWorld = handle(mpich::kCommWorld);
+  lib.uint64Type = handle(mpich::kUint64);
+  lib.opMax = handle(mpich::kMax);
+  const int types[] = {mpich::kFloat, mpich::kDouble, mpich::kInt32,
+                       mpich::kInt64};
+  const int ops[] = {mpich::kSum, mpich::kProd, mpich::kMax, mpich::kMin};
+  for (size_t i = 0; i < std::size(types); ++i) {
+    lib.elementTypes[i] = handle(types[i]);
+    lib.reduceOps[i] = handle(ops[i]);
+  }
+  lib.byteType = handle(mpich::kByte);
+  return findHandleFunctions(lib, lib.mpich);
+}
+
+/// The library's own account of itself (MPI_Get_library_version, which
+/// may be called before MPI_Init), its first line.
+std::string libraryVersion(const MpiLibrary &lib) {
+  // MPICH's MPI_MAX_LIBRARY_VERSION_STRING (OpenMPI's is 256).
+  std::string version(8192, '\0');
+  int length = 0;
+  if (lib.libraryVersion(version.data(), &length) != 0)
+    return "";
+  version.resize(std::clamp(length, 0, static_cast<int>(version.size())));
+  return version.substr(0, version.find('\n'));
+}
+
+/// Which ABI the opened library has: OpenMPI's names its predefined
+/// objects; the MPICH family says so in its version.
+bool findAbi(MpiLibrary &lib) {
+  if (lookUp(lib, "ompi_mpi_comm_world")) {
+    lib.abi = MpiAbi::OpenMpi;
+    return true;
+  }
+  std::string version = libraryVersion(lib);
+  for (const char *family : {"MPICH", "Intel(R) MPI", "MVAPICH"})
+    if (version.find(family) != std::string::npos) {
+      lib.abi = MpiAbi::Mpich;
+      return true;
+    }
+  lib.error = "the MPI library " + lib.name +
+              " has neither OpenMPI's ABI nor MPICH's (it says '" + version +
+              "')";
+  return false;
+}
+
+/// The library SEQC_LIBMPI names, else the one of the launcher that
+/// started this process (mpirun of OpenMPI or MPICH's Hydra), else
+/// OpenMPI's if it is installed, else MPICH's.
+std::vector<std::string> libraryNames() {
+  const char *named = std::getenv("SEQC_LIBMPI");
+  if (named && *named)
+    return {named};
+  constexpr const char *kOpenMpi = "libmpi.so.40", *kMpich = "libmpich.so.12";
+  if (std::getenv("OMPI_COMM_WORLD_SIZE"))
+    return {kOpenMpi};
+  if (std::getenv("PMI_SIZE") || std::getenv("PMI_RANK"))
+    return {kMpich};
+  return {kOpenMpi, kMpich};
+}
+
+bool open(MpiLibrary &lib) {
+  std::string why;
+  for (const std::string &name : libraryNames()) {
+    // Global: the compiled code's MPI calls resolve to this library.
+    lib.handle = dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (lib.handle) {
+      lib.name = name;
+      break;
+    }
+    const char *error = dlerror();
+    why += (why.empty() ? "cannot open " : "; nor ") + name + ": " +
+           (error ? error : "unknown error");
+  }
+  if (!lib.handle) {
+    lib.error = "distributed runs need MPI (" + why +
+                "; apt-get install openmpi-bin libopenmpi-dev, or set "
+                "SEQC_LIBMPI to the MPI library)";
+    return false;
+  }
+  if (!find(lib, lib.initThread, "MPI_Init_thread") ||
+      !find(lib, lib.initialized, "MPI_Initialized") ||
+      !find(lib, lib.finalized, "MPI_Finalized") ||
+      !find(lib, lib.finalize, "MPI_Finalize") ||
+      !find(lib, lib.libraryVersion, "MPI_Get_library_version") ||
+      !findAbi(lib))
+    return false;
+  return lib.abi == MpiAbi::OpenMpi ? findOpenMpiHandles(lib)
+                                    : findMpichHandles(lib);
 }
 
 /// The library, or null with `error` set before mpiInit.
@@ -185,8 +302,10 @@ bool start(MpiLibrary &lib) {
     // abnormal: hosts (C, C++, Python) need not call mpiFinalize.
     std::atexit(seqc::rt::mpiFinalize);
   }
-  if (lib.commRank(lib.commWorld, &lib.world.rank) != 0 ||
-      lib.commSize(lib.commWorld, &lib.world.size) != 0) {
+  if (lib.call([&](auto &mpi) {
+        return mpi.commRank(mpi.of(lib.commWorld), &lib.world.rank) ||
+               mpi.commSize(mpi.of(lib.commWorld), &lib.world.size);
+      }) != 0) {
     lib.error = "cannot read this process's rank in MPI_COMM_WORLD";
     return false;
   }
@@ -208,6 +327,11 @@ bool seqc::rt::mpiInit(MpiWorld &world, std::string &error) {
   return true;
 }
 
+const char *seqc::rt::mpiImplementation() {
+  MpiLibrary &lib = library();
+  return lib.started && lib.abi == MpiAbi::Mpich ? "MPICH" : "OpenMPI";
+}
+
 void *seqc::rt::mpiWorldCommunicator() {
   MpiLibrary &lib = library();
   return lib.started ? lib.commWorld : nullptr;
@@ -220,7 +344,9 @@ int seqc::rt::mpiCommunicatorSize(void *communicator, std::string &error) {
     error = "MPI is not initialized";
     return -1;
   }
-  if (lib.commSize(communicator, &size) != 0) {
+  if (lib.call([&](auto &mpi) {
+        return mpi.commSize(mpi.of(communicator), &size);
+      }) != 0) {
     error = "MPI_Comm_size failed on the communicator given";
     return -1;
   }
@@ -233,8 +359,10 @@ bool seqc::rt::mpiMaxAll(uint64_t *values, int count, std::string &error) {
     error = "MPI is not initialized";
     return false;
   }
-  if (lib.allreduce(lib.inPlace, values, count, lib.uint64Type, lib.opMax,
-                    lib.commWorld) != 0) {
+  if (lib.call([&](auto &mpi) {
+        return mpi.allreduce(lib.inPlace, values, count, mpi.of(lib.uint64Type),
+                             mpi.of(lib.opMax), mpi.of(lib.commWorld));
+      }) != 0) {
     error = "MPI_Allreduce failed";
     return false;
   }
@@ -246,7 +374,9 @@ int seqc::rt::mpiCommunicatorRank(void *communicator, std::string &error) {
   int rank = 0;
   if (!lib)
     return -1;
-  if (lib->commRank(communicator, &rank) != 0) {
+  if (lib->call([&](auto &mpi) {
+        return mpi.commRank(mpi.of(communicator), &rank);
+      }) != 0) {
     error = "MPI_Comm_rank failed";
     return -1;
   }
@@ -258,7 +388,12 @@ void *seqc::rt::mpiDuplicate(void *communicator, std::string &error) {
   if (!lib)
     return nullptr;
   void *copy = nullptr;
-  if (lib->commDup(communicator, &copy) != 0) {
+  if (lib->call([&](auto &mpi) {
+        decltype(mpi.of(copy)) duplicate{};
+        int failed = mpi.commDup(mpi.of(communicator), &duplicate);
+        copy = mpi.opaque(duplicate);
+        return failed;
+      }) != 0) {
     error = "MPI_Comm_dup failed";
     return nullptr;
   }
@@ -266,12 +401,14 @@ void *seqc::rt::mpiDuplicate(void *communicator, std::string &error) {
 }
 
 bool seqc::rt::mpiSameProcesses(void *a, void *b) {
-  // OpenMPI's MPI_IDENT and MPI_CONGRUENT.
+  // MPI_IDENT and MPI_CONGRUENT (the same in both ABIs).
   constexpr int kIdent = 0, kCongruent = 1;
   std::string error;
   MpiLibrary *lib = started(error);
   int result = -1;
-  return lib && lib->commCompare(a, b, &result) == 0 &&
+  return lib && lib->call([&](auto &mpi) {
+    return mpi.commCompare(mpi.of(a), mpi.of(b), &result);
+  }) == 0 &&
          (result == kIdent || result == kCongruent);
 }
 
@@ -282,8 +419,10 @@ bool seqc::rt::mpiBroadcast(void *communicator, void *data, int64_t bytes,
     return false;
   auto *base = static_cast<char *>(data);
   if (inPieces(bytes, [&](int64_t offset, int count) {
-        return lib->bcast(base + offset, count, lib->byteType, root,
-                          communicator);
+        return lib->call([&](auto &mpi) {
+          return mpi.bcast(base + offset, count, mpi.of(lib->byteType), root,
+                           mpi.of(communicator));
+        });
       }))
     return true;
   error = "MPI_Bcast failed";
@@ -305,9 +444,12 @@ bool seqc::rt::mpiAllReduce(void *communicator, const void *send, void *recv,
   auto *in = static_cast<const char *>(send);
   auto *out = static_cast<char *>(recv);
   if (inPieces(count, [&](int64_t offset, int n) {
-        return lib->allreduce(in + offset * kBytes[e], out + offset * kBytes[e],
-                              n, lib->elementTypes[e], lib->reduceOps[o],
-                              communicator);
+        return lib->call([&](auto &mpi) {
+          return mpi.allreduce(in + offset * kBytes[e],
+                               out + offset * kBytes[e], n,
+                               mpi.of(lib->elementTypes[e]),
+                               mpi.of(lib->reduceOps[o]), mpi.of(communicator));
+        });
       }))
     return true;
   error = "MPI_Allreduce failed";
@@ -320,9 +462,12 @@ bool seqc::rt::mpiAllGather(void *communicator, const void *send, void *recv,
   if (!lib)
     return false;
   if (bytes <= lib->maxCount) {
-    if (lib->allgather(send, static_cast<int>(bytes), lib->byteType, recv,
-                       static_cast<int>(bytes), lib->byteType,
-                       communicator) == 0)
+    if (lib->call([&](auto &mpi) {
+          return mpi.allgather(send, static_cast<int>(bytes),
+                               mpi.of(lib->byteType), recv,
+                               static_cast<int>(bytes), mpi.of(lib->byteType),
+                               mpi.of(communicator));
+        }) == 0)
       return true;
     error = "MPI_Allgather failed";
     return false;
@@ -349,8 +494,10 @@ bool seqc::rt::mpiSendBytes(void *communicator, const void *data, int64_t bytes,
     return false;
   auto *base = static_cast<const char *>(data);
   if (inPieces(bytes, [&](int64_t offset, int count) {
-        return lib->send(base + offset, count, lib->byteType, peer, /*tag=*/0,
-                         communicator);
+        return lib->call([&](auto &mpi) {
+          return mpi.send(base + offset, count, mpi.of(lib->byteType), peer,
+                          /*tag=*/0, mpi.of(communicator));
+        });
       }))
     return true;
   error = "MPI_Send to rank " + std::to_string(peer) + " failed";
@@ -363,10 +510,11 @@ bool seqc::rt::mpiRecvBytes(void *communicator, void *data, int64_t bytes,
   if (!lib)
     return false;
   auto *base = static_cast<char *>(data);
-  // OpenMPI's MPI_STATUS_IGNORE is a null pointer.
   if (inPieces(bytes, [&](int64_t offset, int count) {
-        return lib->recv(base + offset, count, lib->byteType, peer, /*tag=*/0,
-                         communicator, /*status=*/nullptr);
+        return lib->call([&](auto &mpi) {
+          return mpi.recv(base + offset, count, mpi.of(lib->byteType), peer,
+                          /*tag=*/0, mpi.of(communicator), lib->statusIgnore);
+        });
       }))
     return true;
   error = "MPI_Recv from rank " + std::to_string(peer) + " failed";
@@ -383,7 +531,7 @@ void seqc::rt::mpiFinalize() {
 void seqc::rt::mpiAbort(int code) {
   MpiLibrary &lib = library();
   if (lib.started)
-    lib.abort(lib.commWorld, code);
+    lib.call([&](auto &mpi) { return mpi.abort(mpi.of(lib.commWorld), code); });
   _exit(code);
 }
 

@@ -1,10 +1,13 @@
 //===- Mpi.h - the MPI library of distributed runs, opened at run time ----===//
 //
 // Distributed code (seq-distribute-steps) calls MPI; single-process code
-// does not. So seqc does not link MPI: a distributed run opens OpenMPI's
-// libmpi here, with its symbols global, before the code loads, and the
-// JIT resolves the code's MPI calls to it. Hosts that run distributed
-// functions call mpiInit() first (seqc-run --parallel does).
+// does not. So seqc does not link MPI: a distributed run opens the MPI
+// library here (OpenMPI's or one of MPICH's ABI), with its symbols global,
+// before the code loads; the code is compiled for that library's ABI
+// (mpiImplementation) and the JIT resolves its MPI calls to it. Hosts that
+// run distributed functions call mpiInit() first (seqc-run --parallel
+// does). Communicators and other handles are passed as `void *`: OpenMPI's
+// as they are (pointers), MPICH's ints as `(void *)(intptr_t)handle`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,11 +27,27 @@ struct MpiWorld {
   int size = 1;
 };
 
-/// Opens libmpi (SEQC_LIBMPI, else libmpi.so.40: OpenMPI 4, Debian 12's)
-/// and initializes MPI once per process (threads: MPI_THREAD_FUNNELED)
-/// unless the host has; MPI started here is ended at exit. False with
-/// `error` set when the library cannot be opened or MPI fails to start.
+/// The ABIs of MPI libraries seqc knows.
+enum class MpiAbi {
+  /// OpenMPI's: handles are pointers to the library's objects.
+  OpenMpi,
+  /// MPICH's (also Intel MPI's, Cray MPICH's, MVAPICH's): handles are ints.
+  Mpich,
+};
+
+/// Opens the MPI library and initializes MPI once per process (threads:
+/// MPI_THREAD_FUNNELED) unless the host has; MPI started here is ended at
+/// exit. The library is SEQC_LIBMPI's, else that of the launcher that
+/// started the process (libmpi.so.40 under OpenMPI's mpirun, libmpich.so.12
+/// under MPICH's Hydra), else libmpi.so.40 or libmpich.so.12, whichever
+/// opens first. False with `error` set when no library opens, its ABI is
+/// neither known one, or MPI fails to start.
 bool mpiInit(MpiWorld &world, std::string &error);
+
+/// The ABI of the library mpiInit opened as MLIR's MPIToLLVM names it (the
+/// DLTI entry "MPI:Implementation"): "OpenMPI" or "MPICH" ("OpenMPI"
+/// before mpiInit).
+const char *mpiImplementation();
 
 /// MPI_COMM_WORLD's handle (null before mpiInit).
 void *mpiWorldCommunicator();

@@ -11,6 +11,7 @@ packages=(
   libgtest-dev                                              # unit tests
   clang-22 libclang-rt-22-dev                               # sanitizer build, fuzzers
   openmpi-bin libopenmpi-dev                                # distributed runs (mpirun, libmpi)
+  mpich libmpich-dev                                        # and on MPICH's ABI (tests)
 )
 
 missing=()

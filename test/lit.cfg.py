@@ -75,9 +75,19 @@ if getattr(config, "seqc_sanitize", ""):
     rank_asan = [o for o in config.environment["ASAN_OPTIONS"].split(":")
                  if o and not o.startswith("detect_leaks=")] + ["detect_leaks=0"]
     config.environment["SEQC_MPI_ASAN_OPTIONS"] = ":".join(rank_asan)
-    mpi_env.append("ASAN_OPTIONS=" + ":".join(rank_asan))
+    rank_env = ["ASAN_OPTIONS=" + ":".join(rank_asan)]
+else:
+    rank_env = []
 config.substitutions.append(
-    ("%mpirun", "env " + " ".join(mpi_env) + " mpirun --allow-run-as-root --oversubscribe"))
+    ("%mpirun", "env " + " ".join(mpi_env + rank_env) + " mpirun --allow-run-as-root --oversubscribe"))
+# MPICH's launcher (Hydra) and library, where installed: the same runs on
+# MPICH's ABI (seqc picks libmpich.so.12 under Hydra). Hydra runs more ranks
+# than cores and as root without options.
+if shutil.which("mpiexec.mpich") and shutil.which("mpicc.mpich") and \
+        ctypes.util.find_library("mpich"):
+    config.available_features.add("mpich")
+config.substitutions.append(
+    ("%mpiexec-mpich", " ".join(["env"] + rank_env + ["mpiexec.mpich"])))
 
 # The CPU's bf16 dot-product path runs where the host has AVX-512 BF16
 # (seqc's own choice reads LLVM's host features; /proc/cpuinfo says the same).

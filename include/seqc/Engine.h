@@ -134,7 +134,8 @@ struct CompileOptions {
   /// processes, which must be MPI_COMM_WORLD's size; every process compiles
   /// the same module and calls it with the same (whole) arguments, and gets
   /// the whole results. 0: one process, no MPI. The engine opens and
-  /// initializes MPI (OpenMPI's libmpi) when it is not. For Target::CUDA
+  /// initializes MPI (OpenMPI's libmpi, or a library of MPICH's ABI: see
+  /// docs/distributed.md, "Which MPI") when it is not. For Target::CUDA
   /// each process uses one GPU and the exchanges run on NCCL (libnccl.so.2,
   /// opened here); for Target::CUDAEmulated on MPI. compile() is then
   /// collective over the communicator: with `useCache`, the first process
@@ -143,8 +144,9 @@ struct CompileOptions {
   int ranks = 0;
   /// What the ranks split: see Parallelism.
   Parallelism parallel = Parallelism::Sequence;
-  /// The communicator of a distributed module (an OpenMPI `MPI_Comm`, the
-  /// host's: it has started MPI), whose size must be `ranks`; every
+  /// The communicator of a distributed module (the host's `MPI_Comm` as
+  /// `(void *)(intptr_t)comm`, which holds OpenMPI's pointer and MPICH's
+  /// int alike; the host has started MPI), whose size must be `ranks`; every
   /// process of it calls the module's functions collectively. Null:
   /// MPI_COMM_WORLD. The code is the same for every communicator (one
   /// cache entry on disk); each compiled module calls on its own.

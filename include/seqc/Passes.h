@@ -79,6 +79,9 @@ struct CpuPipelineOptions {
   /// steps), "experts" (seq-distribute-experts: moe_ffn's experts) or
   /// "sequence+experts" (both).
   std::string parallel = "sequence";
+  /// The ABI of the MPI library the distributed code calls, as MLIR's
+  /// MPIToLLVM names it: "OpenMPI" or "MPICH".
+  std::string mpiImplementation = "OpenMPI";
   /// Products of bf16 operands in the fast kernels: "amx" (AMX tiles in
   /// matmuls and experts, dot products elsewhere), "amx-emulated" (the
   /// same kernels with the tiles as vector code: any host), "dot" (AVX-512
@@ -113,9 +116,11 @@ struct CudaPipelineOptions {
   bool strict = false;
   /// Distributed over this many processes (0: one process), one GPU each,
   /// the exchanges on NCCL (seq-collectives-to-nccl); what they split as in
-  /// CpuPipelineOptions::parallel.
+  /// CpuPipelineOptions::parallel; the MPI ABI as in
+  /// CpuPipelineOptions::mpiImplementation.
   int64_t ranks = 0;
   std::string parallel = "sequence";
+  std::string mpiImplementation = "OpenMPI";
 };
 
 /// Tensor-level graph to the LLVM dialect for the host, with the kernels as

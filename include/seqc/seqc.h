@@ -96,9 +96,11 @@ typedef struct seqc_compile_options {
                 process */
   seqc_bf16_products bf16_products; /* default SEQC_BF16_AUTO */
   seqc_parallel parallel; /* with ranks > 0; default SEQC_PARALLEL_SEQUENCE */
-  void *communicator; /* with ranks > 0: the host's MPI_Comm (OpenMPI), whose
-                         size is `ranks` and whose processes call
-                         collectively; NULL (default): MPI_COMM_WORLD */
+  void *communicator;     /* with ranks > 0: the host's MPI_Comm, as
+                             (void *)(intptr_t)comm (OpenMPI's pointer or
+                             MPICH's int), whose size is `ranks` and whose
+                             processes call collectively; NULL (default):
+                             MPI_COMM_WORLD */
   const seqc_weights *bound_weights; /* NULL (default): none. Each tensor
                          is bound when compiling: every argument of a public
                          function whose seq.name is the tensor's name becomes

@@ -2,8 +2,9 @@
 //
 // seq-distribute-steps exchanges states and results with `shard`
 // collectives on a one-dimensional grid of every process. On the CPU they
-// run on MPI (OpenMPI, Debian's), through MLIR's own `mpi` dialect and its
-// MPIToLLVM conversion, in two places of the pipeline:
+// run on MPI (OpenMPI, Debian's, or a library of MPICH's ABI), through
+// MLIR's own `mpi` dialect and its MPIToLLVM conversion, in two places of
+// the pipeline:
 //
 //   - seq-collectives-to-mpi (on tensors): an all-reduce over the whole
 //     grid is one `mpi.allreduce` on MPI_COMM_WORLD, between buffers, and a
@@ -18,8 +19,9 @@
 //     MLIR 22 MPIToLLVM reads the split communicator back as an `int` for
 //     OpenMPI, whose communicators are pointers (a crash).
 //   - seq-mpi-to-llvm (with the other conversions to LLVM): the `mpi` ops
-//     become calls, the grid goes, and the reduction handles get OpenMPI's
-//     names (MLIR 22 declares `ompi_mpi_sum`; OpenMPI exports
+//     become calls for the ABI the module's DLTI entry names, on the
+//     module's communicator, the grid goes, and OpenMPI's reduction handles
+//     get their names (MLIR 22 declares `ompi_mpi_sum`; OpenMPI exports
 //     `ompi_mpi_op_sum`).
 //
 // The calls are resolved when the code loads: the runtime opens libmpi for
@@ -32,6 +34,7 @@
 #include "EntryPoints.h"
 #include "Transforms/CollectiveLowering.h"
 
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/MPIToLLVM/MPIToLLVM.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -214,10 +217,13 @@ struct PointToPointRecv : OpRewritePattern<shard::RecvOp> {
 
 struct SeqCollectivesToMpi
     : seqc::impl::SeqCollectivesToMpiBase<SeqCollectivesToMpi> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-    seqc::useOpenMpiAbi(module);
+    if (failed(seqc::useMpiImplementation(module, mpiImplementation)))
+      return signalPassFailure();
     RewritePatternSet patterns(ctx);
     patterns.add<WholeGridAllReduce, PointToPointSend, PointToPointRecv>(ctx);
     seqc::populateAllGatherCall(patterns, seqc::rt::entry::kMpiAllGather);
@@ -254,22 +260,28 @@ void renameOpenMpiReductions(ModuleOp module) {
 }
 
 /// The code calls on the communicator its module was compiled for: where
-/// MPIToLLVM takes MPI_COMM_WORLD's address, the code reads the handle from
-/// the module's kMpiCommunicator cell (the engine defines one per loaded
-/// module, holding MPI_COMM_WORLD or the host's communicator).
-void readCommunicatorCell(ModuleOp module) {
-  SmallVector<LLVM::AddressOfOp> worlds;
-  module.walk([&](LLVM::AddressOfOp address) {
-    if (address.getGlobalName() == "ompi_mpi_comm_world")
-      worlds.push_back(address);
-  });
-  for (LLVM::AddressOfOp world : worlds) {
-    OpBuilder b(world);
-    world.replaceAllUsesWith(
-        seqc::loadMpiCommunicator(b, world.getLoc(), module));
-    world.erase();
+/// upstream would name the library's MPI_COMM_WORLD (its address for
+/// OpenMPI, a constant for MPICH), the code reads the handle from the
+/// module's kMpiCommunicator cell (the engine defines one per loaded module,
+/// holding MPI_COMM_WORLD or the host's communicator). MPIToLLVM carries
+/// communicators of both ABIs as i64 and narrows MPICH's to its int where it
+/// calls; the cell holds a pointer-sized handle.
+struct CommWorldFromCell : ConvertOpToLLVMPattern<mpi::CommWorldOp> {
+  explicit CommWorldFromCell(const LLVMTypeConverter &converter)
+      : ConvertOpToLLVMPattern(converter, /*benefit=*/2) {}
+
+  LogicalResult
+  matchAndRewrite(mpi::CommWorldOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Type handle = getTypeConverter()->convertType(op.getType());
+    if (!handle || !handle.isInteger(64))
+      return rewriter.notifyMatchFailure(op, "communicators are not i64");
+    Value communicator = seqc::loadMpiCommunicator(
+        rewriter, op.getLoc(), op->getParentOfType<ModuleOp>());
+    rewriter.replaceOpWithNewOp<LLVM::PtrToIntOp>(op, handle, communicator);
+    return success();
   }
-}
+};
 
 struct SeqMpiToLLVM : seqc::impl::SeqMpiToLLVMBase<SeqMpiToLLVM> {
   void runOnOperation() override {
@@ -285,16 +297,19 @@ struct SeqMpiToLLVM : seqc::impl::SeqMpiToLLVMBase<SeqMpiToLLVM> {
     if (!hasMpi)
       return;
     MLIRContext *ctx = &getContext();
+    // Declared here, not while converting: a conversion's rewriter tracks
+    // the ops it creates, and the cell is the module's, not an op's.
+    seqc::declareMpiCommunicator(module);
     LLVMTypeConverter converter(ctx);
     RewritePatternSet patterns(ctx);
     mpi::populateMPIToLLVMConversionPatterns(converter, patterns);
+    patterns.add<CommWorldFromCell>(converter);
     ConversionTarget target(*ctx);
     target.addIllegalDialect<mpi::MPIDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
     renameOpenMpiReductions(module);
-    readCommunicatorCell(module);
   }
 };
 

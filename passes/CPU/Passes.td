@@ -153,13 +153,20 @@ def SeqCollectivesToMpi : Pass<"seq-collectives-to-mpi", "::mlir::ModuleOp"> {
     tensor's buffer, or into a new one, with tag 0; an all-gather along
     dimension 0 (the distribution passes' states and results) becomes a call
     of the runtime's `seqc_rt_mpi_all_gather` (MPI_Allgather of the bytes;
-    the `mpi` dialect has no all-gather). The module
-    gets the DLTI entry `"MPI:Implementation" = "OpenMPI"` (the MPI Debian
-    ships) unless it has a DLTI map. Upstream `convert-shard-to-mpi` runs
-    after it for the process index; its own all-reduce lowering splits the
-    communicator on every call, and MLIR 22's MPIToLLVM truncates the split
-    communicator of OpenMPI to 32 bits.
+    the `mpi` dialect has no all-gather). The module gets the DLTI entry
+    `"MPI:Implementation"` naming the ABI of the library the code will call
+    (the `mpi-implementation` option: "OpenMPI", the MPI Debian ships, or
+    "MPICH", whose ABI Intel MPI, Cray MPICH and MVAPICH share) unless it
+    has a DLTI map. Upstream `convert-shard-to-mpi` runs after it for the
+    process index; its own all-reduce lowering splits the communicator on
+    every call, and MLIR 22's MPIToLLVM truncates the split communicator of
+    OpenMPI to 32 bits.
   }];
+  let options = [
+    Option<"mpiImplementation", "mpi-implementation", "std::string",
+           /*default=*/"\"OpenMPI\"",
+           "The ABI of the MPI library the code calls, as MPIToLLVM names it: OpenMPI or MPICH">
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",
                            "::mlir::func::FuncDialect",
@@ -173,10 +180,13 @@ def SeqCollectivesToMpi : Pass<"seq-collectives-to-mpi", "::mlir::ModuleOp"> {
 def SeqMpiToLLVM : Pass<"seq-mpi-to-llvm", "::mlir::ModuleOp"> {
   let summary = "MPI ops as calls to the MPI library (upstream MPIToLLVM), grids erased";
   let description = [{
-    Applies upstream MPIToLLVM to the `mpi` ops, erases the `shard.grid`
-    symbols nothing refers to (none, once the collectives are lowered), and
-    renames the predefined reductions MLIR 22 declares as `ompi_mpi_<op>`
-    to the `ompi_mpi_op_<op>` OpenMPI exports.
+    Applies upstream MPIToLLVM to the `mpi` ops, for the ABI the module's
+    DLTI entry names, but with `mpi.comm_world` read from the module's
+    communicator cell (`seqc_mpi_communicator`: MPI_COMM_WORLD or the
+    host's communicator, of either ABI), erases the `shard.grid` symbols
+    nothing refers to (none, once the collectives are lowered), and renames
+    the predefined reductions MLIR 22 declares as `ompi_mpi_<op>` to the
+    `ompi_mpi_op_<op>` OpenMPI exports.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

@@ -200,7 +200,8 @@ struct SeqCollectivesToNccl
             "bytes)")))
       return signalPassFailure();
     // The process index goes through MPI (convert-shard-to-mpi).
-    seqc::useOpenMpiAbi(module);
+    if (failed(seqc::useMpiImplementation(module, mpiImplementation)))
+      signalPassFailure();
   }
 };
 

@@ -60,12 +60,16 @@ def SeqCollectivesToNccl : Pass<"seq-collectives-to-nccl", "::mlir::ModuleOp"> {
     `emulate`, the calls name the `seqc_rt_nccl_emulated_*` entry points,
     which do the same on MPI between host buffers (`--target
     cuda-emulated`). The module gets the DLTI entry
-    `"MPI:Implementation" = "OpenMPI"` for upstream `convert-shard-to-mpi`,
-    which takes the process index after it.
+    `"MPI:Implementation"` (the `mpi-implementation` option: "OpenMPI" or
+    "MPICH") for upstream `convert-shard-to-mpi`, which takes the process
+    index after it.
   }];
   let options = [
     Option<"emulate", "emulate", "bool", /*default=*/"false",
-           "Call the emulated target's entry points (MPI between host buffers)">
+           "Call the emulated target's entry points (MPI between host buffers)">,
+    Option<"mpiImplementation", "mpi-implementation", "std::string",
+           /*default=*/"\"OpenMPI\"",
+           "The ABI of the MPI library the code calls, as MPIToLLVM names it: OpenMPI or MPICH">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",

@@ -29,14 +29,19 @@ Value seqc::peerRank(OpBuilder &b, Location loc, ArrayRef<int64_t> statics,
   return arith::IndexCastOp::create(b, loc, b.getI32Type(), peer);
 }
 
+void seqc::declareMpiCommunicator(ModuleOp module) {
+  if (module.lookupSymbol(rt::entry::kMpiCommunicator))
+    return;
+  OpBuilder top(module.getBodyRegion());
+  LLVM::GlobalOp::create(top, module.getLoc(),
+                         LLVM::LLVMPointerType::get(module.getContext()),
+                         /*isConstant=*/false, LLVM::Linkage::External,
+                         rt::entry::kMpiCommunicator, Attribute());
+}
+
 Value seqc::loadMpiCommunicator(OpBuilder &b, Location loc, ModuleOp module) {
   auto ptr = LLVM::LLVMPointerType::get(module.getContext());
-  if (!module.lookupSymbol(rt::entry::kMpiCommunicator)) {
-    OpBuilder top(module.getBodyRegion());
-    LLVM::GlobalOp::create(top, module.getLoc(), ptr, /*isConstant=*/false,
-                           LLVM::Linkage::External, rt::entry::kMpiCommunicator,
-                           Attribute());
-  }
+  declareMpiCommunicator(module);
   Value cell =
       LLVM::AddressOfOp::create(b, loc, ptr, rt::entry::kMpiCommunicator);
   return LLVM::LoadOp::create(b, loc, ptr, cell);
@@ -170,15 +175,21 @@ void seqc::populateAllGatherCall(RewritePatternSet &patterns, StringRef entry) {
   patterns.add<AllGatherToCall>(patterns.getContext(), entry);
 }
 
-void seqc::useOpenMpiAbi(ModuleOp module) {
+LogicalResult seqc::useMpiImplementation(ModuleOp module,
+                                         StringRef implementation) {
+  if (implementation != "OpenMPI" && implementation != "MPICH")
+    return module.emitError()
+           << "unknown MPI implementation '" << implementation
+           << "': seqc knows the ABIs of \"OpenMPI\" and \"MPICH\"";
   MLIRContext *ctx = module.getContext();
   if (module->hasAttr(DLTIDialect::kMapAttrName))
-    return;
+    return success();
   module->setAttr(
       DLTIDialect::kMapAttrName,
       MapAttr::get(ctx, {DataLayoutEntryAttr::get(
                             StringAttr::get(ctx, "MPI:Implementation"),
-                            StringAttr::get(ctx, "OpenMPI"))}));
+                            StringAttr::get(ctx, implementation))}));
+  return success();
 }
 
 LogicalResult seqc::rejectUnloweredCollectives(ModuleOp module,

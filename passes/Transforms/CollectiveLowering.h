@@ -31,9 +31,13 @@ mlir::Value peerRank(mlir::OpBuilder &b, mlir::Location loc,
                      llvm::ArrayRef<int64_t> statics,
                      mlir::ValueRange dynamics);
 
-/// The MPI communicator `module`'s code runs on, as a pointer: a load of
-/// the module's communicator cell (rt::entry::kMpiCommunicator, which the
-/// engine defines for each loaded module), declared in `module` if missing.
+/// Declares the module's communicator cell (rt::entry::kMpiCommunicator,
+/// which the engine defines for each loaded module) in `module` if missing.
+void declareMpiCommunicator(mlir::ModuleOp module);
+
+/// The MPI communicator `module`'s code runs on, as a pointer (an MPICH
+/// handle: its int, sign-extended): a load of the module's communicator
+/// cell, declared in `module` if missing.
 mlir::Value loadMpiCommunicator(mlir::OpBuilder &b, mlir::Location loc,
                                 mlir::ModuleOp module);
 
@@ -79,9 +83,12 @@ void populateAllGatherCall(mlir::RewritePatternSet &patterns,
                            llvm::StringRef entry);
 
 /// Gives `module` the DLTI entry MPIToLLVM writes its calls for, "MPI:
-/// Implementation" = "OpenMPI" (the MPI Debian ships), unless it has a DLTI
-/// map: the process index (and, on the CPU, the collectives) go through MPI.
-void useOpenMpiAbi(mlir::ModuleOp module);
+/// Implementation" = `implementation` ("OpenMPI" or "MPICH": the ABI of the
+/// library the code will call), unless it has a DLTI map: the process index
+/// (and, on the CPU, the collectives) go through MPI. An error for another
+/// name.
+mlir::LogicalResult useMpiImplementation(mlir::ModuleOp module,
+                                         llvm::StringRef implementation);
 
 /// An error on the first shard all-reduce, all-gather, send or receive left in
 /// `module` after a target's lowering of them to `engine` (MPI, NCCL), which

@@ -7,17 +7,20 @@
 # graph with glue around two ops, and the bad inputs: ranks that disagree on
 # the inputs, a rank that dies, a rank that fails alone. The second run is
 # the same on the emulated GPU target: its kernels, the exchanges through
-# the NCCL entry points (carried out by MPI on host buffers).
+# the NCCL entry points (carried out by MPI on host buffers). The third runs
+# the CPU's on MPICH (its launcher, libmpich.so.12, code for its ABI; not in
+# the sanitized suite, for time: that runs the OpenMPI ones).
 # REQUIRES: mpi
 # RUN: %python %s
 # RUN: env SEQC_MPI_TEST_TARGET=cuda-emulated %python %s
+# RUN: %if mpich && !sanitizer %{ env SEQC_MPI_TEST_MPI=mpich %python %s %}
 import os
 import subprocess
 import tempfile
 
 import numpy as np
 import refs
-from seqc_mpi import ENV, MPIRUN, TARGET, run
+from seqc_mpi import ENV, MPIRUN, RANK_VAR, TARGET, run
 from seqc_testing import (SEQC_RUN, Checker, error_lines, f32, func, rng,
                           seq_op, type_of)
 
@@ -237,7 +240,7 @@ def bad_inputs():
         other = os.path.join(tmp, "other.npy")
         np.save(other, ins[1] + 1)
         # Rank 1 reads other inputs than rank 0: every rank says so, exit 1.
-        script = (f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then b={other}; else b={paths[1]}; fi; '
+        script = (f'if [ "${RANK_VAR}" = 1 ]; then b={other}; else b={paths[1]}; fi; '
                   f'exec {SEQC_RUN} {src} --target {TARGET} --input {paths[0]} --input "$b" --parallel sequence')
         proc = subprocess.run(MPIRUN + ["-np", "2", "sh", "-c", script],
                               capture_output=True, text=True, env=ENV, timeout=120)
@@ -247,7 +250,7 @@ def bad_inputs():
                  len(lines) == 2 and all("disagree" in l for l in lines), str(lines))
         # A rank that dies before its first collective: the others do not
         # hang (mpirun ends the job, or their --timeout does).
-        script = (f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exit 3; fi; '
+        script = (f'if [ "${RANK_VAR}" = 1 ]; then exit 3; fi; '
                   f'exec {SEQC_RUN} {src} --target {TARGET} --input {paths[0]} --input {paths[1]} '
                   f'--parallel sequence --timeout 30')
         proc = subprocess.run(MPIRUN + ["-np", "2", "sh", "-c", script],
@@ -259,13 +262,21 @@ def bad_inputs():
         # A rank that fails on its own (an input it cannot read) says why and
         # the run ends at once (it does not wait in MPI_Finalize for ranks
         # that wait for it).
-        script = (f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then b=/nonexistent.npy; '
+        script = (f'if [ "${RANK_VAR}" = 1 ]; then b=/nonexistent.npy; '
                   f'else b={paths[1]}; fi; '
                   f'exec {SEQC_RUN} {src} --target {TARGET} --input {paths[0]} --input "$b" --parallel sequence')
         proc = subprocess.run(MPIRUN + ["-np", "2", "sh", "-c", script],
                               capture_output=True, text=True, env=ENV, timeout=120)
         c.expect("a rank's own error ends the run", proc.returncode != 0 and
                  "error: cannot open '/nonexistent.npy'" in proc.stderr, proc.stderr[-300:])
+    # An MPI library that does not open, or is not one: the error names it.
+    code, err = run(mlir, ins, 2, expect_error=True, env={"SEQC_LIBMPI": "/nonexistent/libmpi.so"})
+    c.expect("an MPI library that does not open is named, exit non-zero",
+             code != 0 and "error: distributed runs need MPI (cannot open /nonexistent/libmpi.so" in err,
+             err[-300:])
+    code, err = run(mlir, ins, 2, expect_error=True, env={"SEQC_LIBMPI": "libm.so.6"})
+    c.expect("a library without MPI is named, exit non-zero",
+             code != 0 and "error: the MPI library libm.so.6 has no MPI_Init_thread" in err, err[-300:])
     # --target cuda splits over GPUs (NCCL): without a device (the toolkit's
     # stub driver) that is the error, one line, exit 1.
     stub = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "lib64", "stubs",
@@ -276,9 +287,10 @@ def bad_inputs():
             with open(src, "w") as f:
                 f.write(mlir)
             proc = subprocess.run(
-                MPIRUN + ["-np", "2", "-x", f"SEQC_LIBCUDA={stub}", SEQC_RUN, src,
+                MPIRUN + ["-np", "2", SEQC_RUN, src,
                           "--random-inputs", "--target", "cuda", "--parallel", "sequence"],
-                capture_output=True, text=True, env=ENV, timeout=120)
+                capture_output=True, text=True, env=dict(ENV, SEQC_LIBCUDA=stub),
+                timeout=120)
             lines = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
             c.expect("--parallel on cuda without a device says so on every rank",
                      proc.returncode != 0 and lines == ["error: no CUDA device"] * 2,

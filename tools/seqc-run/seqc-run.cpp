@@ -20,6 +20,7 @@
 #include "seqc/Weights.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -150,9 +151,9 @@ const char *kUsage =
     "  SEQC_LIBCUDA       the CUDA driver library (default libcuda.so.1)\n"
     "  SEQC_CUDA_DEVICE   the CUDA device to run on (default: under mpirun\n"
     "                     the rank's place on its node, else 0)\n"
-    "  SEQC_LIBMPI        the MPI library of --parallel (default "
-    "libmpi.so.40,\n"
-    "                     OpenMPI)\n"
+    "  SEQC_LIBMPI        the MPI library of --parallel, of OpenMPI's or\n"
+    "                     MPICH's ABI (default: libmpi.so.40 under OpenMPI's\n"
+    "                     mpirun, libmpich.so.12 under MPICH's mpiexec)\n"
     "  SEQC_LIBNCCL       the NCCL library of --parallel --target cuda\n"
     "                     (default libnccl.so.2)\n"
     "  SEQC_MPI_MAX_COUNT the most elements one MPI call of the runtime is\n"
@@ -543,16 +544,33 @@ void checkRanksAgree(const rt::MpiWorld &world, uint64_t digest) {
   }
 }
 
+/// This process's place once MPI is up (`up` set after `world`), for the
+/// watchdog's thread.
+struct StartedWorld {
+  rt::MpiWorld world;
+  std::atomic<bool> up{false};
+};
+
 /// Ends every rank when a distributed run outlives `seconds` (a rank that
 /// died or never reached a collective would leave the others waiting).
-void startWatchdog(const rt::MpiWorld &world, uint64_t seconds) {
-  std::thread([world, seconds] {
+/// Started before MPI: MPICH's MPI_Init waits for every process of the
+/// job, and its launcher does not end the others when one exits first.
+void startWatchdog(const StartedWorld &started, uint64_t seconds) {
+  std::thread([&started, seconds] {
     std::this_thread::sleep_for(std::chrono::seconds(seconds));
+    auto within = static_cast<unsigned long long>(seconds);
+    if (!started.up.load(std::memory_order_acquire)) {
+      std::fprintf(stderr,
+                   "error: MPI did not start within %llu s (--timeout): a "
+                   "rank stopped or is stuck\n",
+                   within);
+      std::fflush(nullptr);
+      _exit(1);
+    }
     std::fprintf(stderr,
                  "error: rank %d of %d: the distributed run did not finish "
                  "within %llu s (--timeout): a rank stopped or is stuck\n",
-                 world.rank, world.size,
-                 static_cast<unsigned long long>(seconds));
+                 started.world.rank, started.world.size, within);
     std::fflush(stderr);
     rt::mpiAbort(1);
   }).detach();
@@ -563,11 +581,14 @@ int main(int argc, char **argv) {
   Options opts = parseArgs(argc, argv);
   rt::MpiWorld world;
   if (opts.parallel) {
+    static StartedWorld started;
+    startWatchdog(started, opts.timeoutSeconds);
     std::string error;
     if (!rt::mpiInit(world, error))
       fail(error);
+    started.world = world;
+    started.up.store(true, std::memory_order_release);
     distributedRun = true;
-    startWatchdog(world, opts.timeoutSeconds);
   }
   // Rank 0 writes, prints and reports.
   bool reports = world.rank == 0;

@@ -10,9 +10,12 @@
  * scan again: nothing made for the first groups' exchanges may serve them. With
  * the argument cuda-emulated, both run on the emulated GPU target (its
  * exchanges through the NCCL entry points, on MPI). Built with mpicc against
- * the build tree's libseqc. */
+ * the build tree's libseqc, by OpenMPI's or MPICH's mpicc: the communicator
+ * goes to seqc as `(void *)(intptr_t)comm`, which holds either ABI's handle
+ * (OpenMPI's pointer, MPICH's int). */
 #include <math.h>
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +73,7 @@ static int agree(seqc_engine *engine, const char *what, const char *source,
   split.target = single.target = target;
   split.ranks = ranks;
   split.parallel = parallel;
-  split.communicator = comm;
+  split.communicator = (void *)(intptr_t)comm;
   if (seqc_compile(engine, source, strlen(source), "split.mlir", &split, &ms) !=
           SEQC_OK ||
       seqc_compile(engine, source, strlen(source), "single.mlir", &single,
@@ -167,7 +170,7 @@ int main(int argc, char **argv) {
     seqc_compile_options_init(&o);
     o.target = target;
     o.ranks = 4;
-    o.communicator = group;
+    o.communicator = (void *)(intptr_t)group;
     if (seqc_compile(engine, kScan, strlen(kScan), "scan.mlir", &o, &m) ==
         SEQC_OK)
       printf("group %d rank %d: 4 ranks on 2 compiled\n", color, rank), bad = 1;

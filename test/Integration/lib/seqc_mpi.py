@@ -2,7 +2,10 @@
 `run` compiles and calls a graph with --parallel on R ranks (or in one
 process) and returns the results rank 0 wrote. SEQC_MPI_TEST_TARGET names
 the target of every run (default: the CPU; cuda-emulated runs the GPU
-target's kernels and NCCL entry points on the host)."""
+target's kernels and NCCL entry points on the host). SEQC_MPI_TEST_MPI
+names the MPI that runs the ranks: openmpi (default: OpenMPI's mpirun and
+libmpi.so.40) or mpich (MPICH's Hydra mpiexec and libmpich.so.12, which
+seqc picks under Hydra: the MPICH ABI)."""
 import os
 import subprocess
 import tempfile
@@ -10,7 +13,14 @@ import tempfile
 import numpy as np
 from seqc_testing import SEQC_RUN
 
-MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+MPI = os.environ.get("SEQC_MPI_TEST_MPI", "openmpi")
+if MPI == "mpich":
+    MPIRUN = ["mpiexec.mpich"]
+    # Each rank's place, as the launcher tells the processes.
+    RANK_VAR = "PMI_RANK"
+else:
+    MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+    RANK_VAR = "OMPI_COMM_WORLD_RANK"
 TARGET = os.environ.get("SEQC_MPI_TEST_TARGET", "cpu")
 # Shared memory between the ranks on this machine; no single-copy (CMA
 # needs ptrace rights containers often lack). Under the sanitizers, the
