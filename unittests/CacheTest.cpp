@@ -119,6 +119,20 @@ TEST_F(CacheTest, HostTuningIsInTheKey) {
   EXPECT_NE(material.find("\ntuning " + tuning + "\n"), std::string::npos);
 }
 
+// Distributed code is compiled for the ABI of the MPI library the engine
+// opened (OpenMPI's before any is: nothing here starts MPI), so the key
+// names it; one process's code calls no MPI, and its key names none.
+TEST_F(CacheTest, MpiAbiIsInTheKeyOfDistributedCode) {
+  auto tm = hostTargetMachine(options.optLevel);
+  ASSERT_TRUE(bool(tm));
+  std::string single = cacheKeyMaterial(kScale, "main.mlir", options, **tm);
+  EXPECT_NE(single.find("\nmpi \n"), std::string::npos) << single;
+  CompileOptions split = options;
+  split.ranks = 2;
+  std::string material = cacheKeyMaterial(kScale, "main.mlir", split, **tm);
+  EXPECT_NE(material.find("\nmpi OpenMPI\n"), std::string::npos) << material;
+}
+
 TEST_F(CacheTest, FlippedObjectByteIsRebuilt) {
   compileFresh();
   fs::path file = entry();

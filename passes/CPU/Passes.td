@@ -156,8 +156,9 @@ def SeqCollectivesToMpi : Pass<"seq-collectives-to-mpi", "::mlir::ModuleOp"> {
     the `mpi` dialect has no all-gather). The module gets the DLTI entry
     `"MPI:Implementation"` naming the ABI of the library the code will call
     (the `mpi-implementation` option: "OpenMPI", the MPI Debian ships, or
-    "MPICH", whose ABI Intel MPI, Cray MPICH and MVAPICH share) unless it
-    has a DLTI map. Upstream `convert-shard-to-mpi` runs after it for the
+    "MPICH", whose ABI Intel MPI, Cray MPICH and MVAPICH share), added to
+    the module's DLTI map if it has one; a module that names another ABI is
+    an error. Upstream `convert-shard-to-mpi` runs after it for the
     process index; its own all-reduce lowering splits the communicator on
     every call, and MLIR 22's MPIToLLVM truncates the split communicator of
     OpenMPI to 32 bits.

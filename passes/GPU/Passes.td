@@ -61,8 +61,8 @@ def SeqCollectivesToNccl : Pass<"seq-collectives-to-nccl", "::mlir::ModuleOp"> {
     which do the same on MPI between host buffers (`--target
     cuda-emulated`). The module gets the DLTI entry
     `"MPI:Implementation"` (the `mpi-implementation` option: "OpenMPI" or
-    "MPICH") for upstream `convert-shard-to-mpi`, which takes the process
-    index after it.
+    "MPICH", as in `seq-collectives-to-mpi`) for upstream
+    `convert-shard-to-mpi`, which takes the process index after it.
   }];
   let options = [
     Option<"emulate", "emulate", "bool", /*default=*/"false",

@@ -182,13 +182,27 @@ LogicalResult seqc::useMpiImplementation(ModuleOp module,
            << "unknown MPI implementation '" << implementation
            << "': seqc knows the ABIs of \"OpenMPI\" and \"MPICH\"";
   MLIRContext *ctx = module.getContext();
-  if (module->hasAttr(DLTIDialect::kMapAttrName))
-    return success();
-  module->setAttr(
-      DLTIDialect::kMapAttrName,
-      MapAttr::get(ctx, {DataLayoutEntryAttr::get(
-                            StringAttr::get(ctx, "MPI:Implementation"),
-                            StringAttr::get(ctx, implementation))}));
+  auto key = StringAttr::get(ctx, "MPI:Implementation");
+  auto wanted = StringAttr::get(ctx, implementation);
+  SmallVector<DataLayoutEntryInterface> entries;
+  if (auto map = module->getAttrOfType<MapAttr>(DLTIDialect::kMapAttrName)) {
+    // A module that names its MPI keeps it if it is the library's; without
+    // an entry, MPIToLLVM would take MPICH's ABI whatever the library.
+    FailureOr<Attribute> named = map.query(key);
+    if (succeeded(named) && *named != wanted)
+      return module.emitError()
+             << "the module's DLTI entry \"MPI:Implementation\" is " << *named
+             << ", but its code is for the MPI library's ABI, \""
+             << implementation << "\"";
+    if (succeeded(named))
+      return success();
+    llvm::append_range(entries, map.getEntries());
+  } else if (module->hasAttr(DLTIDialect::kMapAttrName)) {
+    return module.emitError() << "the module's " << DLTIDialect::kMapAttrName
+                              << " is not a #dlti.map";
+  }
+  entries.push_back(DataLayoutEntryAttr::get(key, wanted));
+  module->setAttr(DLTIDialect::kMapAttrName, MapAttr::get(ctx, entries));
   return success();
 }
 

@@ -84,9 +84,9 @@ void populateAllGatherCall(mlir::RewritePatternSet &patterns,
 
 /// Gives `module` the DLTI entry MPIToLLVM writes its calls for, "MPI:
 /// Implementation" = `implementation` ("OpenMPI" or "MPICH": the ABI of the
-/// library the code will call), unless it has a DLTI map: the process index
-/// (and, on the CPU, the collectives) go through MPI. An error for another
-/// name.
+/// library the code will call), added to its DLTI map if it has one: the
+/// process index (and, on the CPU, the collectives) go through MPI. An
+/// error for another name, or where the module names another ABI.
 mlir::LogicalResult useMpiImplementation(mlir::ModuleOp module,
                                          llvm::StringRef implementation);
 

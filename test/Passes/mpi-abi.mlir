@@ -1,30 +1,10 @@
-// The MPI ABI distributed code is compiled for: seq-collectives-to-mpi
-// names it in the module's DLTI entry (mpi-implementation: OpenMPI, the
-// default, or MPICH), and seq-mpi-to-llvm writes the calls for it, with
+// The MPI ABI distributed code is compiled for (named by the module's DLTI
+// entry: mpi-abi-dlti.mlir): seq-mpi-to-llvm writes the calls for it, with
 // MPI_COMM_WORLD read from the module's communicator cell in both ABIs:
 // OpenMPI's handles are addresses of the library's objects, MPICH's are
 // ints of its mpi.h (MPI_FLOAT 0x4c00040a, MPI_SUM 0x58000003), its
 // communicator the cell's handle narrowed to an int, MPI_STATUS_IGNORE 1.
 // RUN: seqc-opt %s --split-input-file --seq-mpi-to-llvm | FileCheck %s
-// RUN: seqc-opt %s --split-input-file --seq-collectives-to-mpi | FileCheck %s --check-prefix=OPENMPI-DLTI
-// RUN: seqc-opt %s --split-input-file --seq-collectives-to-mpi=mpi-implementation=MPICH | FileCheck %s --check-prefix=MPICH-DLTI
-// RUN: not seqc-opt %s --split-input-file --seq-collectives-to-mpi=mpi-implementation=LAM 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-
-// seq-collectives-to-mpi names the ABI it was asked for.
-// OPENMPI-DLTI: module attributes {dlti.map = #dlti.map<"MPI:Implementation" = "OpenMPI">} {
-// OPENMPI-DLTI-NEXT: shard.grid @g
-// OPENMPI-DLTI: mpi.allreduce
-// MPICH-DLTI: module attributes {dlti.map = #dlti.map<"MPI:Implementation" = "MPICH">} {
-// MPICH-DLTI-NEXT: shard.grid @g
-// MPICH-DLTI: mpi.allreduce
-// UNKNOWN: error: unknown MPI implementation 'LAM': seqc knows the ABIs of "OpenMPI" and "MPICH"
-shard.grid @g(shape = 2)
-func.func @reduce(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %y = shard.all_reduce %x on @g grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
-  return %y : tensor<4xf32>
-}
-
-// -----
 
 // CHECK: module attributes {dlti.map = #dlti.map<"MPI:Implementation" = "MPICH">}
 // CHECK-NOT: ompi_
