@@ -8,6 +8,7 @@ packages=(
   cmake ninja-build g++ ccache pkg-config zlib1g-dev        # build
   python3 python3-numpy                                     # test references (/usr/bin/python3)
   python3-dev pybind11-dev python3-pytest python3-torch     # the Python package and its tests
+  python3-mpi4py                                            # (its communicators, tested)
   libgtest-dev                                              # unit tests
   clang-22 libclang-rt-22-dev                               # sanitizer build, fuzzers
   openmpi-bin libopenmpi-dev                                # distributed runs (mpirun, libmpi)

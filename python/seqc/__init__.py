@@ -16,6 +16,7 @@ names live in `seqc.compat.mamba_ssm`, `seqc.compat.causal_conv1d` and
 """
 
 import os as _os
+import sys as _sys
 
 from . import _core
 
@@ -100,7 +101,7 @@ class Module:
 def compile(text_or_path, target="cpu", *, name=None, reference=False,
             opt_level=3, num_threads=0, cache=True, cache_dir=None, fuse=True,
             strict=False, memory_limit=0, ranks=0, bf16_products="auto",
-            parallel="sequence", bind_weights=None):
+            parallel="sequence", bind_weights=None, communicator=None):
     """Compiles MLIR text (or the file at a path) for `target` ("cpu",
     "cuda", "cuda-emulated").
 
@@ -116,7 +117,11 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
     process, the exchanges on NCCL; 0, the default: one process),
     `parallel` (what the ranks split: "sequence", the default, every op's
     steps; "experts", moe_ffn's experts with the routed tokens exchanged
-    all-to-all; "sequence+experts", both),
+    all-to-all; "sequence+experts", both), `communicator` (with `ranks`:
+    an mpi4py communicator of `ranks` processes, which call the module
+    collectively, instead of MPI_COMM_WORLD: groups of processes can run
+    modules of their own; mpi4py must run on the MPI library seqc opens,
+    docs/distributed.md),
     `bf16_products` (how the CPU kernels multiply bf16 operands: "amx",
     AMX tiles in matmuls and experts, an error where the CPU lacks AMX or
     Linux refuses its tile data; "amx-emulated", the same kernels with the
@@ -143,8 +148,32 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
                          _os.fspath(cache_dir) if cache_dir else "",
                          bool(fuse), bool(strict), int(memory_limit),
                          int(ranks), str(bf16_products), str(parallel),
-                         _os.fspath(bind_weights) if bind_weights else "")
+                         _os.fspath(bind_weights) if bind_weights else "",
+                         _communicator_handle(communicator, ranks))
     return Module(core)
+
+
+def _communicator_handle(communicator, ranks):
+    """The MPI_Comm handle of an mpi4py communicator as the C API takes it
+    (OpenMPI's pointer or MPICH's int); 0 for None (MPI_COMM_WORLD)."""
+    if communicator is None:
+        return 0
+    if not ranks:
+        raise ValueError("seqc: a communicator is for a distributed module "
+                         "(ranks > 0)")
+    # mpi4py is loaded if `communicator` is its; importing it here would
+    # start MPI for nothing.
+    MPI = _sys.modules.get("mpi4py.MPI")
+    if MPI is None or not isinstance(communicator, MPI.Comm):
+        raise TypeError("seqc: communicator is an mpi4py communicator "
+                        "(mpi4py.MPI.Comm), not "
+                        f"{type(communicator).__name__}")
+    if communicator == MPI.COMM_NULL:
+        raise ValueError("seqc: communicator is MPI.COMM_NULL")
+    if communicator.Is_inter():
+        raise ValueError("seqc: communicator is an intercommunicator; the "
+                         "ranks of a module are one group")
+    return MPI._handleof(communicator)
 
 
 def load_weights(path, framework="numpy"):

@@ -545,7 +545,7 @@ Module compile(const std::string &source, bool isPath, const std::string &name,
                int numThreads, bool cache, const std::string &cacheDir,
                bool fuse, bool strict, size_t memoryLimit, int ranks,
                const std::string &bf16Products, const std::string &parallel,
-               const std::string &bindWeights) {
+               const std::string &bindWeights, int64_t communicator) {
   seqc_compile_options o;
   seqc_compile_options_init(&o);
   // The weights bound when compiling: read for the compile, then released.
@@ -567,6 +567,10 @@ Module compile(const std::string &source, bool isPath, const std::string &name,
   o.strict = strict;
   o.memory_limit = memoryLimit;
   o.ranks = ranks;
+  // The MPI_Comm handle as mpi4py gives it (OpenMPI's pointer or MPICH's
+  // int, sign-extended), as the C API takes it; 0: MPI_COMM_WORLD.
+  o.communicator =
+      reinterpret_cast<void *>(static_cast<intptr_t>(communicator));
   if (bf16Products == "dot")
     o.bf16_products = SEQC_BF16_DOT;
   else if (bf16Products == "widen")
@@ -675,7 +679,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("opt_level"), py::arg("num_threads"), py::arg("cache"),
         py::arg("cache_dir"), py::arg("fuse"), py::arg("strict"),
         py::arg("memory_limit"), py::arg("ranks"), py::arg("bf16_products"),
-        py::arg("parallel"), py::arg("bind_weights"));
+        py::arg("parallel"), py::arg("bind_weights"), py::arg("communicator"));
   m.def("load_weights", &loadWeights, py::arg("path"));
   m.def("set_num_threads", [](int64_t n) { check(seqc_set_num_threads(n)); });
   m.def("get_num_threads", [] { return seqc_get_num_threads(); });

@@ -6,6 +6,7 @@ experts split over 2 ranks, equals one process too. The ssd also runs on
 the emulated GPU target (its exchanges through the NCCL entry points,
 carried out by MPI)."""
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -15,6 +16,23 @@ import textwrap
 import pytest
 
 MPIRUN = shutil.which("mpirun")
+
+
+def run_ranks(tmp_path, script_text, ranks, *args):
+    """Runs `script_text` under mpirun on `ranks` processes (one thread
+    each) with `args`, and checks that every rank printed "agree"."""
+    script = tmp_path / "script.py"
+    script.write_text(script_text)
+    env = dict(os.environ, OMPI_MCA_btl="self,vader",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none",
+               SEQC_NUM_THREADS="1")
+    proc = subprocess.run(
+        [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks),
+         sys.executable, str(script)] + [str(a) for a in args],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("agree") == ranks, proc.stdout
+
 
 SCRIPT = textwrap.dedent("""
     import sys
@@ -56,18 +74,7 @@ SCRIPT = textwrap.dedent("""
 @pytest.mark.parametrize("ranks", [2])
 @pytest.mark.parametrize("target", ["cpu", "cuda-emulated"])
 def test_ranks_agree_with_one_process(tmp_path, ranks, target):
-    script = tmp_path / "split.py"
-    script.write_text(SCRIPT)
-    env = dict(os.environ, OMPI_MCA_btl="self,vader",
-               OMPI_MCA_btl_vader_single_copy_mechanism="none",
-               SEQC_NUM_THREADS="1")
-    proc = subprocess.run(
-        [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks),
-         sys.executable, str(script), str(ranks), target],
-        capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.count("agree") == ranks, proc.stdout
-
+    run_ranks(tmp_path, SCRIPT, ranks, ranks, target)
 
 
 EXPERTS_SCRIPT = textwrap.dedent("""
@@ -111,14 +118,63 @@ EXPERTS_SCRIPT = textwrap.dedent("""
 
 @pytest.mark.skipif(MPIRUN is None, reason="needs OpenMPI's mpirun")
 def test_experts_agree_with_one_process(tmp_path):
-    script = tmp_path / "experts.py"
-    script.write_text(EXPERTS_SCRIPT)
-    env = dict(os.environ, OMPI_MCA_btl="self,vader",
-               OMPI_MCA_btl_vader_single_copy_mechanism="none",
-               SEQC_NUM_THREADS="1")
-    proc = subprocess.run(
-        [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "2",
-         sys.executable, str(script), "2"],
-        capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.count("agree") == 2, proc.stdout
+    run_ranks(tmp_path, EXPERTS_SCRIPT, 2, 2)
+
+
+COMMUNICATOR_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    from mpi4py import MPI
+    import seqc
+
+    T, C = 37, 3
+    t = f"tensor<1x{T}x{C}xf32>"
+    text = f'''
+    func.func @main(%a: {t}, %b: {t}) -> ({t}, tensor<1x{C}xf32>) {{
+      %y, %last = seq.linear_scan %a, %b : ({t}, {t}) -> ({t}, tensor<1x{C}xf32>)
+      return %y, %last : {t}, tensor<1x{C}xf32>
+    }}
+    '''
+    world = MPI.COMM_WORLD
+    # Two groups of two (ranks 0 and 2, 1 and 3), each on its own data.
+    color = world.Get_rank() % 2
+    group = world.Split(color, world.Get_rank())
+    r = np.random.default_rng(10 + color)
+    a = r.uniform(0.5, 1.0, (1, T, C)).astype(np.float32)
+    b = r.standard_normal((1, T, C)).astype(np.float32)
+    split = seqc.compile(text, ranks=2, communicator=group).main(a, b)
+    whole = seqc.compile(text).main(a, b)
+    for got, ref in zip(split, whole):
+        err = float(np.max(np.abs(got - ref)))
+        assert err <= 1e-5 * max(1.0, float(np.max(np.abs(ref)))), err
+    try:
+        seqc.compile(text, ranks=4, communicator=group)
+        print("a module for 4 ranks compiled on a communicator of 2")
+    except seqc.CompileError as e:
+        assert "compiled for 4 ranks, but its communicator has 2" in str(e), str(e)
+    try:
+        seqc.compile(text, ranks=2, communicator=MPI.COMM_NULL)
+        print("MPI.COMM_NULL was taken")
+    except ValueError as e:
+        assert "COMM_NULL" in str(e), str(e)
+    group.Free()
+    print("agree")
+""")
+
+
+@pytest.mark.skipif(MPIRUN is None or importlib.util.find_spec("mpi4py") is None,
+                    reason="needs OpenMPI's mpirun and mpi4py")
+def test_mpi4py_communicator_groups(tmp_path):
+    # seqc.compile(..., communicator=comm) with mpi4py communicators: the
+    # world's 4 processes in two groups of 2, each splitting a linear_scan
+    # over its own communicator on its own data, equal one process.
+    run_ranks(tmp_path, COMMUNICATOR_SCRIPT, 4)
+
+
+def test_communicator_is_checked_before_mpi():
+    import seqc
+    text = ("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+            "  return %a : tensor<4xf32>\n}\n")
+    with pytest.raises(ValueError, match="ranks > 0"):
+        seqc.compile(text, communicator=object())
+    with pytest.raises(TypeError, match="mpi4py communicator"):
+        seqc.compile(text, ranks=2, communicator=object())
