@@ -197,34 +197,61 @@ bool findAbi(MpiLibrary &lib) {
   return false;
 }
 
-/// The library SEQC_LIBMPI names, else the one of the launcher that
-/// started this process (mpirun of OpenMPI or MPICH's Hydra), else
-/// OpenMPI's if it is installed, else MPICH's.
+/// The libraries to try: SEQC_LIBMPI's, else first the one of the launcher
+/// that started this process (OpenMPI's mpirun, or a PMI launcher: MPICH's
+/// Hydra, Slurm's srun), then the other; without a launcher OpenMPI's
+/// first.
 std::vector<std::string> libraryNames() {
   const char *named = std::getenv("SEQC_LIBMPI");
   if (named && *named)
     return {named};
   constexpr const char *kOpenMpi = "libmpi.so.40", *kMpich = "libmpich.so.12";
-  if (std::getenv("OMPI_COMM_WORLD_SIZE"))
-    return {kOpenMpi};
-  if (std::getenv("PMI_SIZE") || std::getenv("PMI_RANK"))
-    return {kMpich};
+  if (!std::getenv("OMPI_COMM_WORLD_SIZE") &&
+      (std::getenv("PMI_SIZE") || std::getenv("PMI_RANK")))
+    return {kMpich, kOpenMpi};
   return {kOpenMpi, kMpich};
 }
 
-bool open(MpiLibrary &lib) {
-  std::string why;
-  for (const std::string &name : libraryNames()) {
-    // Global: the compiled code's MPI calls resolve to this library.
-    lib.handle = dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL);
+/// An MPI library the process has already loaded: one whose symbols are
+/// global (a host linked with MPI), else one of `names` loaded locally
+/// (mpi4py's); made global either way, so that the compiled code's calls
+/// resolve to it. Another library would be a second MPI in the process.
+bool openLoaded(MpiLibrary &lib, const std::vector<std::string> &names) {
+  Dl_info info{};
+  void *init = dlsym(RTLD_DEFAULT, "MPI_Init_thread");
+  if (init && dladdr(init, &info) && info.dli_fname) {
+    lib.handle = dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+    // MPI linked into the executable itself.
+    if (!lib.handle)
+      lib.handle = dlopen(nullptr, RTLD_NOW);
+    lib.name = info.dli_fname;
+    return lib.handle != nullptr;
+  }
+  for (const std::string &name : names) {
+    lib.handle = dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
     if (lib.handle) {
       lib.name = name;
-      break;
+      return true;
     }
-    const char *error = dlerror();
-    why += (why.empty() ? "cannot open " : "; nor ") + name + ": " +
-           (error ? error : "unknown error");
   }
+  return false;
+}
+
+bool open(MpiLibrary &lib) {
+  std::vector<std::string> names = libraryNames();
+  std::string why;
+  if (!openLoaded(lib, names))
+    for (const std::string &name : names) {
+      // Global: the compiled code's MPI calls resolve to this library.
+      lib.handle = dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL);
+      if (lib.handle) {
+        lib.name = name;
+        break;
+      }
+      const char *error = dlerror();
+      why += (why.empty() ? "cannot open " : "; nor ") + name + ": " +
+             (error ? error : "unknown error");
+    }
   if (!lib.handle) {
     lib.error = "distributed runs need MPI (" + why +
                 "; apt-get install openmpi-bin libopenmpi-dev, or set "

@@ -175,6 +175,25 @@ void seqc::populateAllGatherCall(RewritePatternSet &patterns, StringRef entry) {
   patterns.add<AllGatherToCall>(patterns.getContext(), entry);
 }
 
+/// Adds `key` = `value` to the module's #dlti.map (made if missing) unless
+/// the map has `key` already.
+static LogicalResult addToDltiMap(ModuleOp module, StringAttr key,
+                                  StringAttr value) {
+  SmallVector<DataLayoutEntryInterface> entries;
+  if (auto map = module->getAttrOfType<MapAttr>(DLTIDialect::kMapAttrName)) {
+    if (succeeded(map.query(key)))
+      return success();
+    llvm::append_range(entries, map.getEntries());
+  } else if (module->hasAttr(DLTIDialect::kMapAttrName)) {
+    return module.emitError() << "the module's " << DLTIDialect::kMapAttrName
+                              << " is not a #dlti.map";
+  }
+  entries.push_back(DataLayoutEntryAttr::get(key, value));
+  module->setAttr(DLTIDialect::kMapAttrName,
+                  MapAttr::get(module.getContext(), entries));
+  return success();
+}
+
 LogicalResult seqc::useMpiImplementation(ModuleOp module,
                                          StringRef implementation) {
   if (implementation != "OpenMPI" && implementation != "MPICH")
@@ -184,25 +203,22 @@ LogicalResult seqc::useMpiImplementation(ModuleOp module,
   MLIRContext *ctx = module.getContext();
   auto key = StringAttr::get(ctx, "MPI:Implementation");
   auto wanted = StringAttr::get(ctx, implementation);
-  SmallVector<DataLayoutEntryInterface> entries;
-  if (auto map = module->getAttrOfType<MapAttr>(DLTIDialect::kMapAttrName)) {
-    // A module that names its MPI keeps it if it is the library's; without
-    // an entry, MPIToLLVM would take MPICH's ABI whatever the library.
-    FailureOr<Attribute> named = map.query(key);
-    if (succeeded(named) && *named != wanted)
-      return module.emitError()
-             << "the module's DLTI entry \"MPI:Implementation\" is " << *named
-             << ", but its code is for the MPI library's ABI, \""
-             << implementation << "\"";
-    if (succeeded(named))
-      return success();
-    llvm::append_range(entries, map.getEntries());
-  } else if (module->hasAttr(DLTIDialect::kMapAttrName)) {
-    return module.emitError() << "the module's " << DLTIDialect::kMapAttrName
-                              << " is not a #dlti.map";
-  }
-  entries.push_back(DataLayoutEntryAttr::get(key, wanted));
-  module->setAttr(DLTIDialect::kMapAttrName, MapAttr::get(ctx, entries));
+  if (failed(addToDltiMap(module, key, wanted)))
+    return failure();
+  // What MPIToLLVM will read: the entry of the module's first DLTI
+  // attribute (a data layout spec comes before the map). Without one it
+  // takes MPICH's ABI, whatever the library; with another, that one's.
+  FailureOr<Attribute> seen = dlti::query(module, {key.getValue()});
+  if (failed(seen))
+    return module.emitError()
+           << "the module's DLTI attributes hide its \"MPI:Implementation\" "
+              "entry from MPIToLLVM, which reads the first of them: put the "
+              "entry there";
+  if (*seen != wanted)
+    return module.emitError()
+           << "the module's DLTI entry \"MPI:Implementation\" is " << *seen
+           << ", but its code is for the MPI library's ABI, \""
+           << implementation << "\"";
   return success();
 }
 

@@ -154,8 +154,9 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
 
 
 def _communicator_handle(communicator, ranks):
-    """The MPI_Comm handle of an mpi4py communicator as the C API takes it
-    (OpenMPI's pointer or MPICH's int); 0 for None (MPI_COMM_WORLD)."""
+    """The MPI_Comm handle of an mpi4py communicator as the C API takes it,
+    unsigned (OpenMPI's pointer, or MPICH's int sign-extended to 64 bits);
+    0 for None (MPI_COMM_WORLD)."""
     if communicator is None:
         return 0
     if not ranks:
@@ -173,7 +174,10 @@ def _communicator_handle(communicator, ranks):
     if communicator.Is_inter():
         raise ValueError("seqc: communicator is an intercommunicator; the "
                          "ranks of a module are one group")
-    return MPI._handleof(communicator)
+    # mpi4py gives the handle unsigned and pointer-wide (MPICH's negative
+    # ints, split communicators from 0x84000000, arrive sign-extended); the
+    # mask keeps a signed reading in range too.
+    return MPI._handleof(communicator) & 0xFFFFFFFFFFFFFFFF
 
 
 def load_weights(path, framework="numpy"):

@@ -545,7 +545,7 @@ Module compile(const std::string &source, bool isPath, const std::string &name,
                int numThreads, bool cache, const std::string &cacheDir,
                bool fuse, bool strict, size_t memoryLimit, int ranks,
                const std::string &bf16Products, const std::string &parallel,
-               const std::string &bindWeights, int64_t communicator) {
+               const std::string &bindWeights, uint64_t communicator) {
   seqc_compile_options o;
   seqc_compile_options_init(&o);
   // The weights bound when compiling: read for the compile, then released.
@@ -567,10 +567,11 @@ Module compile(const std::string &source, bool isPath, const std::string &name,
   o.strict = strict;
   o.memory_limit = memoryLimit;
   o.ranks = ranks;
-  // The MPI_Comm handle as mpi4py gives it (OpenMPI's pointer or MPICH's
-  // int, sign-extended), as the C API takes it; 0: MPI_COMM_WORLD.
+  // The MPI_Comm handle as mpi4py gives it, unsigned (OpenMPI's pointer, or
+  // MPICH's int sign-extended: 0xffffffff84000000 for a split
+  // communicator), as the C API takes it; 0: MPI_COMM_WORLD.
   o.communicator =
-      reinterpret_cast<void *>(static_cast<intptr_t>(communicator));
+      reinterpret_cast<void *>(static_cast<uintptr_t>(communicator));
   if (bf16Products == "dot")
     o.bf16_products = SEQC_BF16_DOT;
   else if (bf16Products == "widen")

@@ -63,7 +63,7 @@ SCRIPT = textwrap.dedent("""
         assert err <= 1e-4 * max(1.0, float(np.max(np.abs(ref)))), err
     try:
         seqc.compile(text, ranks=int(sys.argv[1]) + 1)
-        print("a module for more ranks than processes compiled")
+        raise AssertionError("a module for more ranks than processes compiled")
     except seqc.CompileError as e:
         assert "compiled for" in str(e), str(e)
     print("agree")
@@ -109,7 +109,7 @@ EXPERTS_SCRIPT = textwrap.dedent("""
     assert np.array_equal(load, load1), (load, load1)
     try:
         seqc.compile(text, ranks=ranks, parallel="tokens")
-        print("an unknown parallel compiled")
+        raise AssertionError("an unknown parallel compiled")
     except ValueError as e:
         assert "sequence, experts or sequence+experts" in str(e), str(e)
     print("agree")
@@ -148,12 +148,12 @@ COMMUNICATOR_SCRIPT = textwrap.dedent("""
         assert err <= 1e-5 * max(1.0, float(np.max(np.abs(ref)))), err
     try:
         seqc.compile(text, ranks=4, communicator=group)
-        print("a module for 4 ranks compiled on a communicator of 2")
+        raise AssertionError("a module for 4 ranks compiled on a communicator of 2")
     except seqc.CompileError as e:
         assert "compiled for 4 ranks, but its communicator has 2" in str(e), str(e)
     try:
         seqc.compile(text, ranks=2, communicator=MPI.COMM_NULL)
-        print("MPI.COMM_NULL was taken")
+        raise AssertionError("MPI.COMM_NULL was taken")
     except ValueError as e:
         assert "COMM_NULL" in str(e), str(e)
     group.Free()
