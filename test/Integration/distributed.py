@@ -291,10 +291,13 @@ def bad_inputs():
                           "--random-inputs", "--target", "cuda", "--parallel", "sequence"],
                 capture_output=True, text=True, env=dict(ENV, SEQC_LIBCUDA=stub),
                 timeout=120)
+            # Each rank fails on its own, and the launcher may end the other
+            # before it prints (MPICH's Hydra does once MPI has started): no
+            # rank says anything else.
             lines = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
-            c.expect("--parallel on cuda without a device says so on every rank",
-                     proc.returncode != 0 and lines == ["error: no CUDA device"] * 2,
-                     f"{proc.returncode} {lines}")
+            c.expect("--parallel on cuda without a device says so on the ranks that report",
+                     proc.returncode != 0 and 1 <= len(lines) <= 2 and
+                     set(lines) == {"error: no CUDA device"}, f"{proc.returncode} {lines}")
     code, err = run(mlir, ins, 0, ["--parallel", "tokens"], expect_error=True)
     c.expect("an unknown --parallel mode is an error", code == 1 and "sequence, experts or sequence+experts" in err,
              err)
@@ -339,12 +342,13 @@ def pieces():
             for i, (g, ref) in enumerate(zip(got, refs_out)):
                 c.close(f"{label} in pieces R={R} result{i} vs float64", g,
                         ref, 1e-4)
-    # A count that is not one is an error on every rank.
+    # A count that is not one is an error.
     code, err = run(mlir, ins, 2, env={"SEQC_MPI_MAX_COUNT": "0"},
                     expect_error=True)
+    # (Each rank fails on its own: the launcher may end one before it says so.)
     lines = [l for l in err.splitlines() if l.startswith("error:")]
-    c.expect("SEQC_MPI_MAX_COUNT=0 is an error on every rank, exit non-zero",
-             code != 0 and len(lines) == 2 and all(
+    c.expect("SEQC_MPI_MAX_COUNT=0 is an error on the ranks that report, exit non-zero",
+             code != 0 and 1 <= len(lines) <= 2 and all(
                  "SEQC_MPI_MAX_COUNT='0' is not a count from 1 to 2^30" in l
                  for l in lines), str(lines))
 
