@@ -33,6 +33,14 @@ using namespace seqc::rt;
 
 namespace {
 
+/// The ABIs of MPI libraries seqc knows.
+enum class MpiAbi {
+  /// OpenMPI's: handles are pointers to the library's objects.
+  OpenMpi,
+  /// MPICH's (also Intel MPI's, Cray MPICH's, MVAPICH's): handles are ints.
+  Mpich,
+};
+
 /// The MPI functions seqc calls that take handles, typed for one ABI's
 /// handle (`void *` for OpenMPI, `int` for MPICH).
 template <typename Handle> struct HandleFunctions {
@@ -76,7 +84,7 @@ struct MpiLibrary {
   HandleFunctions<void *> openMpi;
   HandleFunctions<int> mpich;
   /// Predefined handles, as the runtime passes them.
-  void *commWorld = nullptr, *uint64Type = nullptr, *opMax = nullptr;
+  void *commWorld = nullptr, *uint64Type = nullptr;
   // The all-reduces' datatypes (by entry::ReduceElement) and reductions (by
   // entry::ReduceOp), and MPI_BYTE.
   void *elementTypes[4] = {}, *reduceOps[4] = {}, *byteType = nullptr;
@@ -136,7 +144,6 @@ bool findOpenMpiHandles(MpiLibrary &lib) {
   return findHandleFunctions(lib, lib.openMpi) &&
          find(lib, lib.commWorld, "ompi_mpi_comm_world") &&
          find(lib, lib.uint64Type, "ompi_mpi_uint64_t") &&
-         find(lib, lib.opMax, "ompi_mpi_op_max") &&
          find(lib, lib.elementTypes[0], "ompi_mpi_float") &&
          find(lib, lib.elementTypes[1], "ompi_mpi_double") &&
          find(lib, lib.elementTypes[2], "ompi_mpi_int32_t") &&
@@ -154,7 +161,6 @@ bool findMpichHandles(MpiLibrary &lib) {
   lib.statusIgnore = reinterpret_cast<void *>(mpich::kStatusIgnore);
   lib.commWorld = handle(mpich::kCommWorld);
   lib.uint64Type = handle(mpich::kUint64);
-  lib.opMax = handle(mpich::kMax);
   const int types[] = {mpich::kFloat, mpich::kDouble, mpich::kInt32,
                        mpich::kInt64};
   const int ops[] = {mpich::kSum, mpich::kProd, mpich::kMax, mpich::kMin};
@@ -387,8 +393,10 @@ bool seqc::rt::mpiMaxAll(uint64_t *values, int count, std::string &error) {
     return false;
   }
   if (lib.call([&](auto &mpi) {
+        constexpr auto kMax = static_cast<size_t>(entry::ReduceOp::Max);
         return mpi.allreduce(lib.inPlace, values, count, mpi.of(lib.uint64Type),
-                             mpi.of(lib.opMax), mpi.of(lib.commWorld));
+                             mpi.of(lib.reduceOps[kMax]),
+                             mpi.of(lib.commWorld));
       }) != 0) {
     error = "MPI_Allreduce failed";
     return false;

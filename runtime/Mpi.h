@@ -27,21 +27,13 @@ struct MpiWorld {
   int size = 1;
 };
 
-/// The ABIs of MPI libraries seqc knows.
-enum class MpiAbi {
-  /// OpenMPI's: handles are pointers to the library's objects.
-  OpenMpi,
-  /// MPICH's (also Intel MPI's, Cray MPICH's, MVAPICH's): handles are ints.
-  Mpich,
-};
-
 /// Opens the MPI library and initializes MPI once per process (threads:
 /// MPI_THREAD_FUNNELED) unless the host has; MPI started here is ended at
-/// exit. The library is SEQC_LIBMPI's, else that of the launcher that
-/// started the process (libmpi.so.40 under OpenMPI's mpirun, libmpich.so.12
-/// under MPICH's Hydra), else libmpi.so.40 or libmpich.so.12, whichever
-/// opens first. False with `error` set when no library opens, its ABI is
-/// neither known one, or MPI fails to start.
+/// exit. The library is the one the process has loaded already, else
+/// SEQC_LIBMPI's, else the first that opens of libmpich.so.12 and
+/// libmpi.so.40, MPICH's first under a PMI launcher (Hydra, srun) and
+/// OpenMPI's otherwise. False with `error` set when no library opens, its
+/// ABI is neither OpenMPI's nor MPICH's, or MPI fails to start.
 bool mpiInit(MpiWorld &world, std::string &error);
 
 /// The ABI of the library mpiInit opened as MLIR's MPIToLLVM names it (the
