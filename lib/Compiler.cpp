@@ -341,22 +341,25 @@ void StageClock::done(const std::string &stage) {
   start = now;
 }
 
-Expected<CompiledObject>
-seqc::compileToObject(std::string_view source, const std::string &bufferName,
-                      const CompileOptions &options, llvm::TargetMachine &tm,
-                      const ModuleHook &hook, bool gatherCudaStructors) {
-  if (options.optLevel < 0 || options.optLevel > 3)
-    return Status::error("optLevel must be 0 to 3");
-  StageClock clock(options);
+namespace {
+/// The compile's diagnostics: the first error, with its location, becomes
+/// the message of a failed stage; remarks (fallbacks from the fast
+/// lowerings) go to onEvent as they come.
+class CompileDiagnostics {
+public:
+  CompileDiagnostics(mlir::MLIRContext &ctx, const CompileOptions &options)
+      : handler(&ctx, [this, &options](mlir::Diagnostic &diag) {
+          record(diag, options);
+          return mlir::success();
+        }) {}
 
-  mlir::DialectRegistry registry;
-  registerDialects(registry);
-  mlir::MLIRContext ctx(registry, mlir::MLIRContext::Threading::DISABLED);
+  /// The first error reported, or `fallback` when there was none.
+  Status failure(const std::string &fallback) const {
+    return Status::error(firstError.empty() ? fallback : firstError);
+  }
 
-  // The first error becomes the message, with its location.
-  std::string firstError;
-  // Remarks (fallbacks from the fast lowerings) go to onEvent.
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &diag) {
+private:
+  void record(mlir::Diagnostic &diag, const CompileOptions &options) {
     std::string loc;
     llvm::raw_string_ostream los(loc);
     if (auto fl = mlir::dyn_cast<mlir::FileLineColLoc>(diag.getLocation()))
@@ -368,43 +371,33 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     if (diag.getSeverity() == mlir::DiagnosticSeverity::Error &&
         firstError.empty())
       firstError = loc + diag.str();
-    return mlir::success();
-  });
-  auto fail = [&](const std::string &fallback) {
-    return Status::error(firstError.empty() ? fallback : firstError);
-  };
-
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(
-          llvm::StringRef(source.data(), source.size()), bufferName),
-      llvm::SMLoc());
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &ctx);
-  if (!module)
-    return fail("cannot parse " + bufferName);
-  clock.done("parse and verify");
-  if (!options.boundWeights.empty()) {
-    if (Status bound = bindWeights(*module, options.boundWeights); !bound)
-      return bound;
-    clock.done("bind weights");
   }
 
-  if (options.profile != Profile::None) {
-    mlir::PassManager profile(&ctx);
-    SeqProfileCallsOptions calls;
-    if (options.profile == Profile::Ops) {
-      profile.addPass(createSeqOutlineOps());
-      calls.allFunctions = true;
-    }
-    profile.addPass(createSeqProfileCalls(calls));
-    if (mlir::failed(profile.run(*module)))
-      return fail("cannot instrument " + bufferName + " for profiling");
-    clock.done("profiling instrumentation");
-  }
+  std::string firstError;
+  mlir::ScopedDiagnosticHandler handler;
+};
+} // namespace
 
-  CompiledObject result;
-  for (auto fn : module->getOps<mlir::func::FuncOp>()) {
+/// Outlines every op into a function of its own (Profile::Ops) and times
+/// the calls, when a profile is asked for.
+static mlir::LogicalResult instrumentForProfiling(mlir::ModuleOp module,
+                                                  Profile profile) {
+  mlir::PassManager pm(module.getContext());
+  SeqProfileCallsOptions calls;
+  if (profile == Profile::Ops) {
+    pm.addPass(createSeqOutlineOps());
+    calls.allFunctions = true;
+  }
+  pm.addPass(createSeqProfileCalls(calls));
+  return pm.run(module);
+}
+
+/// The public functions' signatures (what the entry points take), and the
+/// functions that cannot have entry points with why.
+static void describeFunctions(mlir::ModuleOp module,
+                              const CompileOptions &options,
+                              llvm::TargetMachine &tm, CompiledObject &result) {
+  for (auto fn : module.getOps<mlir::func::FuncOp>()) {
     if (!fn.isPublic() || fn.isDeclaration())
       continue;
     Expected<FunctionSignature> sig = describe(fn);
@@ -415,62 +408,160 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     } else
       result.unsupported.push_back({fn.getSymName().str(), sig.message()});
   }
+}
+
+static Status addCpuPipeline(mlir::PassManager &pm,
+                             const CompileOptions &options,
+                             llvm::TargetMachine &tm) {
+  CpuPipelineOptions cpu;
+  cpu.reference = options.reference;
+  cpu.fuse = options.fuse;
+  cpu.strict = options.strict;
+  cpu.ranks = options.ranks;
+  cpu.parallel = splitName(options.parallel);
+  // For the ABI of the MPI library the engine opened (its cache key too).
+  if (options.ranks > 0)
+    cpu.mpiImplementation = rt::mpiImplementation();
+  Expected<std::string> products = resolveBf16Products(options, tm);
+  if (!products)
+    return products.status();
+  cpu.bf16Products = *products;
+  // The kernels' vectors are as wide as the registers of the CPU the code
+  // is for, which need not be this one's (--cpu x86-64-v3, the x86-64-v2
+  // fallback): 512-bit vectors on an AVX2 CPU would be split in two by
+  // LLVM, and on SSE in four. The cache sizes stay this machine's, the
+  // only ones known.
+  cpu.vectorWidth = cpuVectorLanes([&](llvm::StringRef feature) {
+    return tm.getMCSubtargetInfo()->checkFeatures(("+" + feature).str());
+  });
+  buildCpuPipeline(pm, cpu);
+  return Status::ok();
+}
+
+static Status addCudaPipeline(mlir::PassManager &pm,
+                              const CompileOptions &options) {
+  if (options.reference)
+    return Status::error("the reference lowering runs on the CPU only");
+  CudaPipelineOptions cuda;
+  cuda.emulate = options.target == Target::CUDAEmulated;
+  cuda.fuse = options.fuse;
+  cuda.strict = options.strict;
+  if (!options.cudaChip.empty())
+    cuda.chip = options.cudaChip;
+  if (options.cudaBlockThreads)
+    cuda.blockThreads = options.cudaBlockThreads;
+  cuda.ranks = options.ranks;
+  cuda.parallel = splitName(options.parallel);
+  if (options.ranks > 0)
+    cuda.mpiImplementation = rt::mpiImplementation();
+  // Without the toolkit's ptxas, embed PTX: the driver compiles it when
+  // the module loads.
+  if (!cuda.emulate && !cudaHasPtxas(cuda))
+    cuda.format = "isa";
+  buildCudaPipeline(pm, cuda);
+  return Status::ok();
+}
+
+/// Every function the code calls must exist at run time: seqc's runtime or
+/// the C library (libm). (The hook's entry points call seqc's runtime and
+/// the fallback code linked beside them.)
+static Status checkCalleesExist(llvm::Module &module) {
+  std::string missing;
+  for (llvm::Function &f : module.functions()) {
+    if (!f.isDeclaration() || f.isIntrinsic())
+      continue;
+    std::string name = f.getName().str();
+    if (!isRuntimeSymbol(name) && !dlsym(RTLD_DEFAULT, name.c_str()))
+      missing += (missing.empty() ? "" : ", ") + name;
+  }
+  if (!missing.empty())
+    return Status::error("the compiled code calls functions seqc does not "
+                         "provide: " +
+                         missing);
+  return Status::ok();
+}
+
+/// LLVM's optimizations at `optLevel`, then the machine code into `object`.
+static Status optimizeAndEmit(llvm::Module &module, int optLevel,
+                              llvm::TargetMachine &tm, StageClock &clock,
+                              std::string &object) {
+  auto optimize =
+      mlir::makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, &tm);
+  if (llvm::Error err = optimize(&module))
+    return Status::error("LLVM optimization failed: " +
+                         llvm::toString(std::move(err)));
+  clock.done("LLVM optimization");
+
+  if (perfMapRequested())
+    exposeLocalFunctions(module);
+
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager codegen;
+  if (tm.addPassesToEmitFile(codegen, os, nullptr,
+                             llvm::CodeGenFileType::ObjectFile))
+    return Status::error("the target cannot emit object files");
+  codegen.run(module);
+  object.assign(buffer.begin(), buffer.end());
+  clock.done("code generation");
+  return Status::ok();
+}
+
+Expected<CompiledObject>
+seqc::compileToObject(std::string_view source, const std::string &bufferName,
+                      const CompileOptions &options, llvm::TargetMachine &tm,
+                      const ModuleHook &hook, bool gatherCudaStructors) {
+  if (options.optLevel < 0 || options.optLevel > 3)
+    return Status::error("optLevel must be 0 to 3");
+  StageClock clock(options);
+
+  mlir::DialectRegistry registry;
+  registerDialects(registry);
+  mlir::MLIRContext ctx(registry, mlir::MLIRContext::Threading::DISABLED);
+  CompileDiagnostics diagnostics(ctx, options);
+
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(
+          llvm::StringRef(source.data(), source.size()), bufferName),
+      llvm::SMLoc());
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &ctx);
+  if (!module)
+    return diagnostics.failure("cannot parse " + bufferName);
+  clock.done("parse and verify");
+  if (!options.boundWeights.empty()) {
+    if (Status bound = bindWeights(*module, options.boundWeights); !bound)
+      return bound;
+    clock.done("bind weights");
+  }
+  if (options.profile != Profile::None) {
+    if (mlir::failed(instrumentForProfiling(*module, options.profile)))
+      return diagnostics.failure("cannot instrument " + bufferName +
+                                 " for profiling");
+    clock.done("profiling instrumentation");
+  }
+
+  CompiledObject result;
+  describeFunctions(*module, options, tm, result);
 
   mlir::PassManager pm(&ctx);
-  if (options.target == Target::CPU) {
-    CpuPipelineOptions cpu;
-    cpu.reference = options.reference;
-    cpu.fuse = options.fuse;
-    cpu.strict = options.strict;
-    cpu.ranks = options.ranks;
-    cpu.parallel = splitName(options.parallel);
-    // For the ABI of the MPI library the engine opened (its cache key too).
-    if (options.ranks > 0)
-      cpu.mpiImplementation = rt::mpiImplementation();
-    Expected<std::string> products = resolveBf16Products(options, tm);
-    if (!products)
-      return products.status();
-    cpu.bf16Products = *products;
-    // The kernels' vectors are as wide as the registers of the CPU the code
-    // is for, which need not be this one's (--cpu x86-64-v3, the x86-64-v2
-    // fallback): 512-bit vectors on an AVX2 CPU would be split in two by
-    // LLVM, and on SSE in four. The cache sizes stay this machine's, the
-    // only ones known.
-    cpu.vectorWidth = cpuVectorLanes([&](llvm::StringRef feature) {
-      return tm.getMCSubtargetInfo()->checkFeatures(("+" + feature).str());
-    });
-    buildCpuPipeline(pm, cpu);
-  } else {
-    if (options.reference)
-      return Status::error("the reference lowering runs on the CPU only");
-    CudaPipelineOptions cuda;
-    cuda.emulate = options.target == Target::CUDAEmulated;
-    cuda.fuse = options.fuse;
-    cuda.strict = options.strict;
-    if (!options.cudaChip.empty())
-      cuda.chip = options.cudaChip;
-    if (options.cudaBlockThreads)
-      cuda.blockThreads = options.cudaBlockThreads;
-    cuda.ranks = options.ranks;
-    cuda.parallel = splitName(options.parallel);
-    if (options.ranks > 0)
-      cuda.mpiImplementation = rt::mpiImplementation();
-    // Without the toolkit's ptxas, embed PTX: the driver compiles it when
-    // the module loads.
-    if (!cuda.emulate && !cudaHasPtxas(cuda))
-      cuda.format = "isa";
-    buildCudaPipeline(pm, cuda);
-  }
+  bool cpu = options.target == Target::CPU;
+  if (Status built =
+          cpu ? addCpuPipeline(pm, options, tm) : addCudaPipeline(pm, options);
+      !built)
+    return built;
   if (mlir::failed(pm.run(*module)))
-    return fail("compilation of " + bufferName + " failed");
-  clock.done(options.target == Target::CPU ? "MLIR passes (CPU pipeline)"
-                                           : "MLIR passes (CUDA pipeline)");
+    return diagnostics.failure("compilation of " + bufferName + " failed");
+  clock.done(cpu ? "MLIR passes (CPU pipeline)"
+                 : "MLIR passes (CUDA pipeline)");
 
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       mlir::translateModuleToLLVMIR(*module, llvmContext, bufferName);
   if (!llvmModule)
-    return fail("cannot translate " + bufferName + " to LLVM IR");
+    return diagnostics.failure("cannot translate " + bufferName +
+                               " to LLVM IR");
   clock.done("translation to LLVM IR");
   llvmModule->setDataLayout(tm.createDataLayout());
   llvmModule->setTargetTriple(tm.getTargetTriple());
@@ -482,43 +573,13 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     gatherStructors(*llvmModule, "llvm.global_ctors", cudaInitSymbol(), false);
     gatherStructors(*llvmModule, "llvm.global_dtors", cudaFiniSymbol(), true);
   }
-  // Every function the code calls must exist at run time: seqc's runtime or
-  // the C library (libm). (The hook's entry points call seqc's runtime and
-  // the fallback code linked beside them.)
-  std::string missing;
-  for (llvm::Function &f : llvmModule->functions()) {
-    if (!f.isDeclaration() || f.isIntrinsic())
-      continue;
-    std::string name = f.getName().str();
-    if (!isRuntimeSymbol(name) && !dlsym(RTLD_DEFAULT, name.c_str()))
-      missing += (missing.empty() ? "" : ", ") + name;
-  }
-  if (!missing.empty())
-    return Status::error("the compiled code calls functions seqc does not "
-                         "provide: " +
-                         missing);
-
+  if (Status resolved = checkCalleesExist(*llvmModule); !resolved)
+    return resolved;
   if (hook)
     hook(*llvmModule, result.functions);
-
-  auto optimize =
-      mlir::makeOptimizingTransformer(options.optLevel, /*sizeLevel=*/0, &tm);
-  if (llvm::Error err = optimize(llvmModule.get()))
-    return Status::error("LLVM optimization failed: " +
-                         llvm::toString(std::move(err)));
-  clock.done("LLVM optimization");
-
-  if (perfMapRequested())
-    exposeLocalFunctions(*llvmModule);
-
-  llvm::SmallVector<char, 0> buffer;
-  llvm::raw_svector_ostream os(buffer);
-  llvm::legacy::PassManager codegen;
-  if (tm.addPassesToEmitFile(codegen, os, nullptr,
-                             llvm::CodeGenFileType::ObjectFile))
-    return Status::error("the target cannot emit object files");
-  codegen.run(*llvmModule);
-  result.object.assign(buffer.begin(), buffer.end());
-  clock.done("code generation");
+  if (Status emitted = optimizeAndEmit(*llvmModule, options.optLevel, tm, clock,
+                                       result.object);
+      !emitted)
+    return emitted;
   return result;
 }

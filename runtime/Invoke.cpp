@@ -351,6 +351,165 @@ static bool isContiguous(const std::vector<int64_t> &shape,
   return true;
 }
 
+namespace {
+/// Copies of arguments a call cannot read in place, freed after the call.
+using InputCopies = std::vector<std::unique_ptr<void, void (*)(void *)>>;
+
+/// One result's memref descriptor, as the call wrote it.
+struct ResultDescriptor {
+  void *allocated;
+  const char *aligned;
+  int64_t offset;
+  std::vector<int64_t> shape, strides;
+
+  /// Reads the descriptor at `words[at]` of a result of rank `rank`.
+  static ResultDescriptor read(const std::vector<int64_t> &words, size_t at,
+                               size_t rank) {
+    auto shapeStart = words.begin() + at + 3;
+    return {reinterpret_cast<void *>(words[at]),
+            reinterpret_cast<const char *>(words[at + 1]), words[at + 2],
+            std::vector<int64_t>(shapeStart, shapeStart + rank),
+            std::vector<int64_t>(shapeStart + rank, shapeStart + 2 * rank)};
+  }
+};
+} // namespace
+
+/// Checks argument `a` (`what`) against its declared type; gives its element
+/// count and strides.
+static Status checkArgument(const TensorView &a, const TensorSpec &spec,
+                            const std::string &what, int64_t &numel,
+                            std::vector<int64_t> &strides) {
+  if (a.dtype != spec.dtype)
+    return Status::error(what + " must have element type " +
+                         dtypeName(spec.dtype) + " but has " +
+                         dtypeName(a.dtype));
+  if (a.shape.size() != spec.shape.size())
+    return Status::error(
+        what + " must have rank " + std::to_string(spec.shape.size()) + " (" +
+        spec.typeString() + ") but has rank " + std::to_string(a.shape.size()));
+  for (size_t d = 0; d < a.shape.size(); ++d) {
+    if (a.shape[d] < 0)
+      return Status::error(what + " has negative size " +
+                           std::to_string(a.shape[d]) + " in dimension " +
+                           std::to_string(d));
+    if (spec.shape[d] >= 0 && spec.shape[d] != a.shape[d])
+      return Status::error(what + " must be " + spec.typeString() +
+                           " but dimension " + std::to_string(d) + " is " +
+                           std::to_string(a.shape[d]));
+  }
+  std::optional<int64_t> n = checkedNumel(a.shape);
+  if (!n)
+    return Status::error(what + " has too many elements");
+  if (!a.data && *n > 0)
+    return Status::error(what + " has no data");
+  strides = a.effectiveStrides();
+  if (strides.size() != a.shape.size())
+    return Status::error(what + " has " + std::to_string(strides.size()) +
+                         " strides for rank " + std::to_string(a.shape.size()));
+  numel = *n;
+  return Status::ok();
+}
+
+/// The buffer the call reads argument `a` from. Compiled functions take
+/// identity-layout buffers (their code derives strides from sizes), so a
+/// strided view is copied in C order (and `strides` become contiguous ones);
+/// and the GPU's kernels read inputs from managed memory (the caller's may
+/// be pageable host memory a GPU cannot reach). A contiguous host input
+/// (contiguous and managed, for the GPU) is used in place.
+static Expected<const void *>
+callableInput(const TensorView &a, const std::string &what, int64_t numel,
+              std::vector<int64_t> &strides, bool cudaMemory,
+              InputCopies &copies) {
+  bool contiguous = isContiguous(a.shape, strides);
+  if (cudaMemory ? contiguous && rt::cudaIsManaged(a.data) : contiguous)
+    return a.data;
+  size_t bytes = static_cast<size_t>(numel) * dtypeSize(a.dtype);
+  void *copy = nullptr;
+  if (cudaMemory) {
+    std::string error;
+    copy = rt::cudaManagedAlloc(bytes, error);
+    if (!copy)
+      return Status::error(error);
+    copies.emplace_back(copy, &rt::cudaManagedFree);
+  } else {
+    copy = std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64));
+    if (!copy)
+      return Status::error(what + ": out of memory copying a strided view (" +
+                           std::to_string(bytes) + " bytes)");
+    copies.emplace_back(copy, &std::free);
+  }
+  if (contiguous)
+    std::memcpy(copy, a.data, bytes);
+  else
+    stridedCopy(static_cast<char *>(copy), static_cast<const char *>(a.data),
+                dtypeSize(a.dtype), a.shape, strides);
+  strides = contiguousStrides(a.shape);
+  return static_cast<const void *>(copy);
+}
+
+/// A memref descriptor (allocated and aligned pointers, offset 0, sizes,
+/// strides) appended to `words`.
+static void appendDescriptor(std::vector<int64_t> &words, const void *data,
+                             const std::vector<int64_t> &shape,
+                             const std::vector<int64_t> &strides) {
+  words.push_back(reinterpret_cast<intptr_t>(data));
+  words.push_back(reinterpret_cast<intptr_t>(data));
+  words.push_back(0);
+  words.insert(words.end(), shape.begin(), shape.end());
+  words.insert(words.end(), strides.begin(), strides.end());
+}
+
+static void recordStats(const rt::CallScope &scope, CallStats &stats) {
+  stats.regionSeconds.clear();
+  for (uint64_t ns : scope.regionNanos())
+    stats.regionSeconds.push_back(ns * 1e-9);
+  stats.regionCalls = scope.regionCalls();
+  stats.allocatedBytes = scope.allocatedBytes();
+  stats.peakBytes = scope.peakBytes();
+}
+
+/// Result `out` of a finished call. A buffer the call allocated for this
+/// result alone becomes the result tensor without a copy (`adopted` lists
+/// those taken); anything else (an input, a constant, a view of another
+/// result) is copied.
+static Expected<Tensor> takeResult(const TensorSpec &out,
+                                   const ResultDescriptor &d,
+                                   rt::CallScope &scope,
+                                   std::vector<const void *> &adopted,
+                                   bool cudaMemory) {
+  size_t elt = dtypeSize(out.dtype);
+  std::optional<int64_t> numel = checkedNumel(d.shape);
+  if (!numel)
+    return Status::error("result has an invalid shape");
+  size_t bytes = static_cast<size_t>(*numel) * elt;
+  bool contiguous = isContiguous(d.shape, d.strides);
+  size_t blockSize = scope.sizeOf(d.allocated);
+  const char *begin = d.aligned + d.offset * static_cast<int64_t>(elt);
+  const char *block = static_cast<const char *>(d.allocated);
+  bool ownBlock = blockSize && std::find(adopted.begin(), adopted.end(),
+                                         d.allocated) == adopted.end();
+  if (contiguous && ownBlock && begin >= block &&
+      begin + bytes <= block + blockSize) {
+    adopted.push_back(d.allocated);
+    scope.release(d.allocated);
+    std::shared_ptr<void> owner(d.allocated, [blockSize, cudaMemory](void *p) {
+      if (cudaMemory)
+        rt::cudaManagedFree(p); // managed memory stays the result's
+      else
+        rt::releaseBlock(p, blockSize);
+    });
+    return Tensor::adopt(out.dtype, d.shape, const_cast<char *>(begin), owner);
+  }
+  Expected<Tensor> t = Tensor::zeros(out.dtype, d.shape);
+  if (!t)
+    return Status::error(t.message());
+  if (contiguous)
+    std::memcpy(t->data(), begin, bytes);
+  else
+    stridedCopy(static_cast<char *>(t->data()), begin, elt, d.shape, d.strides);
+  return t.take();
+}
+
 Expected<std::vector<Tensor>>
 seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
                    const std::vector<TensorView> &args, size_t memoryLimit,
@@ -370,80 +529,19 @@ seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
   for (const TensorSpec &out : sig.outputs)
     total += descriptorWords(out.shape.size());
   words.reserve(total);
-  std::vector<std::unique_ptr<void, void (*)(void *)>> inputCopies;
+  InputCopies inputCopies;
   for (size_t i = 0; i < args.size(); ++i) {
-    const TensorView &a = args[i];
     const TensorSpec &spec = sig.inputs[i];
     std::string what = "argument " + std::to_string(i) + " (" + spec.name + ")";
-    if (a.dtype != spec.dtype)
-      return Status::error(what + " must have element type " +
-                           dtypeName(spec.dtype) + " but has " +
-                           dtypeName(a.dtype));
-    if (a.shape.size() != spec.shape.size())
-      return Status::error(what + " must have rank " +
-                           std::to_string(spec.shape.size()) + " (" +
-                           spec.typeString() + ") but has rank " +
-                           std::to_string(a.shape.size()));
-    for (size_t d = 0; d < a.shape.size(); ++d) {
-      if (a.shape[d] < 0)
-        return Status::error(what + " has negative size " +
-                             std::to_string(a.shape[d]) + " in dimension " +
-                             std::to_string(d));
-      if (spec.shape[d] >= 0 && spec.shape[d] != a.shape[d])
-        return Status::error(what + " must be " + spec.typeString() +
-                             " but dimension " + std::to_string(d) + " is " +
-                             std::to_string(a.shape[d]));
-    }
-    std::optional<int64_t> n = checkedNumel(a.shape);
-    if (!n)
-      return Status::error(what + " has too many elements");
-    if (!a.data && *n > 0)
-      return Status::error(what + " has no data");
-    std::vector<int64_t> strides = a.effectiveStrides();
-    if (strides.size() != a.shape.size())
-      return Status::error(what + " has " + std::to_string(strides.size()) +
-                           " strides for rank " +
-                           std::to_string(a.shape.size()));
-    const void *data = a.data;
-    bool contiguous = isContiguous(a.shape, strides);
-    // Compiled functions take identity-layout buffers (their code derives
-    // strides from sizes), so a strided view is copied in C order; and the
-    // GPU's kernels read inputs from managed memory (the caller's may be
-    // pageable host memory a GPU cannot reach). A contiguous host input
-    // (contiguous and managed, for the GPU) is used in place.
-    if (cudaMemory ? !(contiguous && rt::cudaIsManaged(a.data)) : !contiguous) {
-      size_t bytes = static_cast<size_t>(*n) * dtypeSize(a.dtype);
-      void *copy = nullptr;
-      if (cudaMemory) {
-        std::string error;
-        copy = rt::cudaManagedAlloc(bytes, error);
-        if (!copy)
-          return Status::error(error);
-        inputCopies.emplace_back(copy, &rt::cudaManagedFree);
-      } else {
-        copy = std::aligned_alloc(64,
-                                  std::max<size_t>(64, (bytes + 63) / 64 * 64));
-        if (!copy)
-          return Status::error(what +
-                               ": out of memory copying a strided "
-                               "view (" +
-                               std::to_string(bytes) + " bytes)");
-        inputCopies.emplace_back(copy, &std::free);
-      }
-      if (contiguous)
-        std::memcpy(copy, a.data, bytes);
-      else
-        stridedCopy(static_cast<char *>(copy),
-                    static_cast<const char *>(a.data), dtypeSize(a.dtype),
-                    a.shape, strides);
-      data = copy;
-      strides = contiguousStrides(a.shape);
-    }
-    words.push_back(reinterpret_cast<intptr_t>(data));
-    words.push_back(reinterpret_cast<intptr_t>(data));
-    words.push_back(0);
-    words.insert(words.end(), a.shape.begin(), a.shape.end());
-    words.insert(words.end(), strides.begin(), strides.end());
+    int64_t numel = 0;
+    std::vector<int64_t> strides;
+    if (Status ok = checkArgument(args[i], spec, what, numel, strides); !ok)
+      return ok;
+    Expected<const void *> data =
+        callableInput(args[i], what, numel, strides, cudaMemory, inputCopies);
+    if (!data)
+      return data.status();
+    appendDescriptor(words, *data, args[i].shape, strides);
   }
   size_t resultStart = words.size();
   words.resize(total, 0);
@@ -460,14 +558,8 @@ seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
     scope.enableProfile(sig.profileRegions.size());
   if (!scope.run(fn, packed.data()))
     return Status::error(scope.error());
-  if (stats) {
-    stats->regionSeconds.clear();
-    for (uint64_t ns : scope.regionNanos())
-      stats->regionSeconds.push_back(ns * 1e-9);
-    stats->regionCalls = scope.regionCalls();
-    stats->allocatedBytes = scope.allocatedBytes();
-    stats->peakBytes = scope.peakBytes();
-  }
+  if (stats)
+    recordStats(scope, *stats);
 
   std::vector<Tensor> results;
   results.reserve(sig.outputs.size());
@@ -475,49 +567,13 @@ seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
   std::vector<const void *> adopted;
   for (const TensorSpec &out : sig.outputs) {
     size_t rank = out.shape.size();
-    void *allocated = reinterpret_cast<void *>(words[at]);
-    const char *aligned = reinterpret_cast<const char *>(words[at + 1]);
-    int64_t offset = words[at + 2];
-    std::vector<int64_t> shape(words.begin() + at + 3,
-                               words.begin() + at + 3 + rank);
-    std::vector<int64_t> strides(words.begin() + at + 3 + rank,
-                                 words.begin() + at + 3 + 2 * rank);
+    Expected<Tensor> result =
+        takeResult(out, ResultDescriptor::read(words, at, rank), scope, adopted,
+                   cudaMemory);
+    if (!result)
+      return result.status();
+    results.push_back(result.take());
     at += descriptorWords(rank);
-    size_t elt = dtypeSize(out.dtype);
-    std::optional<int64_t> numel = checkedNumel(shape);
-    if (!numel)
-      return Status::error("result has an invalid shape");
-
-    // A buffer the call allocated for this result alone becomes the result
-    // tensor without a copy; anything else (an input, a constant, a view of
-    // another result) is copied.
-    size_t blockSize = scope.sizeOf(allocated);
-    const char *begin = aligned + offset * static_cast<int64_t>(elt);
-    if (isContiguous(shape, strides) && blockSize &&
-        std::find(adopted.begin(), adopted.end(), allocated) == adopted.end() &&
-        begin >= static_cast<const char *>(allocated) &&
-        begin + *numel * elt <=
-            static_cast<const char *>(allocated) + blockSize) {
-      adopted.push_back(allocated);
-      scope.release(allocated);
-      std::shared_ptr<void> owner(allocated, [blockSize, cudaMemory](void *p) {
-        if (cudaMemory)
-          rt::cudaManagedFree(p); // managed memory stays the result's
-        else
-          rt::releaseBlock(p, blockSize);
-      });
-      results.push_back(
-          Tensor::adopt(out.dtype, shape, const_cast<char *>(begin), owner));
-      continue;
-    }
-    Expected<Tensor> t = Tensor::zeros(out.dtype, shape);
-    if (!t)
-      return Status::error(t.message());
-    if (isContiguous(shape, strides))
-      std::memcpy(t->data(), begin, static_cast<size_t>(*numel) * elt);
-    else
-      stridedCopy(static_cast<char *>(t->data()), begin, elt, shape, strides);
-    results.push_back(t.take());
   }
   return results;
 }

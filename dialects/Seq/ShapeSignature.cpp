@@ -103,30 +103,60 @@ static bool isDataElementType(Type t) {
   return t.isF32() || t.isF16() || t.isBF16();
 }
 
-namespace {
-/// A symbol's statically known value and where it came from.
-struct Known {
-  int64_t value;
-  int tensor; // -1: attribute
-  unsigned dim;
-  std::string origin;
-};
-} // namespace
+namespace seqc::seq {
+/// ShapeSignature::verify's stages: ranks and element types, then each
+/// static size against what the sizes before it (or an attribute) fixed,
+/// then the constraints on the symbols. The first violation is reported on
+/// the op.
+class SignatureVerifier {
+public:
+  SignatureVerifier(const ShapeSignature &sig, Operation *op)
+      : sig(sig), decls(sig.decls), op(op) {}
 
-LogicalResult ShapeSignature::verify(Operation *op) const {
+  LogicalResult run() {
+    if (failed(checkRanksAndTypes()) || failed(checkParameterTypes()))
+      return failure();
+    for (const auto &[sym, src] : sig.bindings)
+      known[sym] = Known{src.constant, -1, 0, src.origin};
+    for (unsigned i = 0; i < decls.size(); ++i)
+      for (unsigned j = 0; j < decls[i].dims.size(); ++j)
+        if (failed(checkStaticSize(i, j)))
+          return failure();
+    return checkConstraints();
+  }
+
+private:
+  /// A symbol's statically known value and where it came from.
+  struct Known {
+    int64_t value;
+    int tensor; // -1: attribute
+    unsigned dim;
+    std::string origin;
+  };
+
+  static RankedTensorType typeOf(const TensorDecl &decl) {
+    return cast<RankedTensorType>(decl.value.getType());
+  }
+
   // Ranks and element types first: dimension checks assume the right rank.
-  Type dataType;
-  int dataDecl = -1;
-  for (auto [i, decl] : llvm::enumerate(decls)) {
-    auto type = cast<RankedTensorType>(decl.value.getType());
-    if (type.getRank() != static_cast<int64_t>(decl.dims.size())) {
-      auto diag = op->emitOpError()
-                  << decl.name << " must have rank " << decl.dims.size();
-      if (!decl.dims.empty())
-        diag << " (" << formatDims(decl) << ")";
-      return diag << " but has rank " << type.getRank();
+  LogicalResult checkRanksAndTypes() {
+    for (auto [i, decl] : llvm::enumerate(decls)) {
+      int64_t rank = typeOf(decl).getRank();
+      if (rank != static_cast<int64_t>(decl.dims.size())) {
+        auto diag = op->emitOpError()
+                    << decl.name << " must have rank " << decl.dims.size();
+        if (!decl.dims.empty())
+          diag << " (" << formatDims(decl) << ")";
+        return diag << " but has rank " << rank;
+      }
+      if (failed(checkElementType(i, decl)))
+        return failure();
     }
-    Type elt = type.getElementType();
+    return success();
+  }
+
+  LogicalResult checkElementType(unsigned index, const TensorDecl &decl) {
+    Type elt = typeOf(decl).getElementType();
     switch (decl.kind) {
     case ElementKind::Data:
       if (!isDataElementType(elt))
@@ -135,138 +165,159 @@ LogicalResult ShapeSignature::verify(Operation *op) const {
                << "but has " << elt;
       if (!dataType) {
         dataType = elt;
-        dataDecl = i;
+        dataDecl = index;
       } else if (elt != dataType) {
         return op->emitOpError()
                << decl.name << " has element type " << elt << " but "
                << decls[dataDecl].name << " has " << dataType;
       }
-      break;
+      return success();
     case ElementKind::State:
       if (!elt.isF32())
         return op->emitOpError()
                << decl.name << " must have element type f32 (states and "
                << "scalar results stay f32), but has " << elt;
-      break;
+      return success();
     case ElementKind::Int32:
       if (!elt.isSignlessInteger(32))
         return op->emitOpError()
                << decl.name << " must have element type i32, but has " << elt;
-      break;
+      return success();
     case ElementKind::Int64:
       if (!elt.isSignlessInteger(64))
         return op->emitOpError()
                << decl.name << " must have element type i64, but has " << elt;
-      break;
+      return success();
     case ElementKind::Param:
       if (!isDataElementType(elt))
         return op->emitOpError()
                << decl.name << " must have element type f32, f16 or bf16, "
                << "but has " << elt;
-      break;
+      return success();
     case ElementKind::Any:
-      break;
+      return success();
     }
+    return success();
   }
+
   // Parameters may stay f32 when the data is f16/bf16, as Mamba keeps A, D
   // and the biases in f32; any other mix is an error.
-  for (const TensorDecl &decl : decls) {
-    if (decl.kind != ElementKind::Param)
-      continue;
-    Type elt = cast<RankedTensorType>(decl.value.getType()).getElementType();
-    if (elt.isF32() || !dataType || elt == dataType)
-      continue;
-    return op->emitOpError()
-           << decl.name << " has element type " << elt << " but "
-           << decls[dataDecl].name << " has " << dataType
-           << " (parameters are f32 or the data type)";
-  }
-
-  auto isDivisor = [&](StringRef sym) {
-    for (const auto &d : divisible)
-      if (d.second == sym)
-        return true;
-    return false;
-  };
-  llvm::StringMap<Known> known;
-  for (const auto &[sym, src] : bindings)
-    known[sym] = Known{src.constant, -1, 0, src.origin};
-
-  for (auto [i, decl] : llvm::enumerate(decls)) {
-    auto type = cast<RankedTensorType>(decl.value.getType());
-    for (auto [j, e] : llvm::enumerate(decl.dims)) {
-      int64_t size = type.getDimSize(j);
-      if (ShapedType::isDynamic(size))
+  LogicalResult checkParameterTypes() {
+    for (const TensorDecl &decl : decls) {
+      if (decl.kind != ElementKind::Param)
         continue;
-      auto it = known.find(e.symbol);
-      if (it == known.end()) {
-        int64_t base = size - e.offset;
-        if (base < 0 || base % e.scale != 0)
-          return op->emitOpError()
-                 << describe(i, j) << " is " << size << ", which is not "
-                 << e.str() << " for any " << e.symbol << " >= 0";
-        int64_t value = base / e.scale;
-        known[e.symbol] =
-            Known{value, static_cast<int>(i), static_cast<unsigned>(j), ""};
-        // A size that must be positive is reported before anything derived
-        // from it (W-1 of a zero-width filter would be -1).
-        if (value < 1 &&
-            (llvm::is_contained(positive, e.symbol) || isDivisor(e.symbol)))
-          return op->emitOpError()
-                 << e.symbol << " must be at least 1, but " << describe(i, j)
-                 << " gives " << e.symbol << " = " << value;
+      Type elt = typeOf(decl).getElementType();
+      if (elt.isF32() || !dataType || elt == dataType)
         continue;
-      }
-      const Known &k = it->second;
-      int64_t expected = e.apply(k.value);
-      if (size == expected)
-        continue;
-      auto diag = op->emitOpError()
-                  << describe(i, j) << " is " << size << " but ";
-      if (k.tensor < 0) {
-        diag << "attribute " << k.origin << " is " << k.value;
-        if (!e.isPlain())
-          diag << ", so it must be " << expected;
-        return diag;
-      }
-      const TensorDecl &src = decls[k.tensor];
-      const DimExpr &srcExpr = src.dims[k.dim];
-      if (e.isPlain() && srcExpr.isPlain())
-        return diag << src.name << " has " << k.value;
-      return diag << src.name << " has " << e.symbol << " = " << k.value
-                  << ", so it must be " << expected;
+      return op->emitOpError()
+             << decl.name << " has element type " << elt << " but "
+             << decls[dataDecl].name << " has " << dataType
+             << " (parameters are f32 or the data type)";
     }
+    return success();
   }
 
-  auto where = [&](StringRef sym) -> std::string {
+  bool isDivisor(StringRef sym) const {
+    return llvm::any_of(sig.divisible,
+                        [&](const auto &d) { return d.second == sym; });
+  }
+
+  /// Dimension `dim` of tensor `tensor`, when static: fixes its symbol if
+  /// nothing did before, else must be what the symbol's value gives.
+  LogicalResult checkStaticSize(unsigned tensor, unsigned dim) {
+    int64_t size = typeOf(decls[tensor]).getDimSize(dim);
+    if (ShapedType::isDynamic(size))
+      return success();
+    const DimExpr &e = decls[tensor].dims[dim];
+    auto it = known.find(e.symbol);
+    if (it == known.end())
+      return learnSymbol(tensor, dim, size);
+    const Known &k = it->second;
+    int64_t expected = e.apply(k.value);
+    if (size == expected)
+      return success();
+    auto diag = op->emitOpError()
+                << sig.describe(tensor, dim) << " is " << size << " but ";
+    if (k.tensor < 0) {
+      diag << "attribute " << k.origin << " is " << k.value;
+      if (!e.isPlain())
+        diag << ", so it must be " << expected;
+      return diag;
+    }
+    const TensorDecl &src = decls[k.tensor];
+    if (e.isPlain() && src.dims[k.dim].isPlain())
+      return diag << src.name << " has " << k.value;
+    return diag << src.name << " has " << e.symbol << " = " << k.value
+                << ", so it must be " << expected;
+  }
+
+  /// The first static size of a symbol's expression fixes the symbol.
+  LogicalResult learnSymbol(unsigned tensor, unsigned dim, int64_t size) {
+    const DimExpr &e = decls[tensor].dims[dim];
+    int64_t base = size - e.offset;
+    if (base < 0 || base % e.scale != 0)
+      return op->emitOpError()
+             << sig.describe(tensor, dim) << " is " << size << ", which is not "
+             << e.str() << " for any " << e.symbol << " >= 0";
+    int64_t value = base / e.scale;
+    known[e.symbol] = Known{value, static_cast<int>(tensor), dim, ""};
+    // A size that must be positive is reported before anything derived
+    // from it (W-1 of a zero-width filter would be -1).
+    if (value < 1 &&
+        (llvm::is_contained(sig.positive, e.symbol) || isDivisor(e.symbol)))
+      return op->emitOpError() << e.symbol << " must be at least 1, but "
+                               << sig.describe(tensor, dim) << " gives "
+                               << e.symbol << " = " << value;
+    return success();
+  }
+
+  /// Where a known symbol's value came from.
+  std::string where(StringRef sym) const {
     const Known &k = known.find(sym)->second;
     if (k.tensor < 0)
       return "attribute " + k.origin;
     return "dimension " + std::to_string(k.dim) + " of " + decls[k.tensor].name;
-  };
-  for (const std::string &sym : positive) {
-    auto it = known.find(sym);
-    if (it != known.end() && it->second.value < 1)
-      return op->emitOpError()
-             << sym << " must be at least 1, but " << where(sym) << " gives "
-             << sym << " = " << it->second.value;
   }
-  for (const auto &[dividend, divisor] : divisible) {
-    auto num = known.find(dividend), den = known.find(divisor);
-    if (den != known.end() && den->second.value < 1)
-      return op->emitOpError()
-             << divisor << " must be at least 1, but " << where(divisor)
-             << " gives " << divisor << " = " << den->second.value;
-    if (num == known.end() || den == known.end())
-      continue;
-    if (num->second.value % den->second.value != 0)
-      return op->emitOpError() << dividend << " = " << num->second.value
-                               << " is not a multiple of " << divisor << " = "
-                               << den->second.value << " (" << dividend
-                               << " from " << where(dividend) << ", " << divisor
-                               << " from " << where(divisor) << ")";
+
+  LogicalResult checkConstraints() const {
+    for (const std::string &sym : sig.positive) {
+      auto it = known.find(sym);
+      if (it != known.end() && it->second.value < 1)
+        return op->emitOpError()
+               << sym << " must be at least 1, but " << where(sym) << " gives "
+               << sym << " = " << it->second.value;
+    }
+    for (const auto &[dividend, divisor] : sig.divisible) {
+      auto num = known.find(dividend), den = known.find(divisor);
+      if (den != known.end() && den->second.value < 1)
+        return op->emitOpError()
+               << divisor << " must be at least 1, but " << where(divisor)
+               << " gives " << divisor << " = " << den->second.value;
+      if (num == known.end() || den == known.end())
+        continue;
+      if (num->second.value % den->second.value != 0)
+        return op->emitOpError()
+               << dividend << " = " << num->second.value
+               << " is not a multiple of " << divisor << " = "
+               << den->second.value << " (" << dividend << " from "
+               << where(dividend) << ", " << divisor << " from "
+               << where(divisor) << ")";
+    }
+    return success();
   }
-  return success();
+
+  const ShapeSignature &sig;
+  llvm::ArrayRef<TensorDecl> decls;
+  Operation *op;
+  /// The data's element type and the first tensor that has it.
+  Type dataType;
+  unsigned dataDecl = 0;
+  llvm::StringMap<Known> known;
+};
+} // namespace seqc::seq
+
+LogicalResult ShapeSignature::verify(Operation *op) const {
+  return SignatureVerifier(*this, op).run();
 }
 
 LogicalResult seqc::seq::verifyShapeSignature(Operation *op) {

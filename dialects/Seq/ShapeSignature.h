@@ -67,6 +67,8 @@ struct SymbolSource {
   std::string origin;
 };
 
+class SignatureVerifier;
+
 class ShapeSignature {
 public:
   /// Declares `value` (an operand or result named `name`) with `dims`.
@@ -101,6 +103,7 @@ public:
   std::string mismatchMessage(unsigned tensor, unsigned dim) const;
 
 private:
+  friend class SignatureVerifier;
   void noteSymbol(llvm::StringRef symbol);
 
   llvm::SmallVector<TensorDecl, 8> decls;
