@@ -463,9 +463,15 @@ GemmBlocking GemmBlocking::forTarget(const CpuTarget &target,
   // half of f32's, so their blocks hold twice the steps.
   const int64_t elementBytes = g.pairs() ? 2 : 4;
   const int64_t panelRowBytes = g.columns() * elementBytes;
-  // kc: a multiple of 8 steps, 64 to 512 (1024 in bf16).
-  g.reduction = std::clamp<int64_t>(target.l1Bytes / 2 / panelRowBytes / 8 * 8,
-                                    64, 2048 / elementBytes);
+  // kc: 256 steps, fewer (a multiple of 8, at least 64) where B's kc x nr
+  // panel would not fit in L1. Each block ends with a load and a store of
+  // every accumulator of C's tile: at 128 steps (the panel in half of L1,
+  // the rule before) that cost 3-8% of a 2048^3 f32 product with AVX-512's
+  // 32 columns on Zen 4; a panel filling L1 keeps its lines, A's rows
+  // streaming past it, and in bf16 pairs (half the bytes) 512 steps gained
+  // nothing over 256.
+  g.reduction =
+      std::clamp<int64_t>(target.l1Bytes / panelRowBytes / 8 * 8, 64, 256);
   // nc: whole panels, one to 512 columns (wider blocks would leave too few
   // tasks for the cores on the projections of a small batch).
   int64_t panels = target.l2Bytes / 2 / (g.reduction * panelRowBytes);

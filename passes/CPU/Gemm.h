@@ -78,8 +78,8 @@ struct GemmBlocking {
   /// vectors. Accumulators + B's vectors + a broadcast of A fill the
   /// register file (32 vector registers with AVX-512, 16 otherwise).
   int64_t rows, vecs;
-  /// The reduction block kc: B's panel of kc x columns() stays in half of L1
-  /// while the micro-kernel passes over every row of A.
+  /// The reduction block kc: B's panel of kc x columns() stays in L1 while
+  /// the micro-kernel passes over every row of A.
   int64_t reduction;
   /// The widest block of B packed at once (packBBuffer): kc x packedColumns
   /// fills half of L2, where it stays while the rows of A pass over it.

@@ -136,8 +136,8 @@ def cases(products):
     matmul(products, 1, 1, 1)
     matmul(products, 17, 33, 15, seed=42)
     matmul(products, 100, 70, 90, seed=43)
-    # A reduction of several blocks whose last is one step (kc is 256 or
-    # 512 steps in bf16), B packed once for many row blocks.
+    # A reduction of several blocks whose last is one step (kc is 256
+    # steps with dot products), B packed once for many row blocks.
     matmul(products, 1040, 513, 70, seed=44)
     # Blocks of 256 or 384 steps (AMX with a 32 or 48 KiB L1), the last of
     # one step: a tile of 31 zero steps.
