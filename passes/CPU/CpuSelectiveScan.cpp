@@ -46,33 +46,11 @@ namespace {
 
 /// The kernel's buffers, named. The optional ones are null when the op
 /// lacks them.
-struct ScanBuffers {
+struct ScanBuffers : KernelBuffers<ScanBuffers> {
   Value u, delta, aT, b, c, y, last;
   Value skip, gate, bias, init;
 
-  /// The present buffers, in the kernel's argument order.
-  SmallVector<Value> list() const {
-    SmallVector<Value> all;
-    for (Value v : fields())
-      if (v)
-        all.push_back(v);
-    return all;
-  }
-  /// The same buffers as the kernel's arguments `in` (list()'s order).
-  ScanBuffers rebind(ValueRange in) const {
-    ScanBuffers r = *this;
-    size_t next = 0;
-    for (Value *field : r.fieldRefs())
-      if (*field)
-        *field = in[next++];
-    return r;
-  }
-
-private:
-  SmallVector<Value> fields() const {
-    return {u, delta, aT, b, c, y, last, skip, gate, bias, init};
-  }
-  SmallVector<Value *> fieldRefs() {
+  SmallVector<Value *> fields() {
     return {&u, &delta, &aT, &b, &c, &y, &last, &skip, &gate, &bias, &init};
   }
 };

@@ -216,6 +216,32 @@ private:
   Value scaleByExponentBits(Value p, Value n);
 };
 
+/// A kernel's buffers by name. `Derived` lists its Value fields once, in
+/// the kernel's argument order (`fields()`); absent optional buffers stay
+/// null and take no argument. The launch passes list(); the body, whose
+/// arguments are the kernel's own values, names them with rebind(in), so
+/// no body reads an argument by its position.
+template <typename Derived> struct KernelBuffers {
+  /// The present buffers, in argument order.
+  llvm::SmallVector<Value> list() const {
+    Derived copy = static_cast<const Derived &>(*this);
+    llvm::SmallVector<Value> all;
+    for (Value *field : copy.fields())
+      if (*field)
+        all.push_back(*field);
+    return all;
+  }
+  /// The same buffers as the kernel's arguments `in` (list()'s order).
+  Derived rebind(ValueRange in) const {
+    Derived r = static_cast<const Derived &>(*this);
+    size_t next = 0;
+    for (Value *field : r.fields())
+      if (*field)
+        *field = in[next++];
+    return r;
+  }
+};
+
 /// seq.ssd's step size (SPEC 2.4), one rule for every lowering: dt + bias,
 /// softplus when asked, then clamped to [dt_min, dt_max] when the op sets a
 /// range (mamba_ssm's dt_limit: the default (0, inf) clamps nothing, so a

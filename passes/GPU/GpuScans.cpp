@@ -196,27 +196,12 @@ struct GpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
 /// states from zero (then the states entering them) [B, chunks, N, D] and
 /// sums of dt [B, chunks, D]; the optional skip, gate and delta bias (null
 /// when absent).
-struct SelectiveScanBuffers {
+struct SelectiveScanBuffers : KernelBuffers<SelectiveScanBuffers> {
   Value u, delta, a, b, c, y, states, dtSums;
   Value skip, gate, bias;
 
-  /// The present buffers, in the kernels' argument order.
-  SmallVector<Value> list() const {
-    SmallVector<Value> all;
-    for (Value v : {u, delta, a, b, c, y, states, dtSums, skip, gate, bias})
-      if (v)
-        all.push_back(v);
-    return all;
-  }
-  /// The same buffers as a kernel's arguments `in` (list()'s order).
-  SelectiveScanBuffers rebind(ValueRange in) const {
-    SelectiveScanBuffers r = *this;
-    size_t next = 0;
-    for (Value *field : {&r.u, &r.delta, &r.a, &r.b, &r.c, &r.y, &r.states,
-                         &r.dtSums, &r.skip, &r.gate, &r.bias})
-      if (*field)
-        *field = in[next++];
-    return r;
+  SmallVector<Value *> fields() {
+    return {&u, &delta, &a, &b, &c, &y, &states, &dtSums, &skip, &gate, &bias};
   }
 };
 
@@ -422,24 +407,10 @@ struct GpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
 /// The causal convolution's buffers as its kernels take them: x ([B, T, D]),
 /// w ([D, W]), y, last ([B, D, W - 1]); the optional bias and init (null when
 /// absent).
-struct ConvBuffers {
+struct ConvBuffers : KernelBuffers<ConvBuffers> {
   Value x, w, y, last, bias, init;
 
-  SmallVector<Value> list() const {
-    SmallVector<Value> all;
-    for (Value v : {x, w, y, last, bias, init})
-      if (v)
-        all.push_back(v);
-    return all;
-  }
-  ConvBuffers rebind(ValueRange in) const {
-    ConvBuffers r = *this;
-    size_t next = 0;
-    for (Value *field : {&r.x, &r.w, &r.y, &r.last, &r.bias, &r.init})
-      if (*field)
-        *field = in[next++];
-    return r;
-  }
+  SmallVector<Value *> fields() { return {&x, &w, &y, &last, &bias, &init}; }
 };
 
 /// The depthwise causal convolution: a thread per output (batch, step,
