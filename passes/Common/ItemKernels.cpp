@@ -245,7 +245,7 @@ struct RandomFeaturesKernel : ItemKernelPattern<seq::RandomFeaturesOp> {
         b, "random_features", kb, kb.mul(product(kb, rows), dims["M"]),
         {readBuffer(b, op.getX()), readBuffer(b, op.getOmega()), fBuf},
         [&](KernelBuilder &k, Value item, ValueRange in) {
-          Value x = in[0], omega = in[1];
+          Value x = in[0], omega = in[1], features = in[2];
           SmallVector<Value> xs = sizesOf(k, x);
           Value nK = xs.back(), nM = k.mdim(omega, 1);
           SmallVector<Value> lead =
@@ -272,22 +272,224 @@ struct RandomFeaturesKernel : ItemKernelPattern<seq::RandomFeaturesOp> {
             return k.fmul(xAt(kk), k.mload(omega, {kk, m}));
           });
           if (!trig) {
-            k.mstore(k.fmul(k.exp(k.fsub(dot, half)), norm), in[2], at(m));
+            k.mstore(k.fmul(k.exp(k.fsub(dot, half)), norm), features, at(m));
             return;
           }
           Value amp = k.fmul(k.exp(half), norm);
-          k.mstore(k.fmul(k.sin(dot), amp), in[2], at(m));
-          k.mstore(k.fmul(k.cos(dot), amp), in[2], at(k.add(nM, m)));
+          k.mstore(k.fmul(k.sin(dot), amp), features, at(m));
+          k.mstore(k.fmul(k.cos(dot), amp), features, at(k.add(nM, m)));
         });
     rewriter.replaceOp(op, asTensor(b, fBuf, fType));
     return success();
   }
 };
 
-/// The router: an item per token selects its k experts (k rounds of "best
-/// not chosen yet", ties to the lower index) and computes their weights;
-/// the load-balancing statistics are then summed over tokens in order (see
-/// below), and one item forms the auxiliary loss.
+/// The router's buffers: the logits [T, E]; its results, weights and
+/// indices [T, k], aux; per token its first choice and the max and
+/// normalizer of the softmax of its plain logits; per expert the
+/// statistics [2, E] (the fraction of first choices, the mean probability);
+/// the optional bias [E] and noise (eps and logits [T, E]).
+struct RouteBuffers : KernelBuffers<RouteBuffers> {
+  Value logits, weights, indices, first, rowMax, rowSum;
+  Value bias, noiseEps, noiseLogits;
+
+  /// The select kernel's arguments, in order.
+  SmallVector<Value *> fields() {
+    return {&logits, &weights, &indices,  &first,      &rowMax,
+            &rowSum, &bias,    &noiseEps, &noiseLogits};
+  }
+};
+
+/// The router's kernels: an item per token selects its k experts (k rounds
+/// of "best not chosen yet", ties to the lower index) and computes their
+/// weights; the load-balancing statistics are then summed over tokens in
+/// order (see emitStatistics), and one item forms the auxiliary loss.
+class RouteKernels {
+public:
+  RouteKernels(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+               const ItemDispatch &dispatch, seq::RouteOp op)
+      : b(b), kb(kb), dispatch(dispatch), score(op.getScore()),
+        scale(op.getRoutedScale().convertToDouble()),
+        normalize(op.getNormalize()),
+        auxCoef(op.getAuxLossCoef().convertToDouble()) {}
+
+  void emitSelect(const RouteBuffers &io, Value T) {
+    dispatch.emit(b, "route_select", kb, T, io.list(),
+                  [&](KernelBuilder &k, Value t, ValueRange in) {
+                    selectToken(k, io.rebind(in), t);
+                  });
+  }
+
+  /// The load-balancing statistics, summed over tokens in order: an item
+  /// per expert walking its column where adjacent items share memory lines
+  /// (a GPU), else one item walking the logits row by row (a CPU task:
+  /// contiguous reads; each expert's sums keep the same order).
+  void emitStatistics(const RouteBuffers &io, Value stats, Value E) {
+    SmallVector<Value> args{io.logits, io.first, io.rowMax, io.rowSum, stats};
+    if (dispatch.adjacentItemsShareLines())
+      dispatch.emit(b, "route_statistics", kb, E, args,
+                    [&](KernelBuilder &k, Value e, ValueRange in) {
+                      expertColumn(k, in[0], in[1], in[2], in[3], in[4], e);
+                    });
+    else
+      dispatch.emit(b, "route_statistics", kb, kb.idx(1), args,
+                    [&](KernelBuilder &k, Value, ValueRange in) {
+                      tokenRows(k, in[0], in[1], in[2], in[3], in[4]);
+                    });
+  }
+
+  /// aux = coef * E * sum_i f_i P_i (0 for an empty batch).
+  void emitAux(Value stats, Value aux, Value T) {
+    dispatch.emit(
+        b, "route_aux", kb, kb.idx(1), {stats, aux, T},
+        [&](KernelBuilder &k, Value, ValueRange in) {
+          Value st = in[0], auxOut = in[1], nT = in[2];
+          Value nE = k.mdim(st, 1);
+          Value dot = k.sumOver(nE, [&](Value e) {
+            return k.fmul(k.mload(st, {k.idx(0), e}),
+                          k.mload(st, {k.idx(1), e}));
+          });
+          Value hasTokens = k.cmp(CmpIPredicate::sgt, nT, k.idx(0));
+          Value tF = k.select(hasTokens, k.indexToF32(nT), k.f32(1.0));
+          Value value = k.fmul(k.fmul(k.f32(auxCoef), k.indexToF32(nE)),
+                               k.fdiv(dot, k.fmul(tF, tF)));
+          k.mstore(k.select(hasTokens, value, k.f32(0.0)), auxOut, {});
+        });
+  }
+
+private:
+  /// Token t's choices, their weights, and its row of the statistics'
+  /// inputs (first choice, softmax max and normalizer of its logits).
+  void selectToken(KernelBuilder &k, const RouteBuffers &io, Value t) const {
+    Value nE = k.mdim(io.logits, 1), nK = k.mdim(io.weights, 1);
+    // The selection score of expert e: the logit, plus the noise.
+    auto hAt = [&](Value e) {
+      Value h = k.mload(io.logits, {t, e});
+      if (io.noiseEps)
+        h = k.fadd(h, k.fmul(k.mload(io.noiseEps, {t, e}),
+                             k.softplus(k.mload(io.noiseLogits, {t, e}))));
+      return h;
+    };
+    auto expertAt = [&](Value j) {
+      return k.i32ToIndex(k.mload(io.indices, {t, j}));
+    };
+    k.forEach(k.idx(0), nK, k.idx(1), [&](Value j) {
+      Value best = bestNotTaken(k, io, nE, j, hAt, expertAt);
+      k.mstore(arith::IndexCastOp::create(k.builder(), k.builder().getI32Type(),
+                                          best),
+               io.indices, {t, j});
+    });
+    writeWeights(k, io, t, nE, nK, hAt,
+                 [&](Value j) { return hAt(expertAt(j)); });
+    k.mstore(k.mload(io.indices, {t, k.idx(0)}), io.first, {t});
+    Value pmx = k.maxOver(nE, [&](Value e) {
+      return k.mload(io.logits, {t, e});
+    });
+    k.mstore(pmx, io.rowMax, {t});
+    k.mstore(k.sumOver(nE,
+                       [&](Value e) {
+                         return k.exp(k.fsub(k.mload(io.logits, {t, e}), pmx));
+                       }),
+             io.rowSum, {t});
+  }
+
+  /// The expert of the highest selection score (plus the bias) among those
+  /// not among the first j choices; ties to the lower index.
+  static Value bestNotTaken(KernelBuilder &k, const RouteBuffers &io, Value nE,
+                            Value j, const std::function<Value(Value)> &hAt,
+                            const std::function<Value(Value)> &expertAt) {
+    return k.loop(nE, {k.idx(-1), k.f32(0.0)}, [&](Value e, ValueRange ce) {
+      Value taken = k.loop(j, {k.i1(false)}, [&](Value jj, ValueRange tk) {
+        return SmallVector<Value>{
+            k.ori(tk[0], k.cmp(CmpIPredicate::eq, expertAt(jj), e))};
+      })[0];
+      Value sel = hAt(e);
+      if (io.bias)
+        sel = k.fadd(sel, k.mload(io.bias, {e}));
+      Value better = k.ori(k.cmp(CmpIPredicate::slt, ce[0], k.idx(0)),
+                           k.fcmp(arith::CmpFPredicate::OGT, sel, ce[1]));
+      Value take = k.andi(k.noti(taken), better);
+      return SmallVector<Value>{k.select(take, e, ce[0]),
+                                k.select(take, sel, ce[1])};
+    })[0];
+  }
+
+  /// The chosen experts' gates by the score function, normalized over the
+  /// choices when asked, times the routed scale.
+  void writeWeights(KernelBuilder &k, const RouteBuffers &io, Value t, Value nE,
+                    Value nK, const std::function<Value(Value)> &hAt,
+                    const std::function<Value(Value)> &hChosen) const {
+    Value mx, den;
+    if (score == seq::Score::softmax_topk) {
+      mx = k.maxOver(nK, hChosen);
+      den =
+          k.sumOver(nK, [&](Value j) { return k.exp(k.fsub(hChosen(j), mx)); });
+    } else if (score == seq::Score::softmax) {
+      mx = k.maxOver(nE, hAt);
+      den = k.sumOver(nE, [&](Value e) { return k.exp(k.fsub(hAt(e), mx)); });
+    }
+    auto gate = [&](Value j) {
+      Value h = hChosen(j);
+      if (score == seq::Score::sigmoid)
+        return k.sigmoid(h);
+      return k.fdiv(k.exp(k.fsub(h, mx)), den);
+    };
+    Value norm = normalize ? k.sumOver(nK, gate) : Value();
+    k.forEach(k.idx(0), nK, k.idx(1), [&](Value j) {
+      Value g = gate(j);
+      if (norm)
+        g = k.fdiv(g, norm);
+      k.mstore(k.fmul(g, k.f32(scale)), io.weights, {t, j});
+    });
+  }
+
+  /// Expert e's statistics, walking its column of the logits.
+  static void expertColumn(KernelBuilder &k, Value logits, Value first,
+                           Value rowMax, Value rowSum, Value stats, Value e) {
+    Value nT = k.mdim(logits, 0);
+    auto r = k.loop(nT, {k.f32(0.0), k.f32(0.0)}, [&](Value t, ValueRange c) {
+      Value isFirst =
+          k.cmp(CmpIPredicate::eq, k.i32ToIndex(k.mload(first, {t})), e);
+      Value fc = k.select(isFirst, k.fadd(c[0], k.f32(1.0)), c[0]);
+      Value p =
+          k.fdiv(k.exp(k.fsub(k.mload(logits, {t, e}), k.mload(rowMax, {t}))),
+                 k.mload(rowSum, {t}));
+      return SmallVector<Value>{fc, k.fadd(c[1], p)};
+    });
+    k.mstore(r[0], stats, {k.idx(0), e});
+    k.mstore(r[1], stats, {k.idx(1), e});
+  }
+
+  /// Every expert's statistics, walking the logits row by row.
+  static void tokenRows(KernelBuilder &k, Value logits, Value first,
+                        Value rowMax, Value rowSum, Value stats) {
+    Value nT = k.mdim(logits, 0), nE = k.mdim(logits, 1);
+    k.forEach(k.idx(0), nE, k.idx(1), [&](Value e) {
+      k.mstore(k.f32(0.0), stats, {k.idx(0), e});
+      k.mstore(k.f32(0.0), stats, {k.idx(1), e});
+    });
+    k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
+      Value f = k.i32ToIndex(k.mload(first, {t}));
+      k.mstore(k.fadd(k.mload(stats, {k.idx(0), f}), k.f32(1.0)), stats,
+               {k.idx(0), f});
+      Value mx = k.mload(rowMax, {t}), den = k.mload(rowSum, {t});
+      k.forEach(k.idx(0), nE, k.idx(1), [&](Value e) {
+        Value p = k.fdiv(k.exp(k.fsub(k.mload(logits, {t, e}), mx)), den);
+        k.mstore(k.fadd(k.mload(stats, {k.idx(1), e}), p), stats,
+                 {k.idx(1), e});
+      });
+    });
+  }
+
+  ImplicitLocOpBuilder &b;
+  KernelBuilder &kb;
+  const ItemDispatch &dispatch;
+  seq::Score score;
+  double scale;
+  bool normalize;
+  double auxCoef;
+};
+
 struct RouteKernel : ItemKernelPattern<seq::RouteOp> {
   using ItemKernelPattern::ItemKernelPattern;
 
@@ -299,178 +501,35 @@ struct RouteKernel : ItemKernelPattern<seq::RouteOp> {
     Value T = dims["T"], E = dims["E"], K = dims["k"];
     kb.check(kb.cmp(CmpIPredicate::sle, K, E),
              "k = {0} exceeds the number of experts E = {1}", {K, E});
-    seq::Score score = op.getScore();
     Type f32 = b.getF32Type(), i32 = b.getI32Type();
     int64_t dyn = ShapedType::kDynamic;
     auto wType = cast<RankedTensorType>(op.getWeights().getType());
     auto iType = cast<RankedTensorType>(op.getIndices().getType());
     auto auxType = cast<RankedTensorType>(op.getAux().getType());
-    Value wBuf = allocBuffer(b, wType, {T, K});
-    Value iBuf = allocBuffer(b, iType, {T, K});
-    Value auxBuf = allocBuffer(b, auxType, {});
-    // Per token: its first choice, and the max and normalizer of the
-    // softmax of its plain logits; per expert: the statistics.
-    Value first = allocBuffer(b, RankedTensorType::get({dyn}, i32), {T});
-    Value pmax = allocBuffer(b, RankedTensorType::get({dyn}, f32), {T});
-    Value pden = allocBuffer(b, RankedTensorType::get({dyn}, f32), {T});
+    RouteBuffers io;
+    io.logits = readBuffer(b, op.getLogits());
+    io.weights = allocBuffer(b, wType, {T, K});
+    io.indices = allocBuffer(b, iType, {T, K});
+    Value aux = allocBuffer(b, auxType, {});
+    io.first = allocBuffer(b, RankedTensorType::get({dyn}, i32), {T});
+    io.rowMax = allocBuffer(b, RankedTensorType::get({dyn}, f32), {T});
+    io.rowSum = allocBuffer(b, RankedTensorType::get({dyn}, f32), {T});
     Value stats =
         allocBuffer(b, RankedTensorType::get({dyn, dyn}, f32), {kb.idx(2), E});
-    SmallVector<Value> args{
-        readBuffer(b, op.getLogits()), wBuf, iBuf, first, pmax, pden};
-    int biasAt = -1, noiseAt = -1;
-    if (op.getBias()) {
-      biasAt = args.size();
-      args.push_back(readBuffer(b, op.getBias()));
-    }
+    if (op.getBias())
+      io.bias = readBuffer(b, op.getBias());
     if (op.getNoiseEps()) {
-      noiseAt = args.size();
-      args.push_back(readBuffer(b, op.getNoiseEps()));
-      args.push_back(readBuffer(b, op.getNoiseLogits()));
+      io.noiseEps = readBuffer(b, op.getNoiseEps());
+      io.noiseLogits = readBuffer(b, op.getNoiseLogits());
     }
-    double scale = op.getRoutedScale().convertToDouble();
-    bool normalize = op.getNormalize();
 
-    dispatch.emit(
-        b, "route_select", kb, T, args,
-        [&](KernelBuilder &k, Value t, ValueRange in) {
-          Value logits = in[0], w = in[1], idx = in[2];
-          Value nE = k.mdim(logits, 1), nK = k.mdim(w, 1);
-          auto hAt = [&](Value e) {
-            Value h = k.mload(logits, {t, e});
-            if (noiseAt >= 0)
-              h = k.fadd(h,
-                         k.fmul(k.mload(in[noiseAt], {t, e}),
-                                k.softplus(k.mload(in[noiseAt + 1], {t, e}))));
-            return h;
-          };
-          auto expertAt = [&](Value j) {
-            return k.i32ToIndex(k.mload(idx, {t, j}));
-          };
-          k.forEach(k.idx(0), nK, k.idx(1), [&](Value j) {
-            auto best = k.loop(
-                nE, {k.idx(-1), k.f32(0.0)}, [&](Value e, ValueRange ce) {
-                  Value taken =
-                      k.loop(j, {k.i1(false)}, [&](Value jj, ValueRange tk) {
-                        return SmallVector<Value>{k.ori(
-                            tk[0], k.cmp(CmpIPredicate::eq, expertAt(jj), e))};
-                      })[0];
-                  Value sel = hAt(e);
-                  if (biasAt >= 0)
-                    sel = k.fadd(sel, k.mload(in[biasAt], {e}));
-                  Value better =
-                      k.ori(k.cmp(CmpIPredicate::slt, ce[0], k.idx(0)),
-                            k.fcmp(arith::CmpFPredicate::OGT, sel, ce[1]));
-                  Value take = k.andi(k.noti(taken), better);
-                  return SmallVector<Value>{k.select(take, e, ce[0]),
-                                            k.select(take, sel, ce[1])};
-                });
-            k.mstore(arith::IndexCastOp::create(k.builder(), i32, best[0]), idx,
-                     {t, j});
-          });
-          auto hChosen = [&](Value j) { return hAt(expertAt(j)); };
-          Value mx, den;
-          if (score == seq::Score::softmax_topk) {
-            mx = k.maxOver(nK, hChosen);
-            den = k.sumOver(
-                nK, [&](Value j) { return k.exp(k.fsub(hChosen(j), mx)); });
-          } else if (score == seq::Score::softmax) {
-            mx = k.maxOver(nE, hAt);
-            den = k.sumOver(nE,
-                            [&](Value e) { return k.exp(k.fsub(hAt(e), mx)); });
-          }
-          auto gate = [&](Value j) {
-            Value h = hChosen(j);
-            if (score == seq::Score::sigmoid)
-              return k.sigmoid(h);
-            return k.fdiv(k.exp(k.fsub(h, mx)), den);
-          };
-          Value norm = normalize ? k.sumOver(nK, gate) : Value();
-          k.forEach(k.idx(0), nK, k.idx(1), [&](Value j) {
-            Value g = gate(j);
-            if (norm)
-              g = k.fdiv(g, norm);
-            k.mstore(k.fmul(g, k.f32(scale)), w, {t, j});
-          });
-          k.mstore(k.mload(idx, {t, k.idx(0)}), in[3], {t});
-          Value pmx = k.maxOver(nE, [&](Value e) {
-            return k.mload(logits, {t, e});
-          });
-          k.mstore(pmx, in[4], {t});
-          k.mstore(
-              k.sumOver(nE,
-                        [&](Value e) {
-                          return k.exp(k.fsub(k.mload(logits, {t, e}), pmx));
-                        }),
-              in[5], {t});
-        });
-
-    // The load-balancing statistics, summed over tokens in order: an item
-    // per expert walking its column where adjacent items share memory
-    // lines (a GPU), else one item walking the logits row by row (a CPU
-    // task: contiguous reads; each expert's sums keep the same order).
-    if (dispatch.adjacentItemsShareLines())
-      dispatch.emit(
-          b, "route_statistics", kb, E, {args[0], first, pmax, pden, stats},
-          [&](KernelBuilder &k, Value e, ValueRange in) {
-            Value nT = k.mdim(in[0], 0);
-            auto r = k.loop(
-                nT, {k.f32(0.0), k.f32(0.0)}, [&](Value t, ValueRange c) {
-                  Value isFirst = k.cmp(CmpIPredicate::eq,
-                                        k.i32ToIndex(k.mload(in[1], {t})), e);
-                  Value fc = k.select(isFirst, k.fadd(c[0], k.f32(1.0)), c[0]);
-                  Value p = k.fdiv(k.exp(k.fsub(k.mload(in[0], {t, e}),
-                                                k.mload(in[2], {t}))),
-                                   k.mload(in[3], {t}));
-                  return SmallVector<Value>{fc, k.fadd(c[1], p)};
-                });
-            k.mstore(r[0], in[4], {k.idx(0), e});
-            k.mstore(r[1], in[4], {k.idx(1), e});
-          });
-
-    else
-      dispatch.emit(b, "route_statistics", kb, kb.idx(1),
-                    {args[0], first, pmax, pden, stats},
-                    [&](KernelBuilder &k, Value, ValueRange in) {
-                      Value logits = in[0], firstOf = in[1], rowMax = in[2],
-                            rowSum = in[3], st = in[4];
-                      Value nT = k.mdim(logits, 0), nE = k.mdim(logits, 1);
-                      k.forEach(k.idx(0), nE, k.idx(1), [&](Value e) {
-                        k.mstore(k.f32(0.0), st, {k.idx(0), e});
-                        k.mstore(k.f32(0.0), st, {k.idx(1), e});
-                      });
-                      k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
-                        Value f = k.i32ToIndex(k.mload(firstOf, {t}));
-                        k.mstore(k.fadd(k.mload(st, {k.idx(0), f}), k.f32(1.0)),
-                                 st, {k.idx(0), f});
-                        Value mx = k.mload(rowMax, {t}),
-                              den = k.mload(rowSum, {t});
-                        k.forEach(k.idx(0), nE, k.idx(1), [&](Value e) {
-                          Value p = k.fdiv(
-                              k.exp(k.fsub(k.mload(logits, {t, e}), mx)), den);
-                          k.mstore(k.fadd(k.mload(st, {k.idx(1), e}), p), st,
-                                   {k.idx(1), e});
-                        });
-                      });
-                    });
-
-    // aux = coef * E * sum_i f_i P_i (0 for an empty batch).
-    double coef = op.getAuxLossCoef().convertToDouble();
-    dispatch.emit(b, "route_aux", kb, kb.idx(1), {stats, auxBuf, T},
-                  [&](KernelBuilder &k, Value, ValueRange in) {
-                    Value nE = k.mdim(in[0], 1), nT = in[2];
-                    Value dot = k.sumOver(nE, [&](Value e) {
-                      return k.fmul(k.mload(in[0], {k.idx(0), e}),
-                                    k.mload(in[0], {k.idx(1), e}));
-                    });
-                    Value hasTokens = k.cmp(CmpIPredicate::sgt, nT, k.idx(0));
-                    Value tF =
-                        k.select(hasTokens, k.indexToF32(nT), k.f32(1.0));
-                    Value aux = k.fmul(k.fmul(k.f32(coef), k.indexToF32(nE)),
-                                       k.fdiv(dot, k.fmul(tF, tF)));
-                    k.mstore(k.select(hasTokens, aux, k.f32(0.0)), in[1], {});
-                  });
-    rewriter.replaceOp(op, {asTensor(b, wBuf, wType), asTensor(b, iBuf, iType),
-                            asTensor(b, auxBuf, auxType)});
+    RouteKernels kernels(b, kb, dispatch, op);
+    kernels.emitSelect(io, T);
+    kernels.emitStatistics(io, stats, E);
+    kernels.emitAux(stats, aux, T);
+    rewriter.replaceOp(op, {asTensor(b, io.weights, wType),
+                            asTensor(b, io.indices, iType),
+                            asTensor(b, aux, auxType)});
     return success();
   }
 };
