@@ -41,6 +41,384 @@ using arith::CmpIPredicate;
 /// Sorted rows, output columns and reduction channels per tile.
 constexpr int64_t RT = 32, CT = 32, DT = 32;
 
+static Value lessThan(KernelBuilder &k, Value a, Value c) {
+  return k.cmp(CmpIPredicate::slt, a, c);
+}
+static Value toI32(KernelBuilder &k, Value v) {
+  return arith::IndexCastOp::create(k.builder(), k.builder().getI32Type(), v)
+      .getResult();
+}
+/// The offset of (row, col) in a row-major tile of `ld` columns.
+static Value tileOffset(KernelBuilder &k, Value row, int64_t ld, Value col) {
+  return k.add(k.mul(row, k.idx(ld)), col);
+}
+
+/// The layer's buffers: its operands (the gate weight null when ungated),
+/// its results, and the dispatch's: per choice (t * k + j) accepted (1/0)
+/// and rank within its expert; the expert offsets (E + 1) and the
+/// expert-sorted list of choices; the hidden activations per sorted row and
+/// each choice's contribution to y.
+struct MoeBuffers {
+  Value x, weights, indices, up, down, gate;
+  Value y, load;
+  Value accepted, rank, offsets, rows, hidden, contributions;
+};
+
+/// A value of a grouped GEMM's row operand: (kernel arguments, sorted row,
+/// its choice, reduction channel).
+using RowValue =
+    std::function<Value(KernelBuilder &, ValueRange, Value, Value, Value)>;
+/// Finishes one output: (kernel arguments, sorted row, its choice, output
+/// column, the sums of each weight).
+using Finish = std::function<void(KernelBuilder &, ValueRange, Value, Value,
+                                  Value, ArrayRef<Value>)>;
+
+/// What a block of a grouped GEMM knows: its tile's first sorted row and
+/// column, and the sizes.
+struct GroupTile {
+  Value idx, rows, nIn, nOut, nK, nRows, r0, c0;
+
+  /// The expert of a choice.
+  Value expertOf(KernelBuilder &k, Value choice) const {
+    return k.i32ToIndex(k.mload(idx, {k.divs(choice, nK), k.rems(choice, nK)}));
+  }
+};
+
+using TileBody =
+    std::function<void(GpuBlock &, ValueRange, ValueRange, const GroupTile &)>;
+
+/// moe_ffn's four kernels (see the file comment).
+class MoeKernels {
+public:
+  MoeKernels(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+             const GpuTarget &target, const MoeBuffers &io, Type mmaType,
+             Value rowsLen)
+      : b(b), kb(kb), target(target), io(io), mmaType(mmaType),
+        pad(mmaType ? MmaTileGemm::tileM : 1), rowsLen(rowsLen) {}
+
+  /// 1. One block: a thread per expert accepts its choices in token order
+  /// and counts its load; one thread makes the experts' offsets; then every
+  /// accepted choice takes its place in the sorted rows.
+  void emitDispatch(Value capacity) {
+    emitGpuKernel(b, target, "moe_dispatch", kb.idx(1),
+                  {io.indices, io.accepted, io.rank, io.offsets, io.rows,
+                   io.load, capacity},
+                  {}, [&](GpuBlock &blk, ValueRange in, ValueRange) {
+                    MoeBuffers my = io;
+                    my.indices = in[0];
+                    my.accepted = in[1];
+                    my.rank = in[2];
+                    my.offsets = in[3];
+                    my.rows = in[4];
+                    my.load = in[5];
+                    dispatchBody(blk, my, in[6]);
+                  });
+  }
+
+  /// 2. Up projection: hidden[sorted row, f] = act(x W_gate) (x W_up).
+  void emitUp(seq::Activation act, Value F, Value D) {
+    bool gated = static_cast<bool>(io.gate);
+    SmallVector<Value> args{io.x, io.up, io.hidden};
+    SmallVector<int> weightArgs{1};
+    if (gated) {
+      args.push_back(io.gate);
+      weightArgs.push_back(3);
+    }
+    size_t indicesArg = args.size(); // where groupedKernel puts the indices
+    groupedGemm(
+        "moe_up", F, args, weightArgs, D,
+        [=](KernelBuilder &k, ValueRange in, Value, Value choice, Value d) {
+          Value x = in[0], nK = k.mdim(in[indicesArg], 1);
+          return k.mload(x, {k.divs(choice, nK), d});
+        },
+        [=](KernelBuilder &k, ValueRange in, Value r, Value, Value f,
+            ArrayRef<Value> sums) {
+          Value hidden = in[2];
+          Value h = gated ? k.fmul(k.activation(act, sums[1]), sums[0])
+                          : k.activation(act, sums[0]);
+          k.mstore(h, hidden, {r, f});
+        });
+  }
+
+  /// 3. Down projection times the choice's weight: contributions[choice, d].
+  void emitDown(Value D, Value F) {
+    const size_t indicesArg = 4;
+    groupedGemm(
+        "moe_down", D, {io.hidden, io.down, io.contributions, io.weights}, {1},
+        F,
+        [](KernelBuilder &k, ValueRange in, Value r, Value, Value f) {
+          Value hidden = in[0];
+          return k.mload(hidden, {r, f});
+        },
+        [=](KernelBuilder &k, ValueRange in, Value, Value choice, Value d,
+            ArrayRef<Value> sums) {
+          Value contributions = in[2], weights = in[3];
+          Value nK = k.mdim(in[indicesArg], 1);
+          Value w = k.mload(weights, {k.divs(choice, nK), k.rems(choice, nK)});
+          k.mstore(k.fmul(w, sums[0]), contributions, {choice, d});
+        });
+  }
+
+  /// 4. Combine, in rank order as the definition sums.
+  void emitCombine(Value T, Value D) {
+    emitItemKernel(
+        b, target, "moe_combine", kb, kb.mul(T, D),
+        {io.contributions, io.accepted, io.y},
+        [&](KernelBuilder &k, Value item, ValueRange in) {
+          Value contributions = in[0], accepted = in[1], y = in[2];
+          Value nD = k.mdim(y, 1),
+                nK = k.divs(k.mdim(accepted, 0), k.mdim(y, 0));
+          Value t = k.divs(item, nD), d = k.rems(item, nD);
+          auto sum = k.loop(nK, {k.f32(0.0)}, [&](Value j, ValueRange it) {
+            Value c = k.add(k.mul(t, nK), j);
+            Value ok = k.cmp(CmpIPredicate::ne, k.mload(accepted, {c}),
+                             toI32(k, k.idx(0)));
+            Value v = k.loadIf(ok, contributions, {c, d}, k.f32(0.0));
+            return SmallVector<Value>{k.select(ok, k.fadd(it[0], v), it[0])};
+          });
+          k.mstore(sum[0], y, {t, d});
+        });
+  }
+
+private:
+  void dispatchBody(GpuBlock &blk, const MoeBuffers &my, Value capacity) {
+    KernelBuilder &k = blk.kb;
+    Value nT = k.mdim(my.indices, 0), nK = k.mdim(my.indices, 1);
+    Value nE = k.sub(k.mdim(my.offsets, 0), k.idx(1));
+    Value nTK = k.mul(nT, nK);
+    auto expertOfChoice = [&](Value c) {
+      return k.i32ToIndex(k.mload(my.indices, {k.divs(c, nK), k.rems(c, nK)}));
+    };
+    if (pad > 1)
+      blk.phase(k.mdim(my.rows, 0),
+                [&](Value r) { k.mstore(toI32(k, k.idx(-1)), my.rows, {r}); });
+    // Each expert's choices in token order, accepted while it has capacity.
+    blk.phase(nE, [&](Value e) {
+      auto used = k.loop(nTK, {k.idx(0)}, [&](Value c, ValueRange it) {
+        Value mine = k.cmp(CmpIPredicate::eq, expertOfChoice(c), e);
+        Value take = k.andi(mine, lessThan(k, it[0], capacity));
+        k.ifThen(mine, [&] {
+          k.mstore(arith::ExtUIOp::create(k.builder(), k.builder().getI32Type(),
+                                          take)
+                       .getResult(),
+                   my.accepted, {c});
+          k.mstore(toI32(k, it[0]), my.rank, {c});
+        });
+        return SmallVector<Value>{
+            k.select(take, k.add(it[0], k.idx(1)), it[0])};
+      });
+      k.mstore(k.indexToI64(used[0]), my.load, {e});
+    });
+    // The experts' offsets, each expert's rows padded to `pad`.
+    blk.phase(k.idx(1), [&](Value) {
+      k.mstore(toI32(k, k.idx(0)), my.offsets, {k.idx(0)});
+      k.loop(nE, {k.idx(0)}, [&](Value e, ValueRange it) {
+        Value count = arith::IndexCastOp::create(
+            k.builder(), k.builder().getIndexType(), k.mload(my.load, {e}));
+        Value padded =
+            k.mul(k.divs(k.add(count, k.idx(pad - 1)), k.idx(pad)), k.idx(pad));
+        Value n = k.add(it[0], padded);
+        k.mstore(toI32(k, n), my.offsets, {k.add(e, k.idx(1))});
+        return SmallVector<Value>{n};
+      });
+    });
+    blk.phase(
+        nTK,
+        [&](Value c) {
+          k.ifThen(k.cmp(CmpIPredicate::ne, k.mload(my.accepted, {c}),
+                         toI32(k, k.idx(0))),
+                   [&] {
+                     Value pos = k.add(
+                         k.i32ToIndex(k.mload(my.offsets, {expertOfChoice(c)})),
+                         k.i32ToIndex(k.mload(my.rank, {c})));
+                     k.mstore(toI32(k, c), my.rows, {pos});
+                   });
+        },
+        /*barrier=*/false);
+  }
+
+  /// A grouped GEMM over the sorted rows: out[r, col] for r < offsets[E],
+  /// reduction over `nIn` channels of `rowValue(r, chan)` times
+  /// `weight(e, chan, col)` for each weight (argument numbers
+  /// `weightArgs`), finished by `finish`.
+  void groupedGemm(StringRef name, Value nOut, SmallVector<Value> args,
+                   ArrayRef<int> weightArgs, Value nIn,
+                   const RowValue &rowValue, const Finish &finish) {
+    if (mmaType)
+      return mmaGroupedGemm(name, nOut, args, weightArgs, nIn, rowValue,
+                            finish);
+    SmallVector<SmallVector<int64_t>> shared{{RT * DT}};
+    for (size_t i = 0; i < weightArgs.size(); ++i)
+      shared.push_back({RT * CT});
+    groupedKernel(
+        name, nOut, args, nIn, RT, CT, shared,
+        [&](GpuBlock &blk, ValueRange in, ValueRange sh, const GroupTile &t) {
+          tiledTile(blk, in, sh, t, weightArgs, rowValue, finish);
+        });
+  }
+
+  /// A kernel of (rowTile x colTile) tiles over (sorted rows, output
+  /// columns), the indices, offsets, rows, nIn and nOut appended to `args`;
+  /// blocks past the sorted rows have nothing to do (the grid is sized for
+  /// every choice accepted and every expert padded).
+  void groupedKernel(StringRef name, Value nOut, SmallVector<Value> args,
+                     Value nIn, int64_t rowTile, int64_t colTile,
+                     ArrayRef<SmallVector<int64_t>> shared,
+                     const TileBody &body) {
+    size_t base = args.size();
+    args.append({io.indices, io.offsets, io.rows, nIn, nOut});
+    Value rowTiles =
+        kb.divs(kb.add(rowsLen, kb.idx(rowTile - 1)), kb.idx(rowTile));
+    Value colTiles =
+        kb.divs(kb.add(nOut, kb.idx(colTile - 1)), kb.idx(colTile));
+    emitGpuKernel(
+        b, target, name, kb.mul(rowTiles, colTiles), args, shared,
+        [&](GpuBlock &blk, ValueRange in, ValueRange sh) {
+          KernelBuilder &k = blk.kb;
+          GroupTile t;
+          t.idx = in[base];
+          Value offsets = in[base + 1];
+          t.rows = in[base + 2];
+          t.nIn = in[base + 3];
+          t.nOut = in[base + 4];
+          t.nK = k.mdim(t.idx, 1);
+          Value nE = k.sub(k.mdim(offsets, 0), k.idx(1));
+          t.nRows = k.i32ToIndex(k.mload(offsets, {nE}));
+          Value nCT = k.divs(k.add(t.nOut, k.idx(colTile - 1)), k.idx(colTile));
+          t.r0 = k.mul(k.divs(blk.blockId, nCT), k.idx(rowTile));
+          t.c0 = k.mul(k.rems(blk.blockId, nCT), k.idx(colTile));
+          k.ifThen(lessThan(k, t.r0, t.nRows), [&] { body(blk, in, sh, t); });
+        });
+  }
+
+  /// On tensor cores (GpuGemm.h): a block per 64 x 64 tile, all of its rows
+  /// one expert's (a tile's first row is never padding).
+  void mmaGroupedGemm(StringRef name, Value nOut, SmallVector<Value> args,
+                      ArrayRef<int> weightArgs, Value nIn,
+                      const RowValue &rowValue, const Finish &finish) {
+    groupedKernel(
+        (name + "_mma").str(), nOut, args, nIn, MmaTileGemm::tileM,
+        MmaTileGemm::tileN, MmaTileGemm::sharedShapes(weightArgs.size()),
+        [&](GpuBlock &blk, ValueRange in, ValueRange sh, const GroupTile &t) {
+          mmaTile(blk, in, sh, t, weightArgs, rowValue, finish);
+        });
+  }
+
+  void mmaTile(GpuBlock &blk, ValueRange in, ValueRange sh, const GroupTile &t,
+               ArrayRef<int> weightArgs, const RowValue &rowValue,
+               const Finish &finish) const {
+    KernelBuilder &k = blk.kb;
+    Value e = t.expertOf(k, k.i32ToIndex(k.mload(t.rows, {t.r0})));
+    // Row i of the tile: its choice, or -1 (padding, past the end).
+    auto choiceOf = [&](Value i) {
+      Value r = k.add(t.r0, i);
+      return k.ifElse(
+          lessThan(k, r, t.nRows), {k.builder().getIndexType()},
+          [&]() -> SmallVector<Value> {
+            return {k.i32ToIndex(k.mload(t.rows, {r}))};
+          },
+          [&]() -> SmallVector<Value> { return {k.idx(-1)}; })[0];
+    };
+    auto isRow = [&](Value choice) {
+      return k.cmp(CmpIPredicate::sge, choice, k.idx(0));
+    };
+    MmaTileGemm gemm;
+    gemm.multiplicand = mmaType;
+    gemm.depth = t.nIn;
+    gemm.a = [&](Value i, Value chan) {
+      Value choice = choiceOf(i);
+      return k.ifElse(
+          k.andi(isRow(choice), lessThan(k, chan, t.nIn)), {k.f32Type()},
+          [&]() -> SmallVector<Value> {
+            return {rowValue(k, in, k.add(t.r0, i), choice, chan)};
+          },
+          [&]() -> SmallVector<Value> { return {k.f32(0.0)}; })[0];
+    };
+    for (int w : weightArgs)
+      gemm.b.push_back([&, w](Value chan, Value j) {
+        Value col = k.add(t.c0, j);
+        return k.loadIf(
+            k.andi(lessThan(k, chan, t.nIn), lessThan(k, col, t.nOut)), in[w],
+            {e, chan, col}, k.f32(0.0));
+      });
+    gemm.finish = [&](Value i, Value j, ArrayRef<Value> sums) {
+      Value choice = choiceOf(i), col = k.add(t.c0, j);
+      k.ifThen(k.andi(isRow(choice), lessThan(k, col, t.nOut)),
+               [&] { finish(k, in, k.add(t.r0, i), choice, col, sums); });
+    };
+    gemm.emit(blk, sh);
+  }
+
+  /// Without tensor cores: the rows' values staged in shared memory DT
+  /// channels at a time, each thread accumulating its (row, column) of
+  /// every weight in shared memory.
+  void tiledTile(GpuBlock &blk, ValueRange in, ValueRange sh,
+                 const GroupTile &t, ArrayRef<int> weightArgs,
+                 const RowValue &rowValue, const Finish &finish) const {
+    KernelBuilder &k = blk.kb;
+    Value r0 = t.r0, c0 = t.c0, nI = t.nIn, nO = t.nOut, nRows = t.nRows;
+    auto choiceOf = [&](Value rr) {
+      return k.i32ToIndex(k.mload(t.rows, {k.add(r0, rr)}));
+    };
+    k.forEach(k.idx(0), nI, k.idx(DT), [&](Value d0) {
+      blk.phase2(k.idx(RT), k.idx(DT), [&](Value rr, Value dd) {
+        Value ok = k.andi(lessThan(k, k.add(r0, rr), nRows),
+                          lessThan(k, k.add(d0, dd), nI));
+        Value v = k.ifElse(
+            ok, {k.f32Type()},
+            [&]() -> SmallVector<Value> {
+              return {
+                  rowValue(k, in, k.add(r0, rr), choiceOf(rr), k.add(d0, dd))};
+            },
+            [&]() -> SmallVector<Value> { return {k.f32(0.0)}; })[0];
+        k.mstore(v, sh[0], {tileOffset(k, rr, DT, dd)});
+      });
+      Value first = k.cmp(CmpIPredicate::eq, d0, k.idx(0));
+      blk.phase2(k.idx(RT), k.idx(CT), [&](Value rr, Value cc) {
+        Value col = k.add(c0, cc);
+        Value ok =
+            k.andi(lessThan(k, k.add(r0, rr), nRows), lessThan(k, col, nO));
+        k.ifThen(ok, [&] {
+          Value e = t.expertOf(k, choiceOf(rr));
+          Value n = k.mins(k.idx(DT), k.sub(nI, d0));
+          for (size_t w = 0; w < weightArgs.size(); ++w) {
+            Value wm = in[weightArgs[w]];
+            auto dot = k.loop(n, {k.f32(0.0)}, [&](Value dd, ValueRange it) {
+              Value xv = k.mload(sh[0], {tileOffset(k, rr, DT, dd)});
+              Value wv = k.mload(wm, {e, k.add(d0, dd), col});
+              return SmallVector<Value>{k.fadd(it[0], k.fmul(xv, wv))};
+            });
+            Value slot = tileOffset(k, rr, CT, cc);
+            Value prev =
+                k.select(first, k.f32(0.0), k.mload(sh[1 + w], {slot}));
+            k.mstore(k.fadd(prev, dot[0]), sh[1 + w], {slot});
+          }
+        });
+      });
+    });
+    blk.phase2(
+        k.idx(RT), k.idx(CT),
+        [&](Value rr, Value cc) {
+          Value r = k.add(r0, rr), col = k.add(c0, cc);
+          k.ifThen(k.andi(lessThan(k, r, nRows), lessThan(k, col, nO)), [&] {
+            SmallVector<Value> sums;
+            for (size_t w = 0; w < weightArgs.size(); ++w)
+              sums.push_back(k.mload(sh[1 + w], {tileOffset(k, rr, CT, cc)}));
+            finish(k, in, r, choiceOf(rr), col, sums);
+          });
+        },
+        /*barrier=*/false);
+  }
+
+  ImplicitLocOpBuilder &b;
+  KernelBuilder &kb;
+  const GpuTarget &target;
+  const MoeBuffers &io;
+  Type mmaType;
+  int64_t pad;
+  Value rowsLen;
+};
+
 struct GpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
   GpuMoeFfn(MLIRContext *ctx, const GpuTarget &target)
       : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
@@ -63,8 +441,6 @@ struct GpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
     emitExpertIndexChecks(kb, op.getIndices(), T, K, E);
     Value cap =
         expertCapacity(kb, op.getCapacityFactor().convertToDouble(), T, K, E);
-    seq::Activation act = op.getActivation();
-    bool gated = static_cast<bool>(op.getWGate());
 
     Type i32 = b.getI32Type(), f32 = b.getF32Type();
     int64_t dyn = ShapedType::kDynamic;
@@ -76,330 +452,36 @@ struct GpuMoeFfn : OpRewritePattern<seq::MoeFfnOp> {
     Type mmaType = target.tensorCoreType(
         {op.getX(), op.getWUp(), op.getWDown(), op.getWGate()},
         /*allowF16=*/false);
-    bool mma = static_cast<bool>(mmaType);
-    int64_t pad = mma ? MmaTileGemm::tileM : 1;
+    int64_t pad = mmaType ? MmaTileGemm::tileM : 1;
     Value rowsLen = kb.add(TK, kb.mul(E, kb.idx(pad - 1)));
     auto yType = cast<RankedTensorType>(op.getY().getType());
     auto loadType = cast<RankedTensorType>(op.getLoad().getType());
-    Value yBuf = allocBuffer(b, yType, dims.of("y"));
-    Value loadBuf = allocBuffer(b, loadType, {E});
-    // Per choice (t * k + j): accepted (1/0) and rank within its expert;
-    // expert offsets (E + 1) and the expert-sorted list of choices.
-    Value accepted = allocBuffer(b, RankedTensorType::get({dyn}, i32), {TK});
-    Value rank = allocBuffer(b, RankedTensorType::get({dyn}, i32), {TK});
-    Value offsets = allocBuffer(b, RankedTensorType::get({dyn}, i32),
-                                {kb.add(E, kb.idx(1))});
-    Value rows = allocBuffer(b, RankedTensorType::get({dyn}, i32), {rowsLen});
-    Value hidden =
-        allocBuffer(b, RankedTensorType::get({dyn, dyn}, f32), {rowsLen, F});
-    Value contrib =
-        allocBuffer(b, RankedTensorType::get({dyn, dyn}, f32), {TK, D});
-    Value X = readBuffer(b, op.getX()), W = readBuffer(b, op.getWeights()),
-          Idx = readBuffer(b, op.getIndices()), Up = readBuffer(b, op.getWUp()),
-          Down = readBuffer(b, op.getWDown());
-    Value Gate = gated ? readBuffer(b, op.getWGate()) : Value();
+    auto i32Vector = RankedTensorType::get({dyn}, i32);
+    auto f32Matrix = RankedTensorType::get({dyn, dyn}, f32);
+    MoeBuffers io;
+    io.y = allocBuffer(b, yType, dims.of("y"));
+    io.load = allocBuffer(b, loadType, {E});
+    io.accepted = allocBuffer(b, i32Vector, {TK});
+    io.rank = allocBuffer(b, i32Vector, {TK});
+    io.offsets = allocBuffer(b, i32Vector, {kb.add(E, kb.idx(1))});
+    io.rows = allocBuffer(b, i32Vector, {rowsLen});
+    io.hidden = allocBuffer(b, f32Matrix, {rowsLen, F});
+    io.contributions = allocBuffer(b, f32Matrix, {TK, D});
+    io.x = readBuffer(b, op.getX());
+    io.weights = readBuffer(b, op.getWeights());
+    io.indices = readBuffer(b, op.getIndices());
+    io.up = readBuffer(b, op.getWUp());
+    io.down = readBuffer(b, op.getWDown());
+    if (op.getWGate())
+      io.gate = readBuffer(b, op.getWGate());
 
-    auto lt = [](KernelBuilder &k, Value a, Value c) {
-      return k.cmp(CmpIPredicate::slt, a, c);
-    };
-    auto toI32 = [](KernelBuilder &k, Value v) {
-      return arith::IndexCastOp::create(k.builder(), k.builder().getI32Type(),
-                                        v)
-          .getResult();
-    };
-    auto at = [](KernelBuilder &k, Value row, int64_t ld, Value col) {
-      return k.add(k.mul(row, k.idx(ld)), col);
-    };
-
-    // 1. Dispatch.
-    emitGpuKernel(
-        b, target, "moe_dispatch", kb.idx(1),
-        {Idx, accepted, rank, offsets, rows, loadBuf, cap}, {},
-        [&](GpuBlock &blk, ValueRange in, ValueRange) {
-          KernelBuilder &k = blk.kb;
-          Value idx = in[0], acc = in[1], rk = in[2], off = in[3], rws = in[4],
-                load = in[5], capacity = in[6];
-          Value nT = k.mdim(idx, 0), nK = k.mdim(idx, 1);
-          Value nE = k.sub(k.mdim(off, 0), k.idx(1));
-          Value nTK = k.mul(nT, nK);
-          if (pad > 1)
-            blk.phase(k.mdim(rws, 0), [&](Value r) {
-              k.mstore(toI32(k, k.idx(-1)), rws, {r});
-            });
-          blk.phase(nE, [&](Value e) {
-            auto used = k.loop(nTK, {k.idx(0)}, [&](Value c, ValueRange it) {
-              Value ce =
-                  k.i32ToIndex(k.mload(idx, {k.divs(c, nK), k.rems(c, nK)}));
-              Value mine = k.cmp(CmpIPredicate::eq, ce, e);
-              Value take = k.andi(mine, lt(k, it[0], capacity));
-              k.ifThen(mine, [&] {
-                k.mstore(arith::ExtUIOp::create(k.builder(),
-                                                k.builder().getI32Type(), take)
-                             .getResult(),
-                         acc, {c});
-                k.mstore(toI32(k, it[0]), rk, {c});
-              });
-              return SmallVector<Value>{
-                  k.select(take, k.add(it[0], k.idx(1)), it[0])};
-            });
-            k.mstore(k.indexToI64(used[0]), load, {e});
-          });
-          blk.phase(k.idx(1), [&](Value) {
-            k.mstore(toI32(k, k.idx(0)), off, {k.idx(0)});
-            k.loop(nE, {k.idx(0)}, [&](Value e, ValueRange it) {
-              Value count = arith::IndexCastOp::create(
-                  k.builder(), k.builder().getIndexType(), k.mload(load, {e}));
-              Value padded = k.mul(
-                  k.divs(k.add(count, k.idx(pad - 1)), k.idx(pad)), k.idx(pad));
-              Value n = k.add(it[0], padded);
-              k.mstore(toI32(k, n), off, {k.add(e, k.idx(1))});
-              return SmallVector<Value>{n};
-            });
-          });
-          blk.phase(
-              nTK,
-              [&](Value c) {
-                k.ifThen(k.cmp(CmpIPredicate::ne, k.mload(acc, {c}),
-                               toI32(k, k.idx(0))),
-                         [&] {
-                           Value e = k.i32ToIndex(
-                               k.mload(idx, {k.divs(c, nK), k.rems(c, nK)}));
-                           Value pos = k.add(k.i32ToIndex(k.mload(off, {e})),
-                                             k.i32ToIndex(k.mload(rk, {c})));
-                           k.mstore(toI32(k, c), rws, {pos});
-                         });
-              },
-              /*barrier=*/false);
-        });
-
-    // A grouped GEMM over the sorted rows: out[r, col] for r < offsets[E],
-    // reduction over `nIn` channels of `rowValue(r, chan)` (staged in shared
-    // memory) times `weight(e, chan, col)`, finished by `finish`.
-    // rowValue(k, args, sorted row, its choice, reduction channel).
-    using RowValue =
-        std::function<Value(KernelBuilder &, ValueRange, Value, Value, Value)>;
-    // finish(k, args, sorted row, its choice, output column, sums).
-    using Finish = std::function<void(KernelBuilder &, ValueRange, Value, Value,
-                                      Value, ArrayRef<Value>)>;
-    // What a block of a grouped GEMM knows: its tile's first sorted row and
-    // column, and the sizes.
-    struct GroupTile {
-      Value idx, rows, nIn, nOut, nK, nRows, r0, c0;
-    };
-    // A kernel of (rowTile x colTile) tiles over (sorted rows, output
-    // columns); blocks past the sorted rows have nothing to do (the grid is
-    // sized for every choice accepted and every expert padded).
-    auto groupedKernel =
-        [&](StringRef name, Value nOut, SmallVector<Value> args, Value nIn,
-            int64_t rowTile, int64_t colTile,
-            ArrayRef<SmallVector<int64_t>> shared,
-            const std::function<void(GpuBlock &, ValueRange, ValueRange,
-                                     const GroupTile &)> &body) {
-          size_t base = args.size();
-          args.append({Idx, offsets, rows, nIn, nOut});
-          Value rowTiles =
-              kb.divs(kb.add(rowsLen, kb.idx(rowTile - 1)), kb.idx(rowTile));
-          Value colTiles =
-              kb.divs(kb.add(nOut, kb.idx(colTile - 1)), kb.idx(colTile));
-          emitGpuKernel(
-              b, target, name, kb.mul(rowTiles, colTiles), args, shared,
-              [&](GpuBlock &blk, ValueRange in, ValueRange sh) {
-                KernelBuilder &k = blk.kb;
-                GroupTile t;
-                t.idx = in[base];
-                t.rows = in[base + 2];
-                t.nIn = in[base + 3];
-                t.nOut = in[base + 4];
-                Value off = in[base + 1];
-                t.nK = k.mdim(t.idx, 1);
-                Value nE = k.sub(k.mdim(off, 0), k.idx(1));
-                t.nRows = k.i32ToIndex(k.mload(off, {nE}));
-                Value nCT =
-                    k.divs(k.add(t.nOut, k.idx(colTile - 1)), k.idx(colTile));
-                t.r0 = k.mul(k.divs(blk.blockId, nCT), k.idx(rowTile));
-                t.c0 = k.mul(k.rems(blk.blockId, nCT), k.idx(colTile));
-                k.ifThen(lt(k, t.r0, t.nRows), [&] { body(blk, in, sh, t); });
-              });
-        };
-    auto expertOf = [](KernelBuilder &k, const GroupTile &t, Value choice) {
-      return k.i32ToIndex(
-          k.mload(t.idx, {k.divs(choice, t.nK), k.rems(choice, t.nK)}));
-    };
-    // On tensor cores (GpuGemm.h): a block per 64 x 64 tile, all of its rows
-    // one expert's (a tile's first row is never padding).
-    auto mmaGroupedGemm = [&](StringRef name, Value nOut,
-                              SmallVector<Value> args, ArrayRef<int> weightArgs,
-                              Value nIn, const RowValue &rowValue,
-                              const Finish &finish) {
-      groupedKernel(
-          (name + "_mma").str(), nOut, args, nIn, MmaTileGemm::tileM,
-          MmaTileGemm::tileN, MmaTileGemm::sharedShapes(weightArgs.size()),
-          [&](GpuBlock &blk, ValueRange in, ValueRange sh, const GroupTile &t) {
-            KernelBuilder &k = blk.kb;
-            Value e = expertOf(k, t, k.i32ToIndex(k.mload(t.rows, {t.r0})));
-            // Row i of the tile: its choice, or -1 (padding, past the end).
-            auto choiceOf = [&](Value i) {
-              Value r = k.add(t.r0, i);
-              return k.ifElse(
-                  lt(k, r, t.nRows), {k.builder().getIndexType()},
-                  [&]() -> SmallVector<Value> {
-                    return {k.i32ToIndex(k.mload(t.rows, {r}))};
-                  },
-                  [&]() -> SmallVector<Value> { return {k.idx(-1)}; })[0];
-            };
-            auto isRow = [&](Value choice) {
-              return k.cmp(CmpIPredicate::sge, choice, k.idx(0));
-            };
-            MmaTileGemm gemm;
-            gemm.multiplicand = mmaType;
-            gemm.depth = t.nIn;
-            gemm.a = [&](Value i, Value chan) {
-              Value choice = choiceOf(i);
-              return k.ifElse(
-                  k.andi(isRow(choice), lt(k, chan, t.nIn)), {f32},
-                  [&]() -> SmallVector<Value> {
-                    return {rowValue(k, in, k.add(t.r0, i), choice, chan)};
-                  },
-                  [&]() -> SmallVector<Value> { return {k.f32(0.0)}; })[0];
-            };
-            for (int w : weightArgs)
-              gemm.b.push_back([&, w](Value chan, Value j) {
-                Value col = k.add(t.c0, j);
-                return k.loadIf(k.andi(lt(k, chan, t.nIn), lt(k, col, t.nOut)),
-                                in[w], {e, chan, col}, k.f32(0.0));
-              });
-            gemm.finish = [&](Value i, Value j, ArrayRef<Value> sums) {
-              Value choice = choiceOf(i), col = k.add(t.c0, j);
-              k.ifThen(k.andi(isRow(choice), lt(k, col, t.nOut)), [&] {
-                finish(k, in, k.add(t.r0, i), choice, col, sums);
-              });
-            };
-            gemm.emit(blk, sh);
-          });
-    };
-    auto groupedGemm = [&](StringRef name, Value nOut, SmallVector<Value> args,
-                           ArrayRef<int> weightArgs, Value nIn,
-                           const RowValue &rowValue, const Finish &finish) {
-      if (mma)
-        return mmaGroupedGemm(name, nOut, args, weightArgs, nIn, rowValue,
-                              finish);
-      SmallVector<SmallVector<int64_t>> shared{{RT * DT}};
-      for (size_t i = 0; i < weightArgs.size(); ++i)
-        shared.push_back({RT * CT});
-      groupedKernel(
-          name, nOut, args, nIn, RT, CT, shared,
-          [&](GpuBlock &blk, ValueRange in, ValueRange sh, const GroupTile &t) {
-            KernelBuilder &k = blk.kb;
-            Value r0 = t.r0, c0 = t.c0, nI = t.nIn, nO = t.nOut,
-                  nRows = t.nRows;
-            auto choiceOf = [&](Value rr) {
-              return k.i32ToIndex(k.mload(t.rows, {k.add(r0, rr)}));
-            };
-            k.forEach(k.idx(0), nI, k.idx(DT), [&](Value d0) {
-              blk.phase2(k.idx(RT), k.idx(DT), [&](Value rr, Value dd) {
-                Value ok = k.andi(lt(k, k.add(r0, rr), nRows),
-                                  lt(k, k.add(d0, dd), nI));
-                Value v = k.ifElse(
-                    ok, {f32},
-                    [&]() -> SmallVector<Value> {
-                      return {rowValue(k, in, k.add(r0, rr), choiceOf(rr),
-                                       k.add(d0, dd))};
-                    },
-                    [&]() -> SmallVector<Value> { return {k.f32(0.0)}; })[0];
-                k.mstore(v, sh[0], {at(k, rr, DT, dd)});
-              });
-              Value first = k.cmp(CmpIPredicate::eq, d0, k.idx(0));
-              blk.phase2(k.idx(RT), k.idx(CT), [&](Value rr, Value cc) {
-                Value col = k.add(c0, cc);
-                Value ok = k.andi(lt(k, k.add(r0, rr), nRows), lt(k, col, nO));
-                k.ifThen(ok, [&] {
-                  Value e = expertOf(k, t, choiceOf(rr));
-                  Value n = k.mins(k.idx(DT), k.sub(nI, d0));
-                  for (size_t w = 0; w < weightArgs.size(); ++w) {
-                    Value wm = in[weightArgs[w]];
-                    auto dot =
-                        k.loop(n, {k.f32(0.0)}, [&](Value dd, ValueRange it) {
-                          Value xv = k.mload(sh[0], {at(k, rr, DT, dd)});
-                          Value wv = k.mload(wm, {e, k.add(d0, dd), col});
-                          return SmallVector<Value>{
-                              k.fadd(it[0], k.fmul(xv, wv))};
-                        });
-                    Value slot = at(k, rr, CT, cc);
-                    Value prev =
-                        k.select(first, k.f32(0.0), k.mload(sh[1 + w], {slot}));
-                    k.mstore(k.fadd(prev, dot[0]), sh[1 + w], {slot});
-                  }
-                });
-              });
-            });
-            blk.phase2(
-                k.idx(RT), k.idx(CT),
-                [&](Value rr, Value cc) {
-                  Value r = k.add(r0, rr), col = k.add(c0, cc);
-                  k.ifThen(k.andi(lt(k, r, nRows), lt(k, col, nO)), [&] {
-                    SmallVector<Value> sums;
-                    for (size_t w = 0; w < weightArgs.size(); ++w)
-                      sums.push_back(k.mload(sh[1 + w], {at(k, rr, CT, cc)}));
-                    finish(k, in, r, choiceOf(rr), col, sums);
-                  });
-                },
-                /*barrier=*/false);
-          });
-    };
-
-    // 2. Up projection: hidden[sorted row, f].
-    SmallVector<Value> upArgs{X, Up, hidden};
-    SmallVector<int> upWeights{1};
-    if (gated) {
-      upArgs.push_back(Gate);
-      upWeights.push_back(3);
-    }
-    size_t upIdx = upArgs.size(); // where groupedGemm puts the indices
-    groupedGemm(
-        "moe_up", F, upArgs, upWeights, D,
-        [&](KernelBuilder &k, ValueRange in, Value, Value choice, Value d) {
-          Value nK = k.mdim(in[upIdx], 1);
-          return k.mload(in[0], {k.divs(choice, nK), d});
-        },
-        [&](KernelBuilder &k, ValueRange in, Value r, Value, Value f,
-            ArrayRef<Value> sums) {
-          Value h = gated ? k.fmul(k.activation(act, sums[1]), sums[0])
-                          : k.activation(act, sums[0]);
-          k.mstore(h, in[2], {r, f});
-        });
-
-    // 3. Down projection times the choice's weight: contrib[choice, d].
-    size_t downIdx = 4;
-    groupedGemm(
-        "moe_down", D, {hidden, Down, contrib, W}, {1}, F,
-        [&](KernelBuilder &k, ValueRange in, Value r, Value, Value f) {
-          return k.mload(in[0], {r, f});
-        },
-        [&](KernelBuilder &k, ValueRange in, Value, Value choice, Value d,
-            ArrayRef<Value> sums) {
-          Value nK = k.mdim(in[downIdx], 1);
-          Value w = k.mload(in[3], {k.divs(choice, nK), k.rems(choice, nK)});
-          k.mstore(k.fmul(w, sums[0]), in[2], {choice, d});
-        });
-
-    // 4. Combine, in rank order as the definition sums.
-    emitItemKernel(
-        b, target, "moe_combine", kb, kb.mul(T, D), {contrib, accepted, yBuf},
-        [&](KernelBuilder &k, Value item, ValueRange in) {
-          Value nD = k.mdim(in[2], 1),
-                nK = k.divs(k.mdim(in[1], 0), k.mdim(in[2], 0));
-          Value t = k.divs(item, nD), d = k.rems(item, nD);
-          auto y = k.loop(nK, {k.f32(0.0)}, [&](Value j, ValueRange it) {
-            Value c = k.add(k.mul(t, nK), j);
-            Value ok = k.cmp(CmpIPredicate::ne, k.mload(in[1], {c}),
-                             toI32(k, k.idx(0)));
-            Value v = k.loadIf(ok, in[0], {c, d}, k.f32(0.0));
-            return SmallVector<Value>{k.select(ok, k.fadd(it[0], v), it[0])};
-          });
-          k.mstore(y[0], in[2], {t, d});
-        });
+    MoeKernels kernels(b, kb, target, io, mmaType, rowsLen);
+    kernels.emitDispatch(cap);
+    kernels.emitUp(op.getActivation(), F, D);
+    kernels.emitDown(D, F);
+    kernels.emitCombine(T, D);
     rewriter.replaceOp(
-        op, {asTensor(b, yBuf, yType), asTensor(b, loadBuf, loadType)});
+        op, {asTensor(b, io.y, yType), asTensor(b, io.load, loadType)});
     return success();
   }
 
