@@ -23,6 +23,17 @@ using arith::CmpIPredicate;
 
 namespace {
 
+/// The recurrent and global kernels' buffers: queries, keys, values
+/// ([B, T, H, K or V]), the outputs and the last state; the optional decay,
+/// bonus and init (null when the op lacks them).
+struct LinearAttentionBuffers : KernelBuffers<LinearAttentionBuffers> {
+  Value queries, keys, values, out, last, decay, bonus, init;
+
+  SmallVector<Value *> fields() {
+    return {&queries, &keys, &values, &out, &last, &decay, &bonus, &init};
+  }
+};
+
 struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   CpuLinearAttention(MLIRContext *ctx, const CpuTarget &target)
       : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
@@ -69,40 +80,32 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     auto sType = cast<RankedTensorType>(op.getLast().getType());
     Value oBuf = allocResult(b, oType, dims.of("o"));
     Value sBuf = allocResult(b, sType, dims.of("last"));
-    SmallVector<Value> args{readBuffer(b, op.getQ()), readBuffer(b, op.getK()),
-                            readBuffer(b, op.getV()), oBuf, sBuf};
-    int decayIndex = -1, initIndex = -1;
-    if (op.getDecay()) {
-      decayIndex = args.size();
-      args.push_back(readBuffer(b, op.getDecay()));
-    }
-    int bonusIndex = -1;
-    if (op.getBonus()) {
-      bonusIndex = args.size();
-      args.push_back(readBuffer(b, op.getBonus()));
-    }
-    if (op.getInit()) {
-      initIndex = args.size();
-      args.push_back(readBuffer(b, op.getInit()));
-    }
+    LinearAttentionBuffers io;
+    io.queries = readBuffer(b, op.getQ());
+    io.keys = readBuffer(b, op.getK());
+    io.values = readBuffer(b, op.getV());
+    io.out = oBuf;
+    io.last = sBuf;
+    auto readIfPresent = [&](Value v) { return v ? readBuffer(b, v) : v; };
+    io.decay = readIfPresent(op.getDecay());
+    io.bonus = readIfPresent(op.getBonus());
+    io.init = readIfPresent(op.getInit());
     Params p{H,
              K,
              V,
              decayRank,
-             decayIndex,
-             bonusIndex,
-             initIndex,
+             static_cast<bool>(op.getBonus()),
              op.getFeatureMap(),
              op.getScale().convertToDouble(),
              op.getEps().convertToDouble(),
              op.getNormalize(),
              !op.getO().use_empty()};
     if (plan == seq::PlanKind::recurrent && takesDeferredDecay(p))
-      emitDeferredDecayRecurrence(b, kb, args, Bsz, p);
+      emitDeferredDecayRecurrence(b, kb, io, Bsz, p);
     else if (plan == seq::PlanKind::recurrent)
-      emitRecurrent(b, kb, args, Bsz, p);
+      emitRecurrent(b, kb, io, Bsz, p);
     else
-      emitGlobal(b, kb, args, Bsz, p);
+      emitGlobal(b, kb, io, Bsz, p);
     rewriter.replaceOp(op,
                        {asTensor(b, oBuf, oType), asTensor(b, sBuf, sType)});
     return success();
@@ -110,7 +113,7 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
 
   struct Params {
     int64_t H, K, V, decayRank;
-    int decayIndex, bonusIndex, initIndex;
+    bool bonus;
     seq::FeatureMap phi;
     double scale, eps;
     bool normalize;
@@ -120,21 +123,21 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   };
 
   /// The log decay of step t, head h (0 without decay).
-  static Value logDecay(KernelBuilder &k, ValueRange in, const Params &p,
-                        Value bi, Value t, Value h) {
+  static Value logDecay(KernelBuilder &k, const LinearAttentionBuffers &io,
+                        const Params &p, Value bi, Value t, Value h) {
     if (p.decayRank == 1)
-      return k.mload(in[p.decayIndex], {h});
+      return k.mload(io.decay, {h});
     if (p.decayRank == 3)
-      return k.mload(in[p.decayIndex], {bi, t, h});
+      return k.mload(io.decay, {bi, t, h});
     return k.f32(0.0);
   }
 
   /// S from init (or zeros) into the K x V buffer `S`.
-  void loadState(KernelBuilder &k, ValueRange in, const Params &p, Value bi,
-                 Value h, Value S) const {
-    if (p.initIndex >= 0) {
+  void loadState(KernelBuilder &k, const LinearAttentionBuffers &io,
+                 const Params &p, Value bi, Value h, Value S) const {
+    if (io.init) {
       seqc::packRows(k, target,
-                     MatrixRef{in[p.initIndex],
+                     MatrixRef{io.init,
                                [&](Value kk, Value v) {
                                  return SmallVector<Value>{bi, h, kk, v};
                                }},
@@ -147,14 +150,15 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   }
 
   /// `last` = S (times `scale` when given).
-  void storeState(KernelBuilder &k, ValueRange in, const Params &p, Value bi,
-                  Value h, Value S, Value scale = {}) const {
+  void storeState(KernelBuilder &k, const LinearAttentionBuffers &io,
+                  const Params &p, Value bi, Value h, Value S,
+                  Value scale = {}) const {
     const int64_t lanes = target.vectorWidth;
     std::function<Value(Value, Value)> scaled;
     if (scale)
       scaled = [&](Value v, Value) { return k.fmul(v, k.splat(scale, lanes)); };
     seqc::packRows(k, target, rowMajor(S), k.idx(p.K), p.V,
-                   MatrixRef{in[4],
+                   MatrixRef{io.last,
                              [&](Value kk, Value v) {
                                return SmallVector<Value>{bi, h, kk, v};
                              }},
@@ -166,18 +170,19 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   /// and a step's work is too long for the core to reach the next step's
   /// loads under it (T4096 H16 K=V=64 on a Zen 5: 8.2 ms, over half of it
   /// in the loads, 5.4 ms with it).
-  void prefetchStep(KernelBuilder &k, ValueRange in, const Params &p, Value bi,
-                    Value h, Value t, Value nT) const {
+  void prefetchStep(KernelBuilder &k, const LinearAttentionBuffers &io,
+                    const Params &p, Value bi, Value h, Value t,
+                    Value nT) const {
     Value ahead = recurrencePrefetchStep(k, t, nT);
-    k.prefetchRow(in[1], {bi, ahead, h, k.idx(0)}, p.K);
-    k.prefetchRow(in[2], {bi, ahead, h, k.idx(0)}, p.V);
+    k.prefetchRow(io.keys, {bi, ahead, h, k.idx(0)}, p.K);
+    k.prefetchRow(io.values, {bi, ahead, h, k.idx(0)}, p.V);
     if (p.decayRank == 4)
-      k.prefetchRow(in[p.decayIndex], {bi, ahead, h, k.idx(0)}, p.K);
+      k.prefetchRow(io.decay, {bi, ahead, h, k.idx(0)}, p.K);
     if (!p.outputUsed)
       return;
-    k.prefetchRow(in[0], {bi, ahead, h, k.idx(0)}, p.K);
+    k.prefetchRow(io.queries, {bi, ahead, h, k.idx(0)}, p.K);
     // The output's lines too: a store that misses waits like a load.
-    k.prefetchRow(in[3], {bi, ahead, h, k.idx(0)}, p.V, /*forWrite=*/true);
+    k.prefetchRow(io.out, {bi, ahead, h, k.idx(0)}, p.V, /*forWrite=*/true);
   }
 
   /// Copies phi(x[bi, t0 + i, h, :]) * factor(i) for i < rows into `dst`
@@ -204,23 +209,25 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   /// rows are read before their update, and the current term is one more
   /// running sum (in the normalizer's place: the two never combine).
   void emitRecurrent(ImplicitLocOpBuilder &b, KernelBuilder &kb,
-                     ValueRange args, Value Bsz, const Params &p) const {
+                     const LinearAttentionBuffers &io, Value Bsz,
+                     const Params &p) const {
     const int64_t lanes = target.vectorWidth;
     emitParallelKernel(
-        b, "linear_attention_recurrent", kb.mul(Bsz, kb.idx(p.H)), args,
+        b, "linear_attention_recurrent", kb.mul(Bsz, kb.idx(p.H)), io.list(),
         [&](KernelBuilder &k, Value task, ValueRange in) {
-          Value Qm = in[0], Km = in[1], Vm = in[2], O = in[3];
+          LinearAttentionBuffers my = io.rebind(in);
+          Value Qm = my.queries, Km = my.keys, Vm = my.values, O = my.out;
           Value nT = k.mdim(Qm, 1);
           Value h = k.rems(task, k.idx(p.H)), bi = k.divs(task, k.idx(p.H));
           Value S = k.stackBuffer({p.K, p.V});
           Value z = k.stackBuffer({roundUp(p.K, lanes)});
-          Value bonus = p.bonusIndex >= 0 ? in[p.bonusIndex] : Value();
-          loadState(k, in, p, bi, h, S);
+          Value bonus = my.bonus;
+          loadState(k, my, p, bi, h, S);
           for (int64_t c0 = 0; c0 < roundUp(p.K, lanes); c0 += lanes)
             k.vstore(k.vconst(0.0, lanes), z, {k.idx(c0)});
           Value scale = k.f32(p.scale);
           k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
-            prefetchStep(k, in, p, bi, h, t, nT);
+            prefetchStep(k, my, p, bi, h, t, nT);
             SmallVector<Value> masks, vs, os;
             for (int64_t v0 = 0; v0 < p.V; v0 += lanes) {
               masks.push_back(k.vmask(k.idx(p.V - v0), lanes));
@@ -230,15 +237,14 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
             }
             Value scalarDecay = p.decayRank == 4
                                     ? Value()
-                                    : k.exp(logDecay(k, in, p, bi, t, h));
+                                    : k.exp(logDecay(k, my, p, bi, t, h));
             SmallVector<Value> init(os);
             init.push_back(k.f32(0.0)); // q' . z
             SmallVector<Value> acc =
                 k.loop(k.idx(p.K), init, [&](Value kk, ValueRange c) {
-                  Value f =
-                      scalarDecay
-                          ? scalarDecay
-                          : k.exp(k.mload(in[p.decayIndex], {bi, t, h, kk}));
+                  Value f = scalarDecay
+                                ? scalarDecay
+                                : k.exp(k.mload(my.decay, {bi, t, h, kk}));
                   Value kp = k.featureMap(p.phi, k.mload(Km, {bi, t, h, kk}));
                   Value qp = k.fmul(
                       k.featureMap(p.phi, k.mload(Qm, {bi, t, h, kk})), scale);
@@ -278,14 +284,14 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
               k.vstoreMasked(o, O, {bi, t, h, k.idx(v * lanes)}, masks[v]);
             }
           });
-          storeState(k, in, p, bi, h, S);
+          storeState(k, my, p, bi, h, S);
         });
   }
 
   /// Whether the deferred-decay recurrence covers the op: a scalar decay
   /// (or none), no normalizer and no bonus.
   static bool takesDeferredDecay(const Params &p) {
-    return p.decayRank != 4 && !p.normalize && p.bonusIndex < 0;
+    return p.decayRank != 4 && !p.normalize && !p.bonus;
   }
 
   /// The recurrence with the state kept as c U (c a scalar), two steps per
@@ -298,21 +304,22 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   /// overflow: a pair of steps that would take it out folds c into U
   /// instead, and runs with each step's decay applied to U directly.
   void emitDeferredDecayRecurrence(ImplicitLocOpBuilder &b, KernelBuilder &kb,
-                                   ValueRange args, Value Bsz,
+                                   const LinearAttentionBuffers &io, Value Bsz,
                                    const Params &p) const {
-    emitParallelKernel(b, "linear_attention_recurrent",
-                       kb.mul(Bsz, kb.idx(p.H)), args,
-                       [&](KernelBuilder &k, Value task, ValueRange in) {
-                         DeferredDecayTask(*this, k, p, in, task).emit();
-                       });
+    emitParallelKernel(
+        b, "linear_attention_recurrent", kb.mul(Bsz, kb.idx(p.H)), io.list(),
+        [&](KernelBuilder &k, Value task, ValueRange in) {
+          DeferredDecayTask(*this, k, p, io.rebind(in), task).emit();
+        });
   }
 
   /// One (batch, head) of emitDeferredDecayRecurrence.
   class DeferredDecayTask {
   public:
     DeferredDecayTask(const CpuLinearAttention &pattern, KernelBuilder &k,
-                      const Params &p, ValueRange in, Value task)
-        : pattern(pattern), k(k), p(p), in(in),
+                      const Params &p, const LinearAttentionBuffers &io,
+                      Value task)
+        : pattern(pattern), k(k), p(p), io(io),
           lanes(pattern.target.vectorWidth) {
       h = k.rems(task, k.idx(p.H));
       bi = k.divs(task, k.idx(p.H));
@@ -324,8 +331,8 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     }
 
     void emit() {
-      nT = k.mdim(in[0], 1);
-      pattern.loadState(k, in, p, bi, h, U);
+      nT = k.mdim(io.queries, 1);
+      pattern.loadState(k, io, p, bi, h, U);
       Value pairs = k.divs(nT, k.idx(2));
       Value c = k.loop(pairs, {k.f32(1.0)}, [&](Value i, ValueRange it) {
         return SmallVector<Value>{pair(k.mul(i, k.idx(2)), it[0])};
@@ -335,15 +342,15 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
           odd, {k.f32Type()},
           [&] { return SmallVector<Value>{single(k.sub(nT, k.idx(1)), c)}; },
           [&] { return SmallVector<Value>{c}; })[0];
-      pattern.storeState(k, in, p, bi, h, U, c);
+      pattern.storeState(k, io, p, bi, h, U, c);
     }
 
   private:
     /// Steps t and t + 1 from scale c; returns the scale after them.
     Value pair(Value t, Value c) {
       Value t1 = k.add(t, k.idx(1));
-      pattern.prefetchStep(k, in, p, bi, h, t, nT);
-      pattern.prefetchStep(k, in, p, bi, h, t1, nT);
+      pattern.prefetchStep(k, io, p, bi, h, t, nT);
+      pattern.prefetchStep(k, io, p, bi, h, t1, nT);
       Value f0 = decay(t), f1 = decay(t1);
       Value c1 = k.fmul(c, f0), c2 = k.fmul(c1, f1);
       return k.ifElse(
@@ -362,7 +369,7 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
 
     /// Step t alone (the last of an odd count).
     Value single(Value t, Value c) {
-      pattern.prefetchStep(k, in, p, bi, h, t, nT);
+      pattern.prefetchStep(k, io, p, bi, h, t, nT);
       Value c1 = k.fmul(c, decay(t));
       return k.ifElse(
           inRange(c1), {k.f32Type()},
@@ -391,17 +398,17 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
       };
       Value qScale = k.f32(p.scale);
       pattern.packRows(
-          k, p, in[1], bi, t, h, k.idx(steps), kRows,
+          k, p, io.keys, bi, t, h, k.idx(steps), kRows,
           [&](Value i) { return k.fdiv(k.f32(1.0), factorOf(i)); });
       if (p.outputUsed)
-        pattern.packRows(k, p, in[0], bi, t, h, k.idx(steps), qRows,
+        pattern.packRows(k, p, io.queries, bi, t, h, k.idx(steps), qRows,
                          [&](Value i) { return k.fmul(factorOf(i), qScale); });
       SmallVector<SmallVector<Value>> values(steps);
       SmallVector<Value> init;
       for (int s = 0; s < steps; ++s)
         for (size_t v = 0; v < masks.size(); ++v) {
           values[s].push_back(k.vloadMasked(
-              in[2], {bi, k.add(t, k.idx(s)), h, k.idx(v * lanes)}, lanes,
+              io.values, {bi, k.add(t, k.idx(s)), h, k.idx(v * lanes)}, lanes,
               masks[v]));
           if (p.outputUsed)
             init.push_back(k.vconst(0.0, lanes));
@@ -435,12 +442,12 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
         return;
       for (int s = 0; s < steps; ++s)
         for (size_t v = 0; v < masks.size(); ++v)
-          k.vstoreMasked(outputs[s * masks.size() + v], in[3],
+          k.vstoreMasked(outputs[s * masks.size() + v], io.out,
                          {bi, k.add(t, k.idx(s)), h, k.idx(v * lanes)},
                          masks[v]);
     }
 
-    Value decay(Value t) { return k.exp(logDecay(k, in, p, bi, t, h)); }
+    Value decay(Value t) { return k.exp(logDecay(k, io, p, bi, t, h)); }
 
     /// 2^-32 <= c <= 2^32 (false for NaN).
     Value inRange(Value c) {
@@ -451,28 +458,30 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     const CpuLinearAttention &pattern;
     KernelBuilder &k;
     const Params &p;
-    ValueRange in;
+    LinearAttentionBuffers io;
     int64_t lanes;
     Value h, bi, nT, U, kRows, qRows;
     SmallVector<Value> masks;
   };
 
   /// Non-causal: S = S0 + k'^T V over the whole sequence, then O = q' S.
-  void emitGlobal(ImplicitLocOpBuilder &b, KernelBuilder &kb, ValueRange args,
-                  Value Bsz, const Params &p) const {
+  void emitGlobal(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                  const LinearAttentionBuffers &io, Value Bsz,
+                  const Params &p) const {
     const int64_t lanes = target.vectorWidth;
     const int64_t block = 64;
     emitParallelKernel(
-        b, "linear_attention_global", kb.mul(Bsz, kb.idx(p.H)), args,
+        b, "linear_attention_global", kb.mul(Bsz, kb.idx(p.H)), io.list(),
         [&](KernelBuilder &k, Value task, ValueRange in) {
-          Value Qm = in[0], Km = in[1], Vm = in[2], O = in[3];
+          LinearAttentionBuffers my = io.rebind(in);
+          Value Qm = my.queries, Km = my.keys, Vm = my.values, O = my.out;
           Value nT = k.mdim(Qm, 1);
           Value h = k.rems(task, k.idx(p.H)), bi = k.divs(task, k.idx(p.H));
           Value S = k.stackBuffer({p.K, p.V});
           Value zs = k.stackBuffer({roundUp(p.K, lanes)});
           Value rows = k.stackBuffer({block, p.K});
           Value outRows = k.stackBuffer({block, p.V});
-          loadState(k, in, p, bi, h, S);
+          loadState(k, my, p, bi, h, S);
           for (int64_t c0 = 0; c0 < roundUp(p.K, lanes); c0 += lanes)
             k.vstore(k.vconst(0.0, lanes), zs, {k.idx(c0)});
           Value nBlocks = k.divs(k.add(nT, k.idx(block - 1)), k.idx(block));
@@ -526,7 +535,7 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
               }
             });
           });
-          storeState(k, in, p, bi, h, S);
+          storeState(k, my, p, bi, h, S);
         });
   }
 
