@@ -127,6 +127,17 @@ struct CpuLinearScan : OpRewritePattern<seq::LinearScanOp> {
   CpuTarget target;
 };
 
+/// The causal conv's kernel buffers: x ([B, T, D]), the taps with channels
+/// innermost ([W, D]), y, the history [B, W - 1, D]; the optional bias and
+/// init (null when absent).
+struct ConvBuffers : KernelBuffers<ConvBuffers> {
+  Value x, wT, y, history, bias, init;
+
+  SmallVector<Value *> fields() {
+    return {&x, &wT, &y, &history, &bias, &init};
+  }
+};
+
 /// Depthwise causal convolution with a task per (batch, block of channels):
 /// the last W-1 inputs of the block's channels are a window of vectors in
 /// registers that slides one step per output.
@@ -156,23 +167,22 @@ struct CpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
                                           lastType.getElementType());
     Value yBuf = allocResult(b, yType, dims.of("y"));
     Value histBuf = allocBuffer(b, histType, {Bsz, kb.idx(W - 1), kb.idx(D)});
-    SmallVector<Value> args{readBuffer(b, op.getX()), readBuffer(b, wT), yBuf,
-                            histBuf};
-    int biasIndex = -1, initIndex = -1;
-    if (op.getBias()) {
-      biasIndex = args.size();
-      args.push_back(readBuffer(b, op.getBias()));
-    }
-    if (op.getInit()) {
-      initIndex = args.size();
-      args.push_back(readBuffer(b, transposeLastTwo(b, op.getInit())));
-    }
+    ConvBuffers io;
+    io.x = readBuffer(b, op.getX());
+    io.wT = readBuffer(b, wT);
+    io.y = yBuf;
+    io.history = histBuf;
+    if (op.getBias())
+      io.bias = readBuffer(b, op.getBias());
+    if (op.getInit())
+      io.init = readBuffer(b, transposeLastTwo(b, op.getInit()));
     seq::Activation act = op.getActivation();
     int64_t blocks = (D + lanes - 1) / lanes;
     emitParallelKernel(
-        b, "causal_conv1d", kb.mul(Bsz, kb.idx(blocks)), args,
+        b, "causal_conv1d", kb.mul(Bsz, kb.idx(blocks)), io.list(),
         [&](KernelBuilder &k, Value task, ValueRange in) {
-          Value X = in[0], Wt = in[1], Y = in[2], Hist = in[3];
+          ConvBuffers my = io.rebind(in);
+          Value X = my.x, Wt = my.wT, Y = my.y, Hist = my.history;
           Value nT = k.mdim(X, 1);
           Value bi = k.divs(task, k.idx(blocks));
           Value d0 = k.mul(k.rems(task, k.idx(blocks)), k.idx(lanes));
@@ -180,14 +190,13 @@ struct CpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
           SmallVector<Value> taps, window;
           for (int64_t j = 0; j < W; ++j)
             taps.push_back(k.vloadMasked(Wt, {k.idx(j), d0}, lanes, mask));
-          Value bias = biasIndex >= 0
-                           ? k.vloadMasked(in[biasIndex], {d0}, lanes, mask)
-                           : vzero(k, lanes);
+          Value bias = my.bias ? k.vloadMasked(my.bias, {d0}, lanes, mask)
+                               : vzero(k, lanes);
           for (int64_t j = 0; j < W - 1; ++j)
-            window.push_back(initIndex >= 0 ? k.vloadMasked(in[initIndex],
-                                                            {bi, k.idx(j), d0},
-                                                            lanes, mask)
-                                            : vzero(k, lanes));
+            window.push_back(
+                my.init
+                    ? k.vloadMasked(my.init, {bi, k.idx(j), d0}, lanes, mask)
+                    : vzero(k, lanes));
           SmallVector<Value> last =
               k.loop(nT, window, [&](Value t, ValueRange hist) {
                 Value x = k.vloadMasked(X, {bi, t, d0}, lanes, mask);

@@ -24,9 +24,13 @@ using arith::CmpIPredicate;
 namespace {
 
 /// seq.ssd's operands as a kernel sees them (optional ones null if absent).
-struct SsdOperands {
+struct SsdOperands : KernelBuffers<SsdOperands> {
   Value x, dt, a, b, c, y, last;
   Value skip, gate, bias, init;
+
+  SmallVector<Value *> fields() {
+    return {&x, &dt, &a, &b, &c, &y, &last, &skip, &gate, &bias, &init};
+  }
 };
 
 struct CpuSsd : OpRewritePattern<seq::SsdOp> {
@@ -68,53 +72,36 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
     auto lastType = cast<RankedTensorType>(op.getLast().getType());
     Value yBuf = allocResult(b, yType, dims.of("y"));
     Value lastBuf = allocResult(b, lastType, dims.of("last"));
-    SmallVector<Value> args{readBuffer(b, op.getX()),
-                            readBuffer(b, op.getDt()),
-                            readBuffer(b, op.getA()),
-                            readBuffer(b, op.getB()),
-                            readBuffer(b, op.getC()),
-                            yBuf,
-                            lastBuf};
-    enum Opt { Skip, Gate, Bias, Init };
-    int optIndex[4] = {-1, -1, -1, -1};
-    auto addOpt = [&](Opt which, Value v) {
-      if (!v)
-        return;
-      optIndex[which] = args.size();
-      args.push_back(readBuffer(b, v));
-    };
-    addOpt(Skip, op.getSkip());
-    addOpt(Gate, op.getGate());
-    addOpt(Bias, op.getDtBias());
-    addOpt(Init, op.getInit());
-    auto opt = [&](ValueRange in, Opt which) {
-      return optIndex[which] < 0 ? Value() : in[optIndex[which]];
-    };
-    // A kernel's view of `args` by name.
-    auto view = [&](ValueRange in) {
-      return SsdOperands{in[0],         in[1],         in[2],
-                         in[3],         in[4],         in[5],
-                         in[6],         opt(in, Skip), opt(in, Gate),
-                         opt(in, Bias), opt(in, Init)};
-    };
+    auto readIfPresent = [&](Value v) { return v ? readBuffer(b, v) : v; };
+    SsdOperands io;
+    io.x = readBuffer(b, op.getX());
+    io.dt = readBuffer(b, op.getDt());
+    io.a = readBuffer(b, op.getA());
+    io.b = readBuffer(b, op.getB());
+    io.c = readBuffer(b, op.getC());
+    io.y = yBuf;
+    io.last = lastBuf;
+    io.skip = readIfPresent(op.getSkip());
+    io.gate = readIfPresent(op.getGate());
+    io.bias = readIfPresent(op.getDtBias());
+    io.init = readIfPresent(op.getInit());
 
     int64_t headsPerGroup = H / G;
 
     SsdStepSize stepSize = SsdStepSize::of(op);
-    auto stepDt = [&](KernelBuilder &k, ValueRange in, Value bi, Value t,
-                      Value h) {
-      Value bias = opt(in, Bias);
-      return stepSize.apply(k, k.mload(view(in).dt, {bi, t, h}),
-                            bias ? k.mload(bias, {h}) : Value());
+    auto stepDt = [&](KernelBuilder &k, const SsdOperands &my, Value bi,
+                      Value t, Value h) {
+      return stepSize.apply(k, k.mload(my.dt, {bi, t, h}),
+                            my.bias ? k.mload(my.bias, {h}) : Value());
     };
     bool skipPerChannel =
         op.getSkip() &&
         cast<RankedTensorType>(op.getSkip().getType()).getRank() == 2;
     // y[bi, t, h, :] = (y + D x) * silu(z) from the f32 row `yRow`,
     // vectorized over P: rounded once to y's type.
-    auto finishRow = [&](KernelBuilder &k, ValueRange in, Value bi, Value t,
-                         Value h, Value yRow) {
-      Value skip = opt(in, Skip), gate = opt(in, Gate);
+    auto finishRow = [&](KernelBuilder &k, const SsdOperands &my, Value bi,
+                         Value t, Value h, Value yRow) {
+      Value skip = my.skip, gate = my.gate;
       Value d = skip && !skipPerChannel ? k.splat(k.mload(skip, {h}), lanes)
                                         : Value();
       for (int64_t p0 = 0; p0 < P; p0 += lanes) {
@@ -124,37 +111,36 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
         if (skip && skipPerChannel)
           d = k.vloadMasked(skip, {h, k.idx(p0)}, lanes, mask);
         if (d)
-          y = k.vfma(d, k.vloadMasked(view(in).x, at, lanes, mask), y);
+          y = k.vfma(d, k.vloadMasked(my.x, at, lanes, mask), y);
         if (gate)
           y = k.fmul(y, k.silu(k.vloadMasked(gate, at, lanes, mask)));
-        k.vstoreMasked(y, view(in).y, at, mask);
+        k.vstoreMasked(y, my.y, at, mask);
       }
     };
-    emitRecurrent(b, kb, args, Bsz, H, P, N, headsPerGroup, stepDt, finishRow,
-                  optIndex[Init]);
+    emitRecurrent(b, kb, io, Bsz, H, P, N, headsPerGroup, stepDt, finishRow);
     rewriter.replaceOp(
         op, {asTensor(b, yBuf, yType), asTensor(b, lastBuf, lastType)});
     return success();
   }
 
-  using StepDt =
-      std::function<Value(KernelBuilder &, ValueRange, Value, Value, Value)>;
-  using FinishRowFn = std::function<void(KernelBuilder &, ValueRange, Value,
-                                         Value, Value, Value)>;
+  using StepDt = std::function<Value(KernelBuilder &, const SsdOperands &,
+                                     Value, Value, Value)>;
+  using FinishRowFn = std::function<void(KernelBuilder &, const SsdOperands &,
+                                         Value, Value, Value, Value)>;
 
   /// The recurrence step by step (decode), one task per (batch, head). The
   /// state lives in `last` itself, in its [P, N] layout, vectorized over N:
   /// a decode step reads the carried state once and writes it once.
   void emitRecurrent(ImplicitLocOpBuilder &b, KernelBuilder &kb,
-                     ValueRange args, Value Bsz, int64_t H, int64_t P,
+                     const SsdOperands &io, Value Bsz, int64_t H, int64_t P,
                      int64_t N, int64_t headsPerGroup, const StepDt &stepDt,
-                     const FinishRowFn &finishRow, int initIndex) const {
+                     const FinishRowFn &finishRow) const {
     const int64_t lanes = target.vectorWidth;
     emitParallelKernel(
-        b, "ssd_recurrent", kb.mul(Bsz, kb.idx(H)), args,
+        b, "ssd_recurrent", kb.mul(Bsz, kb.idx(H)), io.list(),
         [&](KernelBuilder &k, Value task, ValueRange in) {
-          Value X = in[0], Am = in[2], Bm = in[3], Cm = in[4];
-          Value Last = in[6];
+          SsdOperands my = io.rebind(in);
+          Value X = my.x, Am = my.a, Bm = my.b, Cm = my.c, Last = my.last;
           Value nT = k.mdim(X, 1);
           Value h = k.rems(task, k.idx(H)), bi = k.divs(task, k.idx(H));
           Value g = k.divs(h, k.idx(headsPerGroup));
@@ -166,7 +152,7 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
             masks.push_back(k.vmask(k.idx(N - n0), lanes));
           // Step t reads the state from `from` and writes it to Last.
           auto step = [&](Value t, Value from) {
-            Value dt = stepDt(k, in, bi, t, h);
+            Value dt = stepDt(k, my, bi, t, h);
             Value decay = k.splat(k.exp(k.fmul(dt, aH)), lanes);
             SmallVector<Value> bv, cv;
             for (size_t v = 0; v < masks.size(); ++v) {
@@ -187,11 +173,11 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
               }
               k.mstore(k.hsum(acc), yRow, {p});
             });
-            finishRow(k, in, bi, t, h, yRow);
+            finishRow(k, my, bi, t, h, yRow);
           };
           // The first step reads init (or nothing), the others Last.
           k.ifThen(k.cmp(CmpIPredicate::sgt, nT, k.idx(0)), [&] {
-            step(k.idx(0), initIndex >= 0 ? in[initIndex] : Value());
+            step(k.idx(0), my.init);
             k.forEach(k.idx(1), nT, k.idx(1), [&](Value t) { step(t, Last); });
           });
           // No steps: the state is init (or zeros).
@@ -199,9 +185,8 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
             k.forEach(k.idx(0), k.idx(P), k.idx(1), [&](Value p) {
               for (size_t v = 0; v < masks.size(); ++v) {
                 SmallVector<Value> at{bi, h, p, k.idx(v * lanes)};
-                Value s = initIndex >= 0 ? k.vloadMasked(in[initIndex], at,
-                                                         lanes, masks[v])
-                                         : k.vconst(0.0, lanes);
+                Value s = my.init ? k.vloadMasked(my.init, at, lanes, masks[v])
+                                  : k.vconst(0.0, lanes);
                 k.vstoreMasked(s, Last, at, masks[v]);
               }
             });
