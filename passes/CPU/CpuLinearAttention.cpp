@@ -86,10 +86,9 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     io.values = readBuffer(b, op.getV());
     io.out = oBuf;
     io.last = sBuf;
-    auto readIfPresent = [&](Value v) { return v ? readBuffer(b, v) : v; };
-    io.decay = readIfPresent(op.getDecay());
-    io.bonus = readIfPresent(op.getBonus());
-    io.init = readIfPresent(op.getInit());
+    io.decay = readOptionalBuffer(b, op.getDecay());
+    io.bonus = readOptionalBuffer(b, op.getBonus());
+    io.init = readOptionalBuffer(b, op.getInit());
     Params p{H,
              K,
              V,

@@ -72,7 +72,6 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
     auto lastType = cast<RankedTensorType>(op.getLast().getType());
     Value yBuf = allocResult(b, yType, dims.of("y"));
     Value lastBuf = allocResult(b, lastType, dims.of("last"));
-    auto readIfPresent = [&](Value v) { return v ? readBuffer(b, v) : v; };
     SsdOperands io;
     io.x = readBuffer(b, op.getX());
     io.dt = readBuffer(b, op.getDt());
@@ -81,10 +80,10 @@ struct CpuSsd : OpRewritePattern<seq::SsdOp> {
     io.c = readBuffer(b, op.getC());
     io.y = yBuf;
     io.last = lastBuf;
-    io.skip = readIfPresent(op.getSkip());
-    io.gate = readIfPresent(op.getGate());
-    io.bias = readIfPresent(op.getDtBias());
-    io.init = readIfPresent(op.getInit());
+    io.skip = readOptionalBuffer(b, op.getSkip());
+    io.gate = readOptionalBuffer(b, op.getGate());
+    io.bias = readOptionalBuffer(b, op.getDtBias());
+    io.init = readOptionalBuffer(b, op.getInit());
 
     int64_t headsPerGroup = H / G;
 

@@ -69,6 +69,10 @@ Value seqc::readBuffer(ImplicitLocOpBuilder &b, Value tensor) {
                                            /*read_only=*/true);
 }
 
+Value seqc::readOptionalBuffer(ImplicitLocOpBuilder &b, Value tensor) {
+  return tensor ? readBuffer(b, tensor) : Value();
+}
+
 Value seqc::allocBuffer(ImplicitLocOpBuilder &b, RankedTensorType type,
                         ValueRange sizes) {
   SmallVector<Value> dynamic;

@@ -40,6 +40,8 @@ void emitParallelKernel(mlir::ImplicitLocOpBuilder &b, llvm::StringRef name,
 
 /// The buffer of `tensor` (identity layout), for reading.
 Value readBuffer(mlir::ImplicitLocOpBuilder &b, Value tensor);
+/// readBuffer of an optional operand: null when `tensor` is.
+Value readOptionalBuffer(mlir::ImplicitLocOpBuilder &b, Value tensor);
 /// A new buffer of type `type` with dimension sizes `sizes` (scratch, or a
 /// result whose kernels need its static layout).
 Value allocBuffer(mlir::ImplicitLocOpBuilder &b, mlir::RankedTensorType type,

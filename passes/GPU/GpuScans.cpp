@@ -368,7 +368,6 @@ struct GpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
     Value nChunks = kb.divs(kb.add(T, kb.idx(chunk - 1)), kb.idx(chunk));
     auto f32 = b.getF32Type();
     int64_t dyn = ShapedType::kDynamic;
-    auto readIfPresent = [&](Value v) { return v ? readBuffer(b, v) : v; };
 
     SelectiveScanBuffers io;
     io.u = readBuffer(b, op.getU());
@@ -382,16 +381,16 @@ struct GpuSelectiveScan : OpRewritePattern<seq::SelectiveScanOp> {
                             {Bsz, nChunks, kb.idx(N), D});
     io.dtSums = allocBuffer(b, RankedTensorType::get({dyn, dyn, dyn}, f32),
                             {Bsz, nChunks, D});
-    io.skip = readIfPresent(op.getSkip());
-    io.gate = readIfPresent(op.getGate());
-    io.bias = readIfPresent(op.getDeltaBias());
+    io.skip = readOptionalBuffer(b, op.getSkip());
+    io.gate = readOptionalBuffer(b, op.getGate());
+    io.bias = readOptionalBuffer(b, op.getDeltaBias());
     Value last = allocBuffer(b, cast<RankedTensorType>(op.getLast().getType()),
                              dims.of("last"));
 
     SelectiveScanKernels kernels(b, kb, target, op, N);
     Value chunkItems = kb.mul(kb.mul(Bsz, nChunks), D);
     kernels.emitChunks(io, chunkItems);
-    kernels.emitPass(io, last, readIfPresent(op.getInit()),
+    kernels.emitPass(io, last, readOptionalBuffer(b, op.getInit()),
                      kb.mul(kb.mul(Bsz, D), kb.idx(N)));
     kernels.emitOutputs(io, chunkItems);
     rewriter.replaceOp(
