@@ -25,6 +25,145 @@ static RankedTensorType f32Tensor(MLIRContext *ctx, ArrayRef<int64_t> shape) {
   return RankedTensorType::get(shape, Float32Type::get(ctx));
 }
 
+/// Linear attention's recurrence, one step at a time, in tensors: the state
+/// S [B, H, K, V] and normalizer z [B, H, K] updated per step, the outputs
+/// stored as each step ends (causal) or after the whole sequence.
+class LinearAttentionRecurrence {
+public:
+  LinearAttentionRecurrence(KernelBuilder &kb, seq::LinearAttentionOp op,
+                            Value K, Value V)
+      : kb(kb), op(op), K(K), V(V), phi(op.getFeatureMap()),
+        scale(kb.f32(op.getScale().convertToDouble())),
+        eps(kb.f32(op.getEps().convertToDouble())), decay(op.getDecay()),
+        decayRank(decay ? cast<RankedTensorType>(decay.getType()).getRank()
+                        : 0) {}
+
+  /// Head (bi, h): S from init, then every step. Returns {o, S, z}.
+  SmallVector<Value> head(Value bi, Value h, Value T, Value o, Value S,
+                          Value z) {
+    S = kb.nest({K, V}, {S}, [&](ValueRange kv, ValueRange c) {
+      SmallVector<Value> at{bi, h, kv[0], kv[1]};
+      Value s0 = op.getInit() ? kb.load(op.getInit(), at) : kb.f32(0.0);
+      return SmallVector<Value>{kb.store(s0, c[0], at)};
+    })[0];
+    if (op.getCausal())
+      return kb.loop(T, {o, S, z}, [&](Value t, ValueRange c) {
+        if (op.getBonus()) {
+          Value out = outputWithBonus(bi, h, t, c[1], c[0]);
+          auto [S2, z2] = accumulate(bi, h, t, c[1], c[2]);
+          return SmallVector<Value>{out, S2, z2};
+        }
+        auto [S2, z2] = accumulate(bi, h, t, c[1], c[2]);
+        return SmallVector<Value>{output(bi, h, t, S2, z2, c[0]), S2, z2};
+      });
+    // Non-causal: the whole sequence's state, then every output from it.
+    SmallVector<Value> total = kb.loop(T, {S, z}, [&](Value t, ValueRange c) {
+      auto [S2, z2] = accumulate(bi, h, t, c[0], c[1]);
+      return SmallVector<Value>{S2, z2};
+    });
+    Value out = kb.loop(T, {o}, [&](Value t, ValueRange c) {
+      return SmallVector<Value>{output(bi, h, t, total[0], total[1], c[0])};
+    })[0];
+    return {out, total[0], total[1]};
+  }
+
+private:
+  Value qPrime(Value bi, Value t, Value h, Value kk) {
+    return kb.fmul(kb.featureMap(phi, kb.load(op.getQ(), {bi, t, h, kk})),
+                   scale);
+  }
+  Value kPrime(Value bi, Value t, Value h, Value kk) {
+    return kb.featureMap(phi, kb.load(op.getK(), {bi, t, h, kk}));
+  }
+  /// The log decay of key row kk at step t (null without decay).
+  Value logDecay(Value bi, Value t, Value h, Value kk) {
+    switch (decayRank) {
+    case 1:
+      return kb.load(decay, {h});
+    case 3:
+      return kb.load(decay, {bi, t, h});
+    case 4:
+      return kb.load(decay, {bi, t, h, kk});
+    default:
+      return Value();
+    }
+  }
+
+  /// Accumulates outer(k'_t, v_t) into S (and k'_t into z), after decaying
+  /// each key row of S (and z) by exp(g_t).
+  std::pair<Value, Value> accumulate(Value bi, Value h, Value t, Value S,
+                                     Value z) {
+    SmallVector<Value> r = kb.loop(K, {S, z}, [&](Value kk, ValueRange c) {
+      Value g = logDecay(bi, t, h, kk);
+      Value f = g ? kb.exp(g) : Value();
+      Value kp = kPrime(bi, t, h, kk);
+      Value rowS = kb.loop(V, {c[0]}, [&](Value vv, ValueRange s) {
+        SmallVector<Value> at{bi, h, kk, vv};
+        Value old = kb.load(s[0], at);
+        if (f)
+          old = kb.fmul(f, old);
+        Value upd =
+            kb.fadd(old, kb.fmul(kp, kb.load(op.getV(), {bi, t, h, vv})));
+        return SmallVector<Value>{kb.store(upd, s[0], at)};
+      })[0];
+      Value zOld = kb.load(c[1], {bi, h, kk});
+      if (f)
+        zOld = kb.fmul(f, zOld);
+      Value zNew = kb.store(kb.fadd(zOld, kp), c[1], {bi, h, kk});
+      return SmallVector<Value>{rowS, zNew};
+    });
+    return {r[0], r[1]};
+  }
+
+  /// q'_t S summed over the keys, for column vv.
+  Value queryTimesState(Value bi, Value h, Value t, Value S, Value vv) {
+    return kb.sumOver(K, [&](Value kk) {
+      return kb.fmul(qPrime(bi, t, h, kk), kb.load(S, {bi, h, kk, vv}));
+    });
+  }
+
+  /// o_t = q'_t S (/ (q'_t . z + eps)).
+  Value output(Value bi, Value h, Value t, Value S, Value z, Value out) {
+    Value den;
+    if (op.getNormalize())
+      den = kb.fadd(
+          kb.sumOver(
+              K,
+              [&](Value kk) {
+                return kb.fmul(qPrime(bi, t, h, kk), kb.load(z, {bi, h, kk}));
+              }),
+          eps);
+    return kb.loop(V, {out}, [&](Value vv, ValueRange c) {
+      Value acc = queryTimesState(bi, h, t, S, vv);
+      if (den)
+        acc = kb.fdiv(acc, den);
+      return SmallVector<Value>{kb.store(acc, c[0], {bi, t, h, vv})};
+    })[0];
+  }
+
+  /// RWKV-6's bonus: o_t = q'_t S_{t-1} + (q'_t . (u o k'_t)) v_t, from the
+  /// state before step t's update.
+  Value outputWithBonus(Value bi, Value h, Value t, Value S, Value out) {
+    Value current = kb.sumOver(K, [&](Value kk) {
+      return kb.fmul(
+          kb.fmul(qPrime(bi, t, h, kk), kb.load(op.getBonus(), {h, kk})),
+          kPrime(bi, t, h, kk));
+    });
+    return kb.loop(V, {out}, [&](Value vv, ValueRange c) {
+      Value acc = kb.fadd(queryTimesState(bi, h, t, S, vv),
+                          kb.fmul(current, kb.load(op.getV(), {bi, t, h, vv})));
+      return SmallVector<Value>{kb.store(acc, c[0], {bi, t, h, vv})};
+    })[0];
+  }
+
+  KernelBuilder &kb;
+  seq::LinearAttentionOp op;
+  Value K, V;
+  seq::FeatureMap phi;
+  Value scale, eps, decay;
+  int64_t decayRank;
+};
+
 struct LowerLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -33,16 +172,7 @@ struct LowerLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
-    Value Bsz = dims["B"], T = dims["T"], H = dims["H"], K = dims["K"],
-          V = dims["V"];
-    seq::FeatureMap phi = op.getFeatureMap();
-    Value scale = kb.f32(op.getScale().convertToDouble());
-    Value eps = kb.f32(op.getEps().convertToDouble());
-    bool normalize = op.getNormalize();
-    Value decay = op.getDecay();
-    int64_t decayRank =
-        decay ? cast<RankedTensorType>(decay.getType()).getRank() : 0;
-
+    Value Bsz = dims["B"], T = dims["T"], H = dims["H"], K = dims["K"];
     auto outType = cast<RankedTensorType>(op.getO().getType());
     auto stateType = cast<RankedTensorType>(op.getLast().getType());
     Value o = kb.empty(outType, dims.of("o"));
@@ -51,120 +181,10 @@ struct LowerLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     int64_t dynamic = ShapedType::kDynamic;
     Value z = kb.zeros(f32Tensor(op.getContext(), {dynamic, dynamic, dynamic}),
                        {Bsz, H, K});
-
-    auto qPrime = [&](Value bi, Value t, Value h, Value kk) {
-      return kb.fmul(kb.featureMap(phi, kb.load(op.getQ(), {bi, t, h, kk})),
-                     scale);
-    };
-    auto kPrime = [&](Value bi, Value t, Value h, Value kk) {
-      return kb.featureMap(phi, kb.load(op.getK(), {bi, t, h, kk}));
-    };
-    auto logDecay = [&](Value bi, Value t, Value h, Value kk) -> Value {
-      switch (decayRank) {
-      case 1:
-        return kb.load(decay, {h});
-      case 3:
-        return kb.load(decay, {bi, t, h});
-      case 4:
-        return kb.load(decay, {bi, t, h, kk});
-      default:
-        return Value();
-      }
-    };
-
-    // Accumulates outer(k'_t, v_t) into S (and k'_t into z), after decaying
-    // each key row of S (and z) by exp(g_t).
-    auto accumulate = [&](Value bi, Value h, Value t, Value S, Value zz) {
-      SmallVector<Value> r = kb.loop(K, {S, zz}, [&](Value kk, ValueRange c) {
-        Value g = decay ? logDecay(bi, t, h, kk) : Value();
-        Value f = g ? kb.exp(g) : Value();
-        Value kp = kPrime(bi, t, h, kk);
-        Value rowS = kb.loop(V, {c[0]}, [&](Value vv, ValueRange s) {
-          SmallVector<Value> at{bi, h, kk, vv};
-          Value old = kb.load(s[0], at);
-          if (f)
-            old = kb.fmul(f, old);
-          Value upd =
-              kb.fadd(old, kb.fmul(kp, kb.load(op.getV(), {bi, t, h, vv})));
-          return SmallVector<Value>{kb.store(upd, s[0], at)};
-        })[0];
-        Value zOld = kb.load(c[1], {bi, h, kk});
-        if (f)
-          zOld = kb.fmul(f, zOld);
-        Value zNew = kb.store(kb.fadd(zOld, kp), c[1], {bi, h, kk});
-        return SmallVector<Value>{rowS, zNew};
-      });
-      return std::make_pair(r[0], r[1]);
-    };
-    // o_t = q'_t S (/ (q'_t . z + eps)).
-    auto emit = [&](Value bi, Value h, Value t, Value S, Value zz, Value out) {
-      Value den;
-      if (normalize)
-        den = kb.fadd(kb.sumOver(K,
-                                 [&](Value kk) {
-                                   return kb.fmul(qPrime(bi, t, h, kk),
-                                                  kb.load(zz, {bi, h, kk}));
-                                 }),
-                      eps);
-      return kb.loop(V, {out}, [&](Value vv, ValueRange c) {
-        Value acc = kb.sumOver(K, [&](Value kk) {
-          return kb.fmul(qPrime(bi, t, h, kk), kb.load(S, {bi, h, kk, vv}));
-        });
-        if (den)
-          acc = kb.fdiv(acc, den);
-        return SmallVector<Value>{kb.store(acc, c[0], {bi, t, h, vv})};
-      })[0];
-    };
-
-    // RWKV-6's bonus: o_t = q'_t S_{t-1} + (q'_t . (u o k'_t)) v_t, from the
-    // state before step t's update.
-    auto emitWithBonus = [&](Value bi, Value h, Value t, Value S, Value out) {
-      Value current = kb.sumOver(K, [&](Value kk) {
-        return kb.fmul(
-            kb.fmul(qPrime(bi, t, h, kk), kb.load(op.getBonus(), {h, kk})),
-            kPrime(bi, t, h, kk));
-      });
-      return kb.loop(V, {out}, [&](Value vv, ValueRange c) {
-        Value acc = kb.sumOver(K, [&](Value kk) {
-          return kb.fmul(qPrime(bi, t, h, kk), kb.load(S, {bi, h, kk, vv}));
-        });
-        acc =
-            kb.fadd(acc, kb.fmul(current, kb.load(op.getV(), {bi, t, h, vv})));
-        return SmallVector<Value>{kb.store(acc, c[0], {bi, t, h, vv})};
-      })[0];
-    };
-
+    LinearAttentionRecurrence recurrence(kb, op, K, dims["V"]);
     SmallVector<Value> res =
         kb.nest({Bsz, H}, {o, state, z}, [&](ValueRange ivs, ValueRange it) {
-          Value bi = ivs[0], h = ivs[1];
-          Value S = kb.nest({K, V}, {it[1]}, [&](ValueRange kv, ValueRange c) {
-            SmallVector<Value> at{bi, h, kv[0], kv[1]};
-            Value s0 = op.getInit() ? kb.load(op.getInit(), at) : kb.f32(0.0);
-            return SmallVector<Value>{kb.store(s0, c[0], at)};
-          })[0];
-          if (op.getCausal()) {
-            SmallVector<Value> r =
-                kb.loop(T, {it[0], S, it[2]}, [&](Value t, ValueRange c) {
-                  if (op.getBonus()) {
-                    Value out = emitWithBonus(bi, h, t, c[1], c[0]);
-                    auto [S2, z2] = accumulate(bi, h, t, c[1], c[2]);
-                    return SmallVector<Value>{out, S2, z2};
-                  }
-                  auto [S2, z2] = accumulate(bi, h, t, c[1], c[2]);
-                  return SmallVector<Value>{emit(bi, h, t, S2, z2, c[0]), S2,
-                                            z2};
-                });
-            return r;
-          }
-          SmallVector<Value> total =
-              kb.loop(T, {S, it[2]}, [&](Value t, ValueRange c) {
-                auto [S2, z2] = accumulate(bi, h, t, c[0], c[1]);
-                return SmallVector<Value>{S2, z2};
-              });
-          Value out = kb.loop(T, {it[0]}, [&](Value t, ValueRange c) {
-            return SmallVector<Value>{emit(bi, h, t, total[0], total[1], c[0])};
-          })[0];
-          return SmallVector<Value>{out, total[0], total[1]};
+          return recurrence.head(ivs[0], ivs[1], T, it[0], it[1], it[2]);
         });
     rewriter.replaceOp(op, {res[0], res[1]});
     return success();
