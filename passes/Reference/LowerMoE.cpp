@@ -30,6 +30,138 @@ static RankedTensorType tensorOf(Type elt, int64_t rank) {
                                elt);
 }
 
+/// The router one token at a time, in tensors: its k choices, their gate
+/// weights, and the load-balancing statistics summed in token order.
+class ReferenceRouter {
+public:
+  ReferenceRouter(ImplicitLocOpBuilder &b, KernelBuilder &kb, seq::RouteOp op,
+                  Value E, Value K)
+      : b(b), kb(kb), op(op), E(E), K(K) {}
+
+  /// Token t's indices, weights and statistics, into the iteration values
+  /// {weights, indices, first-choice counts, probability sums}.
+  SmallVector<Value> token(Value t, ValueRange c) {
+    Value idx = select(t, c[1]);
+    Value w = weigh(t, idx, c[0]);
+    // Load-balancing statistics: first choices and the mean softmax of the
+    // plain logits.
+    Value firstE = expertAt(idx, t, kb.idx(0));
+    Value fc =
+        kb.store(kb.fadd(kb.load(c[2], {firstE}), kb.f32(1.0)), c[2], {firstE});
+    return {w, idx, fc, addProbabilities(t, c[3])};
+  }
+
+  /// aux = coef * E * sum_i f_i P_i (0 for an empty batch).
+  Value aux(Value T, Value firstCount, Value probSum) {
+    Value tF = kb.indexToF32(T);
+    Value dot = kb.sumOver(E, [&](Value e) {
+      return kb.fmul(kb.load(firstCount, {e}), kb.load(probSum, {e}));
+    });
+    Value hasTokens = kb.cmp(CmpIPredicate::sgt, T, kb.idx(0));
+    Value safeT = kb.select(hasTokens, tF, kb.f32(1.0));
+    Value value = kb.fmul(kb.fmul(kb.f32(op.getAuxLossCoef().convertToDouble()),
+                                  kb.indexToF32(E)),
+                          kb.fdiv(dot, kb.fmul(safeT, safeT)));
+    value = kb.select(hasTokens, value, kb.f32(0.0));
+    return kb.store(
+        value, kb.empty(cast<RankedTensorType>(op.getAux().getType()), {}), {});
+  }
+
+private:
+  /// h = logits + eps * softplus(noise_logits).
+  Value hAt(Value t, Value e) {
+    Value h = kb.load(op.getLogits(), {t, e});
+    if (op.getNoiseEps())
+      h = kb.fadd(h,
+                  kb.fmul(kb.load(op.getNoiseEps(), {t, e}),
+                          kb.softplus(kb.load(op.getNoiseLogits(), {t, e}))));
+    return h;
+  }
+  /// The selection score: h plus the bias.
+  Value selAt(Value t, Value e) {
+    Value s = hAt(t, e);
+    return op.getBias() ? kb.fadd(s, kb.load(op.getBias(), {e})) : s;
+  }
+  Value expertAt(Value indices, Value t, Value j) {
+    return kb.i32ToIndex(kb.load(indices, {t, j}));
+  }
+
+  /// k rounds of "best expert not chosen yet" (ties to the lower index).
+  Value select(Value t, Value indices) {
+    return kb.loop(K, {indices}, [&](Value j, ValueRange cj) {
+      SmallVector<Value> best =
+          kb.loop(E, {kb.idx(-1), kb.f32(0.0)}, [&](Value e, ValueRange ce) {
+            Value taken =
+                kb.loop(j, {kb.i1(false)}, [&](Value jj, ValueRange tk) {
+                  Value same =
+                      kb.cmp(CmpIPredicate::eq, expertAt(cj[0], t, jj), e);
+                  return SmallVector<Value>{kb.ori(tk[0], same)};
+                })[0];
+            Value s = selAt(t, e);
+            Value better = kb.ori(kb.cmp(CmpIPredicate::slt, ce[0], kb.idx(0)),
+                                  kb.fcmp(CmpFPredicate::OGT, s, ce[1]));
+            Value take = kb.andi(kb.noti(taken), better);
+            return SmallVector<Value>{kb.select(take, e, ce[0]),
+                                      kb.select(take, s, ce[1])};
+          });
+      Value e32 = arith::IndexCastOp::create(b, b.getI32Type(), best[0]);
+      return SmallVector<Value>{
+          tensor::InsertOp::create(b, e32, cj[0], ValueRange{t, j})};
+    })[0];
+  }
+
+  /// Gate weights of token t's chosen experts (`idx`) into `weights`.
+  Value weigh(Value t, Value idx, Value weights) {
+    seq::Score score = op.getScore();
+    auto hChosen = [&](Value j) { return hAt(t, expertAt(idx, t, j)); };
+    Value mx, den;
+    if (score == seq::Score::softmax_topk) {
+      mx = kb.maxOver(K, hChosen);
+      den = kb.sumOver(
+          K, [&](Value j) { return kb.exp(kb.fsub(hChosen(j), mx)); });
+    } else if (score == seq::Score::softmax) {
+      mx = kb.maxOver(E, [&](Value e) { return hAt(t, e); });
+      den = kb.sumOver(E,
+                       [&](Value e) { return kb.exp(kb.fsub(hAt(t, e), mx)); });
+    }
+    auto gate = [&](Value j) {
+      Value h = hChosen(j);
+      if (score == seq::Score::sigmoid)
+        return kb.sigmoid(h);
+      return kb.fdiv(kb.exp(kb.fsub(h, mx)), den);
+    };
+    Value norm = op.getNormalize() ? kb.sumOver(K, gate) : Value();
+    Value scale = kb.f32(op.getRoutedScale().convertToDouble());
+    return kb.loop(K, {weights}, [&](Value j, ValueRange cw) {
+      Value g = gate(j);
+      if (norm)
+        g = kb.fdiv(g, norm);
+      return SmallVector<Value>{kb.store(kb.fmul(g, scale), cw[0], {t, j})};
+    })[0];
+  }
+
+  /// Adds the softmax of token t's plain logits to `probSum`.
+  Value addProbabilities(Value t, Value probSum) {
+    Value pmx = kb.maxOver(E, [&](Value e) {
+      return kb.load(op.getLogits(), {t, e});
+    });
+    Value pden = kb.sumOver(E, [&](Value e) {
+      return kb.exp(kb.fsub(kb.load(op.getLogits(), {t, e}), pmx));
+    });
+    return kb.loop(E, {probSum}, [&](Value e, ValueRange cp) {
+      Value p =
+          kb.fdiv(kb.exp(kb.fsub(kb.load(op.getLogits(), {t, e}), pmx)), pden);
+      return SmallVector<Value>{
+          kb.store(kb.fadd(kb.load(cp[0], {e}), p), cp[0], {e})};
+    })[0];
+  }
+
+  ImplicitLocOpBuilder &b;
+  KernelBuilder &kb;
+  seq::RouteOp op;
+  Value E, K;
+};
+
 struct LowerRoute : OpRewritePattern<seq::RouteOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -41,119 +173,17 @@ struct LowerRoute : OpRewritePattern<seq::RouteOp> {
     Value T = dims["T"], E = dims["E"], K = dims["k"];
     kb.check(kb.cmp(CmpIPredicate::sle, K, E),
              "k = {0} exceeds the number of experts E = {1}", {K, E});
-    seq::Score score = op.getScore();
-
-    // h = logits + eps * softplus(noise_logits); selection adds the bias.
-    auto hAt = [&](Value t, Value e) {
-      Value h = kb.load(op.getLogits(), {t, e});
-      if (op.getNoiseEps())
-        h = kb.fadd(h,
-                    kb.fmul(kb.load(op.getNoiseEps(), {t, e}),
-                            kb.softplus(kb.load(op.getNoiseLogits(), {t, e}))));
-      return h;
-    };
-    auto selAt = [&](Value t, Value e) {
-      Value s = hAt(t, e);
-      return op.getBias() ? kb.fadd(s, kb.load(op.getBias(), {e})) : s;
-    };
-
     auto wType = cast<RankedTensorType>(op.getWeights().getType());
     auto iType = cast<RankedTensorType>(op.getIndices().getType());
     Value weights = kb.empty(wType, {T, K});
     Value indices = kb.empty(iType, {T, K});
     Value firstCount = kb.zeros(tensorOf(kb.f32Type(), 1), {E});
     Value probSum = kb.zeros(tensorOf(kb.f32Type(), 1), {E});
-    auto expertAt = [&](Value idxTensor, Value t, Value j) {
-      return kb.i32ToIndex(kb.load(idxTensor, {t, j}));
-    };
-
-    SmallVector<Value> res = kb.loop(
-        T, {weights, indices, firstCount, probSum}, [&](Value t, ValueRange c) {
-          // k rounds of "best expert not chosen yet".
-          Value idx = kb.loop(K, {c[1]}, [&](Value j, ValueRange cj) {
-            SmallVector<Value> best = kb.loop(
-                E, {kb.idx(-1), kb.f32(0.0)}, [&](Value e, ValueRange ce) {
-                  Value taken =
-                      kb.loop(j, {kb.i1(false)}, [&](Value jj, ValueRange tk) {
-                        Value same = kb.cmp(CmpIPredicate::eq,
-                                            expertAt(cj[0], t, jj), e);
-                        return SmallVector<Value>{kb.ori(tk[0], same)};
-                      })[0];
-                  Value s = selAt(t, e);
-                  Value better =
-                      kb.ori(kb.cmp(CmpIPredicate::slt, ce[0], kb.idx(0)),
-                             kb.fcmp(CmpFPredicate::OGT, s, ce[1]));
-                  Value take = kb.andi(kb.noti(taken), better);
-                  return SmallVector<Value>{kb.select(take, e, ce[0]),
-                                            kb.select(take, s, ce[1])};
-                });
-            Value e32 = arith::IndexCastOp::create(b, b.getI32Type(), best[0]);
-            return SmallVector<Value>{
-                tensor::InsertOp::create(b, e32, cj[0], ValueRange{t, j})};
-          })[0];
-
-          // Gate weights of the chosen experts.
-          auto hChosen = [&](Value j) { return hAt(t, expertAt(idx, t, j)); };
-          Value mx, den;
-          if (score == seq::Score::softmax_topk) {
-            mx = kb.maxOver(K, hChosen);
-            den = kb.sumOver(
-                K, [&](Value j) { return kb.exp(kb.fsub(hChosen(j), mx)); });
-          } else if (score == seq::Score::softmax) {
-            mx = kb.maxOver(E, [&](Value e) { return hAt(t, e); });
-            den = kb.sumOver(
-                E, [&](Value e) { return kb.exp(kb.fsub(hAt(t, e), mx)); });
-          }
-          auto gate = [&](Value j) {
-            Value h = hChosen(j);
-            if (score == seq::Score::sigmoid)
-              return kb.sigmoid(h);
-            return kb.fdiv(kb.exp(kb.fsub(h, mx)), den);
-          };
-          Value norm = op.getNormalize() ? kb.sumOver(K, gate) : Value();
-          Value scale = kb.f32(op.getRoutedScale().convertToDouble());
-          Value w = kb.loop(K, {c[0]}, [&](Value j, ValueRange cw) {
-            Value g = gate(j);
-            if (norm)
-              g = kb.fdiv(g, norm);
-            return SmallVector<Value>{
-                kb.store(kb.fmul(g, scale), cw[0], {t, j})};
-          })[0];
-
-          // Load-balancing statistics: first choices and the mean softmax of
-          // the plain logits.
-          Value firstE = expertAt(idx, t, kb.idx(0));
-          Value fc = kb.store(kb.fadd(kb.load(c[2], {firstE}), kb.f32(1.0)),
-                              c[2], {firstE});
-          Value pmx = kb.maxOver(E, [&](Value e) {
-            return kb.load(op.getLogits(), {t, e});
-          });
-          Value pden = kb.sumOver(E, [&](Value e) {
-            return kb.exp(kb.fsub(kb.load(op.getLogits(), {t, e}), pmx));
-          });
-          Value ps = kb.loop(E, {c[3]}, [&](Value e, ValueRange cp) {
-            Value p = kb.fdiv(
-                kb.exp(kb.fsub(kb.load(op.getLogits(), {t, e}), pmx)), pden);
-            return SmallVector<Value>{
-                kb.store(kb.fadd(kb.load(cp[0], {e}), p), cp[0], {e})};
-          })[0];
-          return SmallVector<Value>{w, idx, fc, ps};
-        });
-
-    // aux = coef * E * sum_i f_i P_i (0 for an empty batch).
-    Value tF = kb.indexToF32(T);
-    Value dot = kb.sumOver(E, [&](Value e) {
-      return kb.fmul(kb.load(res[2], {e}), kb.load(res[3], {e}));
-    });
-    Value hasTokens = kb.cmp(CmpIPredicate::sgt, T, kb.idx(0));
-    Value safeT = kb.select(hasTokens, tF, kb.f32(1.0));
-    Value aux = kb.fmul(kb.fmul(kb.f32(op.getAuxLossCoef().convertToDouble()),
-                                kb.indexToF32(E)),
-                        kb.fdiv(dot, kb.fmul(safeT, safeT)));
-    aux = kb.select(hasTokens, aux, kb.f32(0.0));
-    Value auxT = kb.store(
-        aux, kb.empty(cast<RankedTensorType>(op.getAux().getType()), {}), {});
-    rewriter.replaceOp(op, {res[0], res[1], auxT});
+    ReferenceRouter router(b, kb, op, E, K);
+    SmallVector<Value> res =
+        kb.loop(T, {weights, indices, firstCount, probSum},
+                [&](Value t, ValueRange c) { return router.token(t, c); });
+    rewriter.replaceOp(op, {res[0], res[1], router.aux(T, res[2], res[3])});
     return success();
   }
 };
