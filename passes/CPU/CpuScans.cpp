@@ -172,8 +172,7 @@ struct CpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
     io.wT = readBuffer(b, wT);
     io.y = yBuf;
     io.history = histBuf;
-    if (op.getBias())
-      io.bias = readBuffer(b, op.getBias());
+    io.bias = readOptionalBuffer(b, op.getBias());
     if (op.getInit())
       io.init = readBuffer(b, transposeLastTwo(b, op.getInit()));
     seq::Activation act = op.getActivation();

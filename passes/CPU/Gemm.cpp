@@ -466,7 +466,7 @@ GemmBlocking GemmBlocking::forTarget(const CpuTarget &target,
   // kc: 256 steps, fewer (a multiple of 8, at least 64) where B's kc x nr
   // panel would not fit in L1. Each block ends with a load and a store of
   // every accumulator of C's tile: at 128 steps (the panel in half of L1,
-  // the rule before) that cost 3-8% of a 2048^3 f32 product with AVX-512's
+  // the rule before) that cost 2-10% of a 2048^3 f32 product with AVX-512's
   // 32 columns on Zen 4; a panel filling L1 keeps its lines, A's rows
   // streaming past it, and in bf16 pairs (half the bytes) 512 steps gained
   // nothing over 256.

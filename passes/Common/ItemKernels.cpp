@@ -516,8 +516,7 @@ struct RouteKernel : ItemKernelPattern<seq::RouteOp> {
     io.rowSum = allocBuffer(b, RankedTensorType::get({dyn}, f32), {T});
     Value stats =
         allocBuffer(b, RankedTensorType::get({dyn, dyn}, f32), {kb.idx(2), E});
-    if (op.getBias())
-      io.bias = readBuffer(b, op.getBias());
+    io.bias = readOptionalBuffer(b, op.getBias());
     if (op.getNoiseEps()) {
       io.noiseEps = readBuffer(b, op.getNoiseEps());
       io.noiseLogits = readBuffer(b, op.getNoiseLogits());

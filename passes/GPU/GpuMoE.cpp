@@ -127,12 +127,13 @@ public:
     size_t indicesArg = args.size(); // where groupedKernel puts the indices
     groupedGemm(
         "moe_up", F, args, weightArgs, D,
-        [=](KernelBuilder &k, ValueRange in, Value, Value choice, Value d) {
+        [indicesArg](KernelBuilder &k, ValueRange in, Value, Value choice,
+                     Value d) {
           Value x = in[0], nK = k.mdim(in[indicesArg], 1);
           return k.mload(x, {k.divs(choice, nK), d});
         },
-        [=](KernelBuilder &k, ValueRange in, Value r, Value, Value f,
-            ArrayRef<Value> sums) {
+        [gated, act](KernelBuilder &k, ValueRange in, Value r, Value, Value f,
+                     ArrayRef<Value> sums) {
           Value hidden = in[2];
           Value h = gated ? k.fmul(k.activation(act, sums[1]), sums[0])
                           : k.activation(act, sums[0]);
@@ -150,8 +151,8 @@ public:
           Value hidden = in[0];
           return k.mload(hidden, {r, f});
         },
-        [=](KernelBuilder &k, ValueRange in, Value, Value choice, Value d,
-            ArrayRef<Value> sums) {
+        [indicesArg](KernelBuilder &k, ValueRange in, Value, Value choice,
+                     Value d, ArrayRef<Value> sums) {
           Value contributions = in[2], weights = in[3];
           Value nK = k.mdim(in[indicesArg], 1);
           Value w = k.mload(weights, {k.divs(choice, nK), k.rems(choice, nK)});

@@ -435,10 +435,8 @@ struct GpuCausalConv1d : OpRewritePattern<seq::CausalConv1dOp> {
     io.w = readBuffer(b, op.getW());
     io.y = allocBuffer(b, yType, dims.of("y"));
     io.last = allocBuffer(b, lastType, dims.of("last"));
-    if (op.getBias())
-      io.bias = readBuffer(b, op.getBias());
-    if (op.getInit())
-      io.init = readBuffer(b, op.getInit());
+    io.bias = readOptionalBuffer(b, op.getBias());
+    io.init = readOptionalBuffer(b, op.getInit());
     seq::Activation act = op.getActivation();
 
     emitItemKernel(b, target, "causal_conv1d", kb, kb.mul(kb.mul(Bsz, T), D),
