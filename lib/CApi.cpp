@@ -46,6 +46,7 @@ extern "C" void seqc_compile_options_init(seqc_compile_options *o) {
   o->communicator = nullptr;
   o->bf16_products = SEQC_BF16_AUTO;
   o->bound_weights = nullptr;
+  o->local_steps = 0;
 }
 
 extern "C" seqc_status seqc_engine_create(seqc_engine **engine) {
@@ -125,6 +126,7 @@ static Expected<CompileOptions> toOptions(const seqc_compile_options *o) {
                       ? Parallelism::SequenceAndExperts
                       : Parallelism::Sequence;
   opts.communicator = o->communicator;
+  opts.localSteps = o->local_steps != 0;
   if (o->bound_weights)
     for (size_t i = 0; i < seqc_weights_count(o->bound_weights); ++i) {
       seqc_view view;

@@ -114,8 +114,9 @@ std::string seqc::cacheKeyMaterial(std::string_view source,
      << cpuHostTuning() << "\nreference " << options.reference << "\nopt "
      << options.optLevel << "\nprofile " << static_cast<int>(options.profile)
      << "\nfuse " << options.fuse << "\nstrict " << options.strict << "\nranks "
-     << options.ranks << "\nparallel "
-     << static_cast<int>(options.parallel)
+     << options.ranks << "\nparallel " << static_cast<int>(options.parallel)
+     << "\nlocal-steps "
+     << options.localSteps
      // Distributed code is compiled for the ABI of the MPI library opened.
      << "\nmpi " << (options.ranks > 0 ? rt::mpiImplementation() : "")
      << "\nbf16 " << bf16Products << "\nperf-map " << perfMapRequested()

@@ -419,6 +419,7 @@ static Status addCpuPipeline(mlir::PassManager &pm,
   cpu.strict = options.strict;
   cpu.ranks = options.ranks;
   cpu.parallel = splitName(options.parallel);
+  cpu.localSteps = options.localSteps;
   // For the ABI of the MPI library the engine opened (its cache key too).
   if (options.ranks > 0)
     cpu.mpiImplementation = rt::mpiImplementation();
@@ -452,6 +453,7 @@ static Status addCudaPipeline(mlir::PassManager &pm,
     cuda.blockThreads = options.cudaBlockThreads;
   cuda.ranks = options.ranks;
   cuda.parallel = splitName(options.parallel);
+  cuda.localSteps = options.localSteps;
   if (options.ranks > 0)
     cuda.mpiImplementation = rt::mpiImplementation();
   // Without the toolkit's ptxas, embed PTX: the driver compiles it when

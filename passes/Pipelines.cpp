@@ -113,7 +113,7 @@ static void addBufferization(OpPassManager &pm, bool deallocate = true,
 /// "sequence" its steps of every op with a state, the states exchanged;
 /// "sequence+experts" both.
 static void addDistribution(OpPassManager &pm, int64_t ranks,
-                            StringRef parallel, bool strict) {
+                            StringRef parallel, bool strict, bool localSteps) {
   if (parallel != "sequence") {
     seqc::SeqDistributeExpertsOptions distribute;
     distribute.ranks = ranks;
@@ -123,8 +123,30 @@ static void addDistribution(OpPassManager &pm, int64_t ranks,
     seqc::SeqDistributeStepsOptions distribute;
     distribute.ranks = ranks;
     distribute.strict = strict;
+    distribute.local = localSteps;
     pm.addPass(seqc::createSeqDistributeSteps(distribute));
   }
+}
+
+/// Packed batches and checkpoints become loops of plain ops (which the
+/// lowerings plan and lower like any other), then the work is split over
+/// `ranks` processes (none: one process). Rank-local steps are found on the
+/// graph as written, calls inlined (and the functions only they called
+/// dropped): they take neither packed batches nor checkpoints, which the
+/// analysis names, where the expansion's slices would leave it only slices.
+static void addExpansionAndDistribution(OpPassManager &pm, int64_t ranks,
+                                        StringRef parallel, bool strict,
+                                        bool localSteps) {
+  if (ranks > 0 && localSteps) {
+    pm.addPass(createInlinerPass());
+    pm.addPass(createSymbolDCEPass());
+    addDistribution(pm, ranks, parallel, strict, localSteps);
+    pm.addPass(seqc::createSeqExpandSequences());
+    return;
+  }
+  pm.addPass(seqc::createSeqExpandSequences());
+  if (ranks > 0)
+    addDistribution(pm, ranks, parallel, strict, localSteps);
 }
 
 std::string seqc::cudaToolkitPath(const CudaPipelineOptions &opts) {
@@ -150,13 +172,11 @@ void seqc::buildCudaPipeline(OpPassManager &pm,
     pm.addPass(createCanonicalizerPass());
   }
   pm.addPass(createGenerateRuntimeVerificationPass());
-  // Packed batches and checkpoints become loops of plain ops, which the
-  // lowerings plan and lower like any other.
-  pm.addPass(createSeqExpandSequences());
+  addExpansionAndDistribution(pm, opts.ranks, opts.parallel, opts.strict,
+                              opts.localSteps);
   if (opts.ranks > 0) {
     // The exchanges run on NCCL between device buffers (emulated: on MPI
     // between host buffers); MPI numbers the processes.
-    addDistribution(pm, opts.ranks, opts.parallel, opts.strict);
     SeqCollectivesToNcclOptions nccl;
     nccl.emulate = opts.emulate;
     nccl.mpiImplementation = opts.mpiImplementation;
@@ -242,11 +262,9 @@ void seqc::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &opts) {
   // extract_slice, ...) are checked at run time; seq ops check themselves
   // in their lowerings.
   pm.addPass(createGenerateRuntimeVerificationPass());
-  // Packed batches and checkpoints become loops of plain ops, which the
-  // lowerings plan and lower like any other.
-  pm.addPass(createSeqExpandSequences());
+  addExpansionAndDistribution(pm, opts.ranks, opts.parallel, opts.strict,
+                              opts.localSteps);
   if (opts.ranks > 0) {
-    addDistribution(pm, opts.ranks, opts.parallel, opts.strict);
     SeqCollectivesToMpiOptions mpi;
     mpi.mpiImplementation = opts.mpiImplementation;
     pm.addPass(createSeqCollectivesToMpi(mpi));
@@ -300,6 +318,11 @@ template <typename Options> struct DistributionCLOptions {
               llvm::cl::desc("split the work over this many MPI processes "
                              "(0: one process)"),
               llvm::cl::init(0)),
+        localSteps(owner, "local-steps",
+                   llvm::cl::desc("with parallel=sequence: each rank's "
+                                  "arguments and results with steps are its "
+                                  "own steps"),
+                   llvm::cl::init(false)),
         mpiImplementation(
             owner, "mpi-implementation",
             llvm::cl::desc("the ABI of the MPI library the code calls: "
@@ -316,6 +339,7 @@ template <typename Options> struct DistributionCLOptions {
                            "steps"))) {}
 
   typename Options::template Option<int64_t> ranks;
+  typename Options::template Option<bool> localSteps;
   typename Options::template Option<std::string> mpiImplementation;
   typename Options::template Option<Split> parallel;
 
@@ -405,6 +429,7 @@ void seqc::registerPasses() {
         opts.ranks = cl.distribution.ranks;
         opts.mpiImplementation = cl.distribution.mpiImplementation;
         opts.parallel = cl.distribution.split();
+        opts.localSteps = cl.distribution.localSteps;
         buildCudaPipeline(pm, opts);
       });
   PassPipelineRegistration<CpuPipelineCLOptions>(
@@ -420,6 +445,7 @@ void seqc::registerPasses() {
         opts.ranks = cl.distribution.ranks;
         opts.mpiImplementation = cl.distribution.mpiImplementation;
         opts.parallel = cl.distribution.split();
+        opts.localSteps = cl.distribution.localSteps;
         opts.bf16Products = cl.bf16Products;
         buildCpuPipeline(pm, opts);
       });

@@ -4,6 +4,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Transforms/InliningUtils.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -44,7 +45,23 @@ static LogicalResult polishDiagnostic(Diagnostic &diag) {
   return failure();
 }
 
+namespace {
+/// seq ops hold no state of their own and refer to nothing outside their
+/// operands: a call's body inlines like any tensor code (rank-local steps
+/// analyse the graph inlined, through func calls).
+struct SeqInlinerInterface : DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+  bool isLegalToInline(Region *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+};
+} // namespace
+
 void SeqDialect::initialize() {
+  addInterfaces<SeqInlinerInterface>();
   getContext()->getDiagEngine().registerHandler(polishDiagnostic);
   addAttributes<
 #define GET_ATTRDEF_LIST

@@ -144,6 +144,17 @@ struct CompileOptions {
   int ranks = 0;
   /// What the ranks split: see Parallelism.
   Parallelism parallel = Parallelism::Sequence;
+  /// With Parallelism::Sequence: each process passes only its own steps of
+  /// the arguments with steps and gets back its own steps of the results
+  /// with steps (rank r's steps follow rank r - 1's in the whole; any
+  /// number on each), instead of the whole on every process. Arguments and
+  /// results without steps (weights, states) stay whole. The compile fails
+  /// with an error naming the op where the graph does not keep steps apart
+  /// (docs/distributed.md, "Rank-local steps"). Which arguments and results
+  /// hold steps is found from the graph: those whose step dimension feeds
+  /// or comes from a seq op's time axis (seqc-opt with
+  /// --seq-distribute-steps=local=1 marks them seq.steps).
+  bool localSteps = false;
   /// The communicator of a distributed module (the host's `MPI_Comm` as
   /// `(void *)(intptr_t)comm`, which holds OpenMPI's pointer and MPICH's
   /// int alike; the host has started MPI), whose size must be `ranks`; every

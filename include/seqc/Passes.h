@@ -79,6 +79,10 @@ struct CpuPipelineOptions {
   /// steps), "experts" (seq-distribute-experts: moe_ffn's experts) or
   /// "sequence+experts" (both).
   std::string parallel = "sequence";
+  /// Rank-local steps (with "sequence"): each rank's arguments and results
+  /// with steps are its own steps, not the whole (seq-distribute-steps
+  /// local=1, the graph inlined first).
+  bool localSteps = false;
   /// The ABI of the MPI library the distributed code calls, as MLIR's
   /// MPIToLLVM names it: "OpenMPI" or "MPICH".
   std::string mpiImplementation = "OpenMPI";
@@ -120,6 +124,7 @@ struct CudaPipelineOptions {
   /// CpuPipelineOptions::mpiImplementation.
   int64_t ranks = 0;
   std::string parallel = "sequence";
+  bool localSteps = false;
   std::string mpiImplementation = "OpenMPI";
 };
 

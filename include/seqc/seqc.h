@@ -108,6 +108,12 @@ typedef struct seqc_compile_options {
                          function no longer takes it (matmuls pack such a
                          weight once, when compiling). Read during the
                          compile only. */
+  int local_steps; /* with ranks > 0 and SEQC_PARALLEL_SEQUENCE, nonzero:
+                      each process passes and gets back only its own steps
+                      of the arguments and results with steps (rank r's
+                      follow rank r - 1's; any number on each); weights and
+                      states stay whole. Default 0: every process passes
+                      and gets the whole. */
 } seqc_compile_options;
 
 /* The defaults: CPU, fast pipeline, -O3, cache on, fused, no profile. */

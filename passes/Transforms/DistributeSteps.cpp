@@ -38,8 +38,10 @@
 #include "Seq/SeqDialect.h"
 #include "Transforms/RankExchange.h"
 #include "Transforms/RankGrid.h"
+#include "Transforms/StepAxes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -125,13 +127,20 @@ using Substitutions = llvm::StringMap<int64_t>;
 class StepDistribution {
 public:
   StepDistribution(Operation *op, ImplicitLocOpBuilder &b, KernelBuilder &kb,
-                   const DimSizes &dims, int64_t ranks)
-      : op(op), b(b), kb(kb), dims(dims), ranks(ranks) {
+                   const DimSizes &dims, int64_t ranks, bool local)
+      : op(op), b(b), kb(kb), dims(dims), ranks(ranks), local(local) {
     cast<ShapeSignatureOpInterface>(op).buildShapeSignature(sig);
     if (auto reverseAttr = op->getAttrOfType<BoolAttr>("reverse"))
       reverse = reverseAttr.getValue();
     rank =
         shard::ProcessLinearIndexOp::create(b, b.getIndexType(), kRankGridName);
+    if (local) {
+      // The operands are the rank's steps already; where they start in
+      // the whole takes an exchange (rankLocalStart), which only the conv
+      // and attention need.
+      length = dims["T"];
+      return;
+    }
     Value total = dims["T"];
     RankSlice mine = rankSlice(kb, rank, total, ranks);
     start = mine.start;
@@ -144,6 +153,9 @@ public:
   SmallVector<Value> distributeState(const TransitionForm &form);
   SmallVector<Value> distributeConv();
   SmallVector<Value> distributeAttention();
+  // Rank-local steps: the operands with steps are the rank's own.
+  SmallVector<Value> distributeLocalConv();
+  SmallVector<Value> distributeLocalAttention();
 
 private:
   const TensorDecl *declOf(Value v) const;
@@ -161,8 +173,17 @@ private:
   /// `init` (or none), with its results' declared dims replaced by `subs`.
   Operation *rerun(ArrayRef<Value> operands, Value init,
                    const Substitutions &subs);
+  /// k and v cut to the keys causal queries before `end` see.
+  void keepVisibleKeys(Value &k, Value &v, Value end, Value keys,
+                       Value queries);
   /// The conv's `last`, from the sequence's tail.
   Value convLast(CausalConv1dOp conv);
+  /// The conv's state after `x` (all its steps) from `state`.
+  Value convStateAfter(Value x, Value state);
+  /// The conv's state carried over ranks [from, to), each rank's tail (its
+  /// last min(T, W - 1) inputs, in `tails`, their numbers in `counts`).
+  Value foldConvTails(Value tails, Value counts, Value state, Value from,
+                      Value to);
   Substitutions localSubstitutions() const;
 
   // The state exchange.
@@ -178,6 +199,7 @@ private:
   KernelBuilder &kb;
   const DimSizes &dims;
   int64_t ranks;
+  bool local;
   ShapeSignature sig;
   bool reverse = false;
   Value rank, start, length;
@@ -460,7 +482,9 @@ StepDistribution::distributeState(const TransitionForm &form) {
   Value last = stateful.getLast();
   SmallVector<Value> local;
   for (Value operand : op->getOperands())
-    local.push_back(hasSteps(declOf(operand)) ? localSteps(operand) : operand);
+    local.push_back(hasSteps(declOf(operand)) && !this->local
+                        ? localSteps(operand)
+                        : operand);
 
   // The rank's own state and its transition.
   Substitutions steps = localSubstitutions();
@@ -489,6 +513,12 @@ StepDistribution::distributeState(const TransitionForm &form) {
           final.getType() == lastType
               ? final
               : tensor::CastOp::create(b, lastType, final).getResult());
+    else if (this->local)
+      results.push_back(
+          computed.getType() == declared.getType()
+              ? Value(computed)
+              : tensor::CastOp::create(b, declared.getType(), computed)
+                    .getResult());
     else
       results.push_back(wholeSteps(computed, declared));
   }
@@ -531,19 +561,22 @@ Value StepDistribution::convLast(CausalConv1dOp conv) {
   return last;
 }
 
+/// Causal queries are aligned to the end of the keys: the queries before
+/// `end` (of T) see the first end + S - T keys.
+void StepDistribution::keepVisibleKeys(Value &k, Value &v, Value end,
+                                       Value keys, Value queries) {
+  Value seen = kb.sub(kb.add(end, keys), queries);
+  seen = arith::MaxSIOp::create(b, kb.idx(0), seen);
+  k = sliceSteps(k, kb.idx(0), seen, {});
+  v = sliceSteps(v, kb.idx(0), seen, {});
+}
+
 SmallVector<Value> StepDistribution::distributeAttention() {
   auto attention = cast<AttentionOp>(op);
   Value q = localSteps(attention.getQ());
   Value k = attention.getK(), v = attention.getV();
-  if (attention.getCausal()) {
-    // Queries are aligned to the end of the keys: the slice's last query
-    // sees keys up to end + S - T.
-    Value end = kb.add(start, length);
-    Value seen = kb.sub(kb.add(end, dims["S"]), dims["T"]);
-    seen = arith::MaxSIOp::create(b, kb.idx(0), seen);
-    k = sliceSteps(k, kb.idx(0), seen, {});
-    v = sliceSteps(v, kb.idx(0), seen, {});
-  }
+  if (attention.getCausal())
+    keepVisibleKeys(k, v, kb.add(start, length), dims["S"], dims["T"]);
   Operation *clone = b.clone(*op);
   auto mine = cast<AttentionOp>(clone);
   mine.getQMutable().assign(q);
@@ -558,10 +591,122 @@ SmallVector<Value> StepDistribution::distributeAttention() {
 }
 
 //===----------------------------------------------------------------------===//
+// Rank-local steps: the conv and attention
+//===----------------------------------------------------------------------===//
+
+Value StepDistribution::convStateAfter(Value x, Value state) {
+  SmallVector<Value> operands(op->getOperands());
+  operands[cast<CausalConv1dOp>(op).getXMutable().getOperandNumber()] = x;
+  Substitutions subs;
+  subs["T"] = ShapedType::kDynamic;
+  return rerun(operands, state, subs)->getResult(1);
+}
+
+Value StepDistribution::foldConvTails(Value tails, Value counts, Value state,
+                                      Value from, Value to) {
+  auto tailsType = cast<RankedTensorType>(tails.getType());
+  int64_t rank = tailsType.getRank() - 1;
+  return kb.loop(from, to, {state}, [&](Value j, ValueRange it) {
+    // Row j's first countOf(j) steps, without the row dimension.
+    SmallVector<OpFoldResult> offsets(rank + 1, b.getIndexAttr(0));
+    offsets[0] = j;
+    SmallVector<OpFoldResult> sizes =
+        tensor::getMixedSizes(b, b.getLoc(), tails);
+    sizes[0] = b.getIndexAttr(1);
+    sizes[2] = countOf(b, counts, j);
+    SmallVector<OpFoldResult> ones(rank + 1, b.getIndexAttr(1));
+    auto tailType = tensor::ExtractSliceOp::inferCanonicalRankReducedResultType(
+        rank, tailsType, sizes);
+    Value tail = tensor::ExtractSliceOp::create(b, tailType, tails, offsets,
+                                                sizes, ones);
+    Value next = convStateAfter(tail, it[0]);
+    if (next.getType() != it[0].getType())
+      next = tensor::CastOp::create(b, it[0].getType(), next);
+    return SmallVector<Value>{next};
+  })[0];
+}
+
+/// The conv's state entering a rank is the last W - 1 inputs before it,
+/// which may span several ranks where theirs are short: every rank
+/// contributes its last min(T, W - 1) inputs and their number, and each
+/// carries the state over the ranks before it by running the conv on those
+/// tails (its state is what it keeps of its inputs, so this is exact).
+SmallVector<Value> StepDistribution::distributeLocalConv() {
+  auto conv = cast<CausalConv1dOp>(op);
+  Value window = kb.sub(dims["W"], kb.idx(1));
+  Value count = kb.mins(length, window);
+  Value tail = sliceSteps(conv.getX(), kb.sub(length, count), count, {});
+  // Every tail travels in W - 1 steps.
+  auto tailType = cast<RankedTensorType>(tail.getType());
+  SmallVector<Value> paddedSizes;
+  for (int64_t i = 0; i < tailType.getRank(); ++i)
+    paddedSizes.push_back(i == 1 ? window : kb.dim(tail, i));
+  Value padded = kb.zeros(tailType, paddedSizes);
+  SmallVector<OpFoldResult> zeros(tailType.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> ones(tailType.getRank(), b.getIndexAttr(1));
+  padded = tensor::InsertSliceOp::create(
+      b, tail, padded, zeros, tensor::getMixedSizes(b, b.getLoc(), tail), ones);
+  Value tails = gatherRows(b, padded, ranks);
+  Value counts = gatherCounts(b, kb, count, ranks);
+
+  auto lastType = cast<RankedTensorType>(conv.getLast().getType());
+  SmallVector<Value> lastSizes = dims.of(declOf(conv.getLast())->name);
+  Value first = conv.getInit() ? conv.getInit() : kb.zeros(lastType, lastSizes);
+  if (first.getType() != lastType)
+    first = tensor::CastOp::create(b, lastType, first);
+  Value incoming = foldConvTails(tails, counts, first, kb.idx(0), rank);
+  SmallVector<Value> operands(op->getOperands());
+  Operation *mine = rerun(operands, incoming, Substitutions());
+  Value own = mine->getResult(1);
+  if (own.getType() != lastType)
+    own = tensor::CastOp::create(b, lastType, own);
+  Value last =
+      foldConvTails(tails, counts, own, kb.add(rank, kb.idx(1)), kb.idx(ranks));
+  Value y = mine->getResult(0);
+  if (y.getType() != conv.getY().getType())
+    y = tensor::CastOp::create(b, conv.getY().getType(), y);
+  return {y, last};
+}
+
+/// The rank's queries against the keys they see of every rank's: the keys
+/// and values are all-gathered (each rank holds its own steps of them too).
+SmallVector<Value> StepDistribution::distributeLocalAttention() {
+  auto attention = cast<AttentionOp>(op);
+  Value queryCounts = gatherCounts(b, kb, dims["T"], ranks);
+  Value keyCounts = gatherCounts(b, kb, dims["S"], ranks);
+  auto whole = [&](Value local) {
+    auto type = cast<RankedTensorType>(local.getType());
+    SmallVector<Value> sizes;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      sizes.push_back(kb.dim(local, i));
+    sizes[1] = sumOfCounts(b, kb, keyCounts, kb.idx(0), kb.idx(ranks));
+    SmallVector<int64_t> shape(type.getShape());
+    shape[1] = ShapedType::kDynamic;
+    return gatherCountedSlices(b, kb, local, /*axis=*/1, keyCounts, ranks,
+                               type.clone(shape), sizes);
+  };
+  Value k = whole(attention.getK()), v = whole(attention.getV());
+  if (attention.getCausal()) {
+    Value start = sumOfCounts(b, kb, queryCounts, kb.idx(0), rank);
+    Value totalQueries =
+        sumOfCounts(b, kb, queryCounts, kb.idx(0), kb.idx(ranks));
+    keepVisibleKeys(k, v, kb.add(start, length), kb.dim(k, 1), totalQueries);
+  }
+  Operation *clone = b.clone(*op);
+  auto mine = cast<AttentionOp>(clone);
+  mine.getKMutable().assign(k);
+  mine.getVMutable().assign(v);
+  return {clone->getResult(0)};
+}
+
+//===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
 
 namespace {
+
+/// A function argument's or result's step dimension under rank-local steps.
+constexpr StringLiteral kStepsAttrName = "seq.steps";
 
 /// Why `op` runs whole on every rank, or "" when it splits.
 std::string whyWhole(Operation *op) {
@@ -596,13 +741,55 @@ struct SeqDistributeSteps
       return signalPassFailure();
     if (!*split)
       return;
-    if (failed(rejectUnexpandedSequences(module, getArgument())))
+    // Rank-local steps run before the expansion: the analysis rejects
+    // packed batches and checkpoints by name.
+    if (!local && failed(rejectUnexpandedSequences(module, getArgument())))
+      return signalPassFailure();
+    if (local && failed(markLocalSteps(module)))
       return signalPassFailure();
     bool failedAny = false;
     for (Operation *op : ops)
       failedAny |= failed(distribute(op));
     if (failedAny)
       signalPassFailure();
+  }
+
+  /// Rank-local steps are right only where the graph treats steps
+  /// independently (StepAxes); each function's arguments and results with
+  /// steps are marked `seq.steps` (their step dimension), the rank's own.
+  LogicalResult markLocalSteps(ModuleOp module) {
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      // An op that would run whole has no rank-local form.
+      WalkResult whole = func.walk([&](Operation *op) {
+        if (!isa<PackedSequencesOpInterface>(op))
+          return WalkResult::advance();
+        std::string why = whyWhole(op);
+        if (why.empty())
+          return WalkResult::advance();
+        op->emitError() << "rank-local steps: " << op->getName()
+                        << " does not split over ranks: " << why;
+        return WalkResult::interrupt();
+      });
+      if (whole.wasInterrupted())
+        return failure();
+      FailureOr<StepAxes> axes = StepAxes::analyze(func);
+      if (failed(axes))
+        return failure();
+      Builder attrs(func.getContext());
+      for (BlockArgument arg : func.getArguments())
+        if (std::optional<StepAxis> a = axes->of(arg))
+          func.setArgAttr(arg.getArgNumber(), kStepsAttrName,
+                          attrs.getI64IntegerAttr(a->axis));
+      func.walk([&](func::ReturnOp ret) {
+        for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+          if (std::optional<StepAxis> a = axes->of(v))
+            func.setResultAttr(i, kStepsAttrName,
+                               attrs.getI64IntegerAttr(a->axis));
+      });
+    }
+    return success();
   }
 
   LogicalResult distribute(Operation *op) {
@@ -617,13 +804,14 @@ struct SeqDistributeSteps
     ImplicitLocOpBuilder b(op->getLoc(), rewriter);
     KernelBuilder kb(b);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
-    StepDistribution split(op, b, kb, dims, ranks);
+    StepDistribution split(op, b, kb, dims, ranks, local);
     SmallVector<Value> results;
     std::string unused;
     if (isa<CausalConv1dOp>(op))
-      results = split.distributeConv();
+      results = local ? split.distributeLocalConv() : split.distributeConv();
     else if (isa<AttentionOp>(op))
-      results = split.distributeAttention();
+      results = local ? split.distributeLocalAttention()
+                      : split.distributeAttention();
     else
       results = split.distributeState(*transitionFormOf(op, unused));
     rewriter.replaceOp(op, results);

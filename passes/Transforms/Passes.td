@@ -84,12 +84,26 @@ def SeqDistributeSteps : Pass<"seq-distribute-steps", "::mlir::ModuleOp"> {
     attention) run whole on every rank with a remark, an error under
     `strict`. With `ranks = 1` the module is left as it is. Runs after
     `seq-expand-sequences`.
+
+    With `local`, each rank's arguments and results with steps are its own
+    steps (any number on each rank; rank r's follow rank r - 1's in the
+    whole): the ops take them as they are and nothing is gathered but the
+    states, the conv's last `W - 1` inputs of each rank and attention's keys
+    and values. The graph around the ops must treat steps independently:
+    a reduction over steps, a slice of them at an offset, the number of
+    steps used as a value, a static number of steps or an op not known to
+    keep steps apart is an error naming it. The arguments and results with
+    steps are marked `seq.steps = d` (their step dimension). Ops that do
+    not split are an error.
   }];
   let options = [
     Option<"ranks", "ranks", "int64_t", /*default=*/"1",
            "Processes the steps are split over">,
     Option<"strict", "strict", "bool", /*default=*/"false",
            "An op that runs whole on every rank is an error, not a remark">,
+    Option<"local", "local", "bool", /*default=*/"false",
+           "Rank-local steps: the arguments and results with steps are each "
+           "rank's own (marked seq.steps), not the whole">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",

@@ -4,6 +4,7 @@
 
 #include "Transforms/RankGrid.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -103,10 +104,11 @@ Value withStaticAxis(ImplicitLocOpBuilder &b, Value tensor, int64_t axis,
   return tensor::CastOp::create(b, type.clone(shape), tensor);
 }
 
-/// The whole from the gathered rows of padded slices: rank r's first
-/// [r total / R, (r + 1) total / R) steps copied into place.
+/// The whole from the gathered rows of padded slices: row r's first
+/// `sliceOf(r).length` steps copied to `sliceOf(r).start`.
 Value copySlicesIntoPlace(ImplicitLocOpBuilder &b, KernelBuilder &kb,
-                          Value gathered, int64_t axis, Value total,
+                          Value gathered, int64_t axis,
+                          llvm::function_ref<RankSlice(Value)> sliceOf,
                           int64_t ranks, RankedTensorType wholeType,
                           ValueRange wholeSizes) {
   auto gatheredType = cast<RankedTensorType>(gathered.getType());
@@ -119,7 +121,7 @@ Value copySlicesIntoPlace(ImplicitLocOpBuilder &b, KernelBuilder &kb,
   return kb.loop(
       kb.idx(0), kb.idx(ranks), {whole},
       [&](Value r, ValueRange it) -> SmallVector<Value> {
-        RankSlice mine = rankSlice(kb, r, total, ranks);
+        RankSlice mine = sliceOf(r);
         SmallVector<OpFoldResult> sizes(sliceSizes);
         sizes[axis] = mine.length;
         // Row r's first steps, without the row dimension.
@@ -146,6 +148,7 @@ Value copySlicesIntoPlace(ImplicitLocOpBuilder &b, KernelBuilder &kb,
 Value seqc::gatherSlices(ImplicitLocOpBuilder &b, KernelBuilder &kb,
                          Value local, int64_t axis, Value total, int64_t ranks,
                          RankedTensorType wholeType, ValueRange wholeSizes) {
+  auto evenSlice = [&](Value r) { return rankSlice(kb, r, total, ranks); };
   auto localType = cast<RankedTensorType>(local.getType());
   std::optional<int64_t> staticTotal = getConstantIntValue(total);
   if (staticTotal && *staticTotal % ranks == 0) {
@@ -158,8 +161,8 @@ Value seqc::gatherSlices(ImplicitLocOpBuilder &b, KernelBuilder &kb,
       contiguous &= localType.getDimSize(i) == 1;
     if (contiguous)
       return rowsAsWhole(b, gathered, axis, wholeType);
-    return copySlicesIntoPlace(b, kb, gathered, axis, total, ranks, wholeType,
-                               wholeSizes);
+    return copySlicesIntoPlace(b, kb, gathered, axis, evenSlice, ranks,
+                               wholeType, wholeSizes);
   }
   // Every slice travels in ceil(total / R) steps.
   Value longest = kb.divs(kb.add(total, kb.idx(ranks - 1)), kb.idx(ranks));
@@ -168,6 +171,53 @@ Value seqc::gatherSlices(ImplicitLocOpBuilder &b, KernelBuilder &kb,
     staticLongest = (*staticTotal + ranks - 1) / ranks;
   Value gathered =
       gatherRows(b, padAxis(b, local, axis, longest, staticLongest), ranks);
-  return copySlicesIntoPlace(b, kb, gathered, axis, total, ranks, wholeType,
+  return copySlicesIntoPlace(b, kb, gathered, axis, evenSlice, ranks, wholeType,
+                             wholeSizes);
+}
+
+//===----------------------------------------------------------------------===//
+// Slices of any length (rank-local steps)
+//===----------------------------------------------------------------------===//
+
+Value seqc::gatherCounts(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                         Value count, int64_t ranks) {
+  Value mine = tensor::FromElementsOp::create(
+      b, RankedTensorType::get({1}, b.getI64Type()),
+      ValueRange{kb.indexToI64(count)});
+  return gatherRows(b, mine, ranks);
+}
+
+Value seqc::countOf(ImplicitLocOpBuilder &b, Value counts, Value r) {
+  Value count = tensor::ExtractOp::create(
+      b, counts, ValueRange{r, arith::ConstantIndexOp::create(b, 0)});
+  return arith::IndexCastOp::create(b, b.getIndexType(), count);
+}
+
+Value seqc::sumOfCounts(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                        Value counts, Value from, Value to) {
+  return kb.loop(from, to, {kb.idx(0)}, [&](Value j, ValueRange sum) {
+    return SmallVector<Value>{kb.add(sum[0], countOf(b, counts, j))};
+  })[0];
+}
+
+RankSlice seqc::countedSlice(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                             Value counts, Value r) {
+  return {sumOfCounts(b, kb, counts, kb.idx(0), r), countOf(b, counts, r)};
+}
+
+Value seqc::gatherCountedSlices(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                                Value local, int64_t axis, Value counts,
+                                int64_t ranks, RankedTensorType wholeType,
+                                ValueRange wholeSizes) {
+  // Every slice travels in the longest one's steps.
+  Value longest = kb.loop(
+      kb.idx(0), kb.idx(ranks), {kb.idx(0)}, [&](Value j, ValueRange most) {
+        Value count = countOf(b, counts, j);
+        return SmallVector<Value>{arith::MaxSIOp::create(b, most[0], count)};
+      })[0];
+  Value gathered =
+      gatherRows(b, padAxis(b, local, axis, longest, std::nullopt), ranks);
+  auto sliceOf = [&](Value r) { return countedSlice(b, kb, counts, r); };
+  return copySlicesIntoPlace(b, kb, gathered, axis, sliceOf, ranks, wholeType,
                              wholeSizes);
 }

@@ -47,6 +47,29 @@ mlir::Value gatherSlices(mlir::ImplicitLocOpBuilder &b, KernelBuilder &kb,
                          int64_t ranks, mlir::RankedTensorType wholeType,
                          mlir::ValueRange wholeSizes);
 
+/// Under rank-local steps each rank holds its own number of steps, known
+/// to the others only through an exchange: every rank's `count` (an index),
+/// as [R, 1] i64 on every rank.
+mlir::Value gatherCounts(mlir::ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                         mlir::Value count, int64_t ranks);
+/// Rank r's count from gatherCounts, as an index.
+mlir::Value countOf(mlir::ImplicitLocOpBuilder &b, mlir::Value counts,
+                    mlir::Value r);
+/// The counts of ranks [from, to).
+mlir::Value sumOfCounts(mlir::ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                        mlir::Value counts, mlir::Value from, mlir::Value to);
+/// Rank r's steps of the whole: after the counts of the ranks before it.
+RankSlice countedSlice(mlir::ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                       mlir::Value counts, mlir::Value r);
+/// The whole of a tensor whose rank r holds `local`, countOf(r) steps
+/// along `axis` (any numbers), on every rank: slices travel padded to the
+/// longest and are copied into place.
+mlir::Value gatherCountedSlices(mlir::ImplicitLocOpBuilder &b,
+                                KernelBuilder &kb, mlir::Value local,
+                                int64_t axis, mlir::Value counts, int64_t ranks,
+                                mlir::RankedTensorType wholeType,
+                                mlir::ValueRange wholeSizes);
+
 } // namespace seqc
 
 #endif // SEQC_PASSES_TRANSFORMS_RANKEXCHANGE_H

@@ -101,7 +101,8 @@ class Module:
 def compile(text_or_path, target="cpu", *, name=None, reference=False,
             opt_level=3, num_threads=0, cache=True, cache_dir=None, fuse=True,
             strict=False, memory_limit=0, ranks=0, bf16_products="auto",
-            parallel="sequence", bind_weights=None, communicator=None):
+            parallel="sequence", bind_weights=None, communicator=None,
+            local_steps=False):
     """Compiles MLIR text (or the file at a path) for `target` ("cpu",
     "cuda", "cuda-emulated").
 
@@ -121,7 +122,11 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
     an mpi4py communicator of `ranks` processes, which call the module
     collectively, instead of MPI_COMM_WORLD: groups of processes can run
     modules of their own; mpi4py must run on the MPI library seqc opens,
-    docs/distributed.md),
+    docs/distributed.md), `local_steps` (with `ranks` and "sequence": each
+    process passes only its own steps of the arguments with steps and gets
+    back its own steps of the results with steps, rank r's after rank
+    r - 1's in the whole, any number on each; weights and states stay
+    whole; the compile fails naming the op where the graph mixes steps),
     `bf16_products` (how the CPU kernels multiply bf16 operands: "amx",
     AMX tiles in matmuls and experts, an error where the CPU lacks AMX or
     Linux refuses its tile data; "amx-emulated", the same kernels with the
@@ -149,7 +154,8 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
                          bool(fuse), bool(strict), int(memory_limit),
                          int(ranks), str(bf16_products), str(parallel),
                          _os.fspath(bind_weights) if bind_weights else "",
-                         _communicator_handle(communicator, ranks))
+                         _communicator_handle(communicator, ranks),
+                         bool(local_steps))
     return Module(core)
 
 

@@ -545,7 +545,8 @@ Module compile(const std::string &source, bool isPath, const std::string &name,
                int numThreads, bool cache, const std::string &cacheDir,
                bool fuse, bool strict, size_t memoryLimit, int ranks,
                const std::string &bf16Products, const std::string &parallel,
-               const std::string &bindWeights, uint64_t communicator) {
+               const std::string &bindWeights, uint64_t communicator,
+               bool localSteps) {
   seqc_compile_options o;
   seqc_compile_options_init(&o);
   // The weights bound when compiling: read for the compile, then released.
@@ -567,6 +568,7 @@ Module compile(const std::string &source, bool isPath, const std::string &name,
   o.strict = strict;
   o.memory_limit = memoryLimit;
   o.ranks = ranks;
+  o.local_steps = localSteps;
   // The MPI_Comm handle as mpi4py gives it, unsigned (OpenMPI's pointer, or
   // MPICH's int sign-extended: 0xffffffff84000000 for a split
   // communicator), as the C API takes it; 0: MPI_COMM_WORLD.
@@ -680,7 +682,8 @@ PYBIND11_MODULE(_core, m) {
         py::arg("opt_level"), py::arg("num_threads"), py::arg("cache"),
         py::arg("cache_dir"), py::arg("fuse"), py::arg("strict"),
         py::arg("memory_limit"), py::arg("ranks"), py::arg("bf16_products"),
-        py::arg("parallel"), py::arg("bind_weights"), py::arg("communicator"));
+        py::arg("parallel"), py::arg("bind_weights"), py::arg("communicator"),
+        py::arg("local_steps"));
   m.def("load_weights", &loadWeights, py::arg("path"));
   m.def("set_num_threads", [](int64_t n) { check(seqc_set_num_threads(n)); });
   m.def("get_num_threads", [] { return seqc_get_num_threads(); });

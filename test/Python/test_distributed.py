@@ -178,3 +178,90 @@ def test_communicator_is_checked_before_mpi():
         seqc.compile(text, communicator=object())
     with pytest.raises(TypeError, match="mpi4py communicator"):
         seqc.compile(text, ranks=2, communicator=object())
+
+
+LOCAL_SCRIPT = textwrap.dedent("""
+    import os
+    import re
+    import sys
+    import numpy as np
+    import seqc
+
+    # Rank-local steps: each rank passes its own steps of u (any number on
+    # each, one rank possibly none, fewer than the conv's W - 1 on others)
+    # and gets back its steps of the block's output; the states are whole.
+    counts = [int(c) for c in sys.argv[1].split(",")]
+    rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+    start, mine = sum(counts[:rank]), counts[rank]
+
+    def functions_but(text, names):
+        # The example's functions but `names` (a packed batch has no
+        # rank-local form: the whole example is refused, checked below).
+        parts = re.split(r"(?m)^(?=func\\.func )", text)
+        return "".join(p for p in parts
+                       if not any(p.startswith(f"func.func private @{n}(")
+                                  or p.startswith(f"func.func @{n}(")
+                                  for n in names))
+
+    def check(text, seed):
+        one = seqc.compile(text).main
+        rng = np.random.default_rng(seed)
+        T = sum(counts)
+        args = [np.ascontiguousarray(
+                    rng.standard_normal([T if d < 0 else d for d in shape])
+                    * 0.3, np.float32) for _, _, shape in one.inputs]
+        whole = one(*args)
+        split = seqc.compile(text, ranks=len(counts), local_steps=True).main
+        own = [a[:, start:start + mine]
+               if any(d < 0 for d in shape) else a
+               for a, (_, _, shape) in zip(args, one.inputs)]
+        got = split(*[np.ascontiguousarray(a) for a in own])
+        for g, w, (_, _, shape) in zip(got, whole, one.outputs):
+            if any(d < 0 for d in shape):
+                w = w[:, start:start + mine]
+            assert g.shape == w.shape, (g.shape, w.shape)
+            if w.size:
+                err = float(np.max(np.abs(g - w)))
+                assert err <= 1e-4 * max(1.0, float(np.max(np.abs(w)))), err
+
+    example = open(sys.argv[2]).read()
+    check(functions_but(example, ["packed", "mamba2_layer_packed"]), 6)
+
+    # Attention over every rank's keys, a delta rule, a linear scan.
+    t = lambda *d: "tensor<1x?x" + "x".join(map(str, d)) + "xf32>"
+    text = f'''
+    func.func @main(%q: {t(2, 8)}, %k: {t(1, 8)}, %v: {t(1, 8)},
+                    %kn: {t(1, 8)}, %beta: {t(1)}, %a: {t(3)})
+        -> ({t(2, 8)}, {t(1, 8)}, tensor<1x1x8x8xf32>, {t(3)}) {{
+      %o = seq.attention %q, %k, %v {{causal = true}}
+        : ({t(2, 8)}, {t(1, 8)}, {t(1, 8)}) -> {t(2, 8)}
+      %d, %s = seq.delta_rule %kn, %kn, %v, %beta
+        : ({t(1, 8)}, {t(1, 8)}, {t(1, 8)}, {t(1)})
+          -> ({t(1, 8)}, tensor<1x1x8x8xf32>)
+      %y, %l = seq.linear_scan %a, %a : ({t(3)}, {t(3)}) -> ({t(3)}, tensor<1x3xf32>)
+      return %o, %d, %s, %y : {t(2, 8)}, {t(1, 8)}, tensor<1x1x8x8xf32>, {t(3)}
+    }}
+    '''
+    check(text, 7)
+
+    try:
+        seqc.compile(example, ranks=len(counts), local_steps=True)
+        raise AssertionError("a packed batch compiled rank-local")
+    except seqc.CompileError as e:
+        assert "takes packed sequences (segments)" in str(e), str(e)
+    try:
+        seqc.compile(text, ranks=len(counts), parallel="experts",
+                     local_steps=True)
+        raise AssertionError("local steps compiled with experts")
+    except seqc.CompileError as e:
+        assert "sequence parallelism only" in str(e), str(e)
+    print("agree")
+""")
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="needs OpenMPI's mpirun")
+@pytest.mark.parametrize("counts", ["30,47", "10,0,3,40"])
+def test_rank_local_steps_agree_with_one_process(tmp_path, counts):
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples",
+                           "mamba2_block.mlir")
+    run_ranks(tmp_path, LOCAL_SCRIPT, len(counts.split(",")), counts, example)

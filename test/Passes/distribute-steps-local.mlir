@@ -1,0 +1,168 @@
+// seq-distribute-steps with local=1 (rank-local steps): each rank's
+// arguments and results with steps are its own steps. The pass finds them
+// (seq.steps marks their step dimension) through the glue, takes the ops'
+// operands as they are and gathers only what crosses ranks: states and
+// transitions, the conv's tails with their lengths, attention's keys and
+// values. Glue that mixes steps is an error naming the op.
+// RUN: seqc-opt %s --seq-distribute-steps="ranks=2 local=1" -split-input-file -verify-diagnostics | FileCheck %s
+
+// A projection, a scan and a norm over features: x and y hold steps in
+// dimension 1, the weight and the final state none. The scan's operands are
+// not sliced and its output not gathered.
+// CHECK-LABEL: func.func @glue
+// CHECK-SAME: (%[[X:.*]]: tensor<1x?x4xf32> {seq.steps = 1 : i64}, %[[W:.*]]: tensor<4x4xf32>)
+// CHECK-SAME: -> (tensor<1x?x4xf32> {seq.steps = 1 : i64}, tensor<1x4xf32>)
+// CHECK-NOT: tensor.extract_slice %[[X]]
+// CHECK: %[[OWN:.*]], %{{.*}} = seq.linear_scan
+// CHECK: shard.all_gather {{.*}} : tensor<1x1x4xf32> -> tensor<2x1x4xf32>
+// CHECK: shard.all_gather {{.*}} : tensor<1x1x4xf32> -> tensor<2x1x4xf32>
+// CHECK: %[[Y:.*]], %{{.*}} = seq.linear_scan {{.*}} init(
+// CHECK-NOT: shard.all_gather
+// CHECK: return
+func.func @glue(%x: tensor<1x?x4xf32>, %w: tensor<4x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>) {
+  %c1 = arith.constant 1 : index
+  %T = tensor.dim %x, %c1 : tensor<1x?x4xf32>
+  %flat = tensor.collapse_shape %x [[0, 1], [2]] : tensor<1x?x4xf32> into tensor<?x4xf32>
+  %e = tensor.empty(%T) : tensor<?x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<?x4xf32>) -> tensor<?x4xf32>
+  %p = linalg.matmul ins(%flat, %w : tensor<?x4xf32>, tensor<4x4xf32>) outs(%z : tensor<?x4xf32>) -> tensor<?x4xf32>
+  %a = tensor.expand_shape %p [[0, 1], [2]] output_shape [1, %T, 4] : tensor<?x4xf32> into tensor<1x?x4xf32>
+  %y, %last = seq.linear_scan %a, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  return %y, %last : tensor<1x?x4xf32>, tensor<1x4xf32>
+}
+
+// -----
+
+// The conv: every rank's last min(T, W - 1) inputs, padded to W - 1 steps,
+// and their number are gathered; the incoming state is the conv run over
+// the tails of the ranks before, last over the ranks after.
+// CHECK-LABEL: func.func @conv
+// CHECK: shard.all_gather {{.*}} : tensor<1x1x?x3xf32> -> tensor<2x1x?x3xf32>
+// CHECK: shard.all_gather {{.*}} : tensor<1x1xi64> -> tensor<2x1xi64>
+// CHECK: scf.for
+// CHECK: seq.causal_conv1d {{.*}} init(
+// CHECK: %[[Y:.*]], %{{.*}} = seq.causal_conv1d %arg0, %arg1 init(
+// CHECK: %[[LAST:.*]] = scf.for
+// CHECK: seq.causal_conv1d {{.*}} init(
+// CHECK: return %[[Y]], %[[LAST]]
+func.func @conv(%x: tensor<1x?x3xf32>, %w: tensor<3x4xf32>) -> (tensor<1x?x3xf32>, tensor<1x3x3xf32>) {
+  %y, %last = seq.causal_conv1d %x, %w : (tensor<1x?x3xf32>, tensor<3x4xf32>) -> (tensor<1x?x3xf32>, tensor<1x3x3xf32>)
+  return %y, %last : tensor<1x?x3xf32>, tensor<1x3x3xf32>
+}
+
+// -----
+
+// Attention: the keys and values of every rank, gathered padded to the
+// longest rank's and copied into place, cut to what the rank's queries see.
+// CHECK-LABEL: func.func @attn
+// CHECK: shard.all_gather {{.*}} : tensor<1x1xi64> -> tensor<2x1xi64>
+// CHECK: shard.all_gather {{.*}} : tensor<1x1xi64> -> tensor<2x1xi64>
+// CHECK: shard.all_gather {{.*}} : tensor<1x1x?x1x8xf32> -> tensor<2x1x?x1x8xf32>
+// CHECK: shard.all_gather {{.*}} : tensor<1x1x?x1x8xf32> -> tensor<2x1x?x1x8xf32>
+// CHECK: %[[O:.*]] = seq.attention %arg0, {{.*}} : (tensor<1x?x2x8xf32>, tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> tensor<1x?x2x8xf32>
+// CHECK-NEXT: return %[[O]]
+func.func @attn(%q: tensor<1x?x2x8xf32>, %k: tensor<1x?x1x8xf32>, %v: tensor<1x?x1x8xf32>) -> tensor<1x?x2x8xf32> {
+  %o = seq.attention %q, %k, %v {causal = true} : (tensor<1x?x2x8xf32>, tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> tensor<1x?x2x8xf32>
+  return %o : tensor<1x?x2x8xf32>
+}
+
+// -----
+
+// A sum over the steps needs every rank's.
+func.func @sum(%x: tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<4xf32>) {
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @below {{rank-local steps: reduces over the steps (loop 1): a sum or scan along them needs every rank's steps}}
+  %s = linalg.generic {indexing_maps = [affine_map<(b, t, c) -> (b, t, c)>, affine_map<(b, t, c) -> (c)>], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%y : tensor<1x?x4xf32>) outs(%z : tensor<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %n = arith.addf %a, %acc : f32
+    linalg.yield %n : f32
+  } -> tensor<4xf32>
+  return %y, %s : tensor<1x?x4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Each rank holds its own number of steps.
+func.func @static(%x: tensor<1x8x4xf32>) -> tensor<1x8x4xf32> {
+  // expected-error @below {{rank-local steps: a tensor of type 'tensor<1x8x4xf32>' holds the steps in dimension 1 with a static size; each rank holds its own number of steps, so that dimension must be dynamic (?)}}
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x8x4xf32>, tensor<1x8x4xf32>) -> (tensor<1x8x4xf32>, tensor<1x4xf32>)
+  return %y : tensor<1x8x4xf32>
+}
+
+// -----
+
+// The last step of the whole is on the last rank only.
+func.func @last_step(%x: tensor<1x?x4xf32>) -> tensor<1x1x4xf32> {
+  %c1 = arith.constant 1 : index
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  %T = tensor.dim %y, %c1 : tensor<1x?x4xf32>
+  %end = arith.subi %T, %c1 : index
+  // expected-error @below {{rank-local steps: tensor.extract_slice uses the number of steps as a value; each rank sees only its own}}
+  %s = tensor.extract_slice %y[0, %end, 0] [1, 1, 4] [1, 1, 1] : tensor<1x?x4xf32> to tensor<1x1x4xf32>
+  return %s : tensor<1x1x4xf32>
+}
+
+// -----
+
+// An op that does not split over ranks has no rank-local form.
+func.func @reverse(%x: tensor<1x?x4xf32>) -> tensor<1x?x4xf32> {
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  // expected-error @below {{rank-local steps: seq.associative_scan does not split over ranks: it has no transition over steps}}
+  %r = seq.associative_scan %y {dim = 1 : i64} : (tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    seq.yield %s : f32
+  }
+  return %r : tensor<1x?x4xf32>
+}
+
+// -----
+
+// A product over the steps (x^T w) needs every rank's.
+func.func @product(%x: tensor<1x?x4xf32>, %w: tensor<4x4xf32>) -> (tensor<1x?x4xf32>, tensor<4x4xf32>) {
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  %flat = tensor.collapse_shape %y [[0, 1], [2]] : tensor<1x?x4xf32> into tensor<?x4xf32>
+  %e = tensor.empty() : tensor<4x4xf32>
+  // expected-error @below {{rank-local steps: reduces over the steps (loop 2): a sum or scan along them needs every rank's steps}}
+  %p = linalg.matmul ins(%w, %flat : tensor<4x4xf32>, tensor<?x4xf32>) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %y, %p : tensor<1x?x4xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+// A tensor is either a rank's own steps or whole on every rank: w is a
+// matmul's weight and an addend of a tensor with steps.
+func.func @both(%x: tensor<1x?x4xf32>, %w: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  %flat = tensor.collapse_shape %y [[0, 1], [2]] : tensor<1x?x4xf32> into tensor<?x4xf32>
+  %n = tensor.dim %flat, %c0 : tensor<?x4xf32>
+  %e = tensor.empty(%n) : tensor<?x4xf32>
+  %p = linalg.matmul ins(%flat, %w : tensor<?x4xf32>, tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) -> tensor<?x4xf32>
+  // expected-error @below {{rank-local steps: a tensor would hold no steps and steps in dimension 0; each rank must hold its own steps of a tensor or the whole of it}}
+  %s = linalg.add ins(%p, %w : tensor<?x4xf32>, tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %s : tensor<?x4xf32>
+}
+
+// -----
+
+// Packed sequences and checkpoints have no rank-local form (the pass runs
+// before seq-expand-sequences under local steps).
+func.func @packed(%x: tensor<1x?x4xf32>, %cu: tensor<3xi32>) -> tensor<1x?x4xf32> {
+  // expected-error @below {{rank-local steps: seq.linear_scan takes packed sequences (segments), which do not run rank-local}}
+  %y, %last = seq.linear_scan %x, %x segments(%cu) : (tensor<1x?x4xf32>, tensor<1x?x4xf32>, tensor<3xi32>) -> (tensor<1x?x4xf32>, tensor<2x4xf32>)
+  return %y : tensor<1x?x4xf32>
+}
+
+// -----
+
+func.func @checkpoints(%x: tensor<1x?x4xf32>) -> tensor<1x?x4xf32> {
+  // expected-error @below {{rank-local steps: seq.linear_scan with checkpoint_every: checkpoints do not run rank-local}}
+  %y, %last, %states = seq.linear_scan %x, %x {checkpoint_every = 4 : i64} : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>, tensor<1x?x4xf32>)
+  return %states : tensor<1x?x4xf32>
+}
