@@ -410,6 +410,25 @@ static void describeFunctions(mlir::ModuleOp module,
   }
 }
 
+/// The functions the pipeline left out (rank-local steps: those without a
+/// rank-local form) cannot be called; a call says why.
+static void markLeftOutFunctions(mlir::ModuleOp module,
+                                 CompiledObject &result) {
+  auto leftOut =
+      module->getAttrOfType<mlir::DictionaryAttr>(kNotRankLocalAttrName);
+  if (!leftOut)
+    return;
+  module->removeAttr(kNotRankLocalAttrName);
+  for (mlir::NamedAttribute entry : leftOut) {
+    std::string name = entry.getName().str();
+    llvm::erase_if(result.functions,
+                   [&](const FunctionSignature &f) { return f.name == name; });
+    result.unsupported.push_back(
+        {name, "it has no rank-local form: " +
+                   llvm::cast<mlir::StringAttr>(entry.getValue()).str()});
+  }
+}
+
 static Status addCpuPipeline(mlir::PassManager &pm,
                              const CompileOptions &options,
                              llvm::TargetMachine &tm) {
@@ -555,6 +574,7 @@ seqc::compileToObject(std::string_view source, const std::string &bufferName,
     return built;
   if (mlir::failed(pm.run(*module)))
     return diagnostics.failure("compilation of " + bufferName + " failed");
+  markLeftOutFunctions(*module, result);
   clock.done(cpu ? "MLIR passes (CPU pipeline)"
                  : "MLIR passes (CUDA pipeline)");
 

@@ -18,6 +18,12 @@ class RewritePatternSet;
 
 namespace seqc {
 
+/// The module attribute in which seq-distribute-steps (local, without
+/// strict) names the public functions it left out, each with why: a
+/// dictionary of function name -> string.
+inline constexpr llvm::StringLiteral kNotRankLocalAttrName =
+    "seq.not_rank_local";
+
 #define GEN_PASS_DECL
 #include "passes/Transforms/Passes.h.inc"
 #define GEN_PASS_DECL

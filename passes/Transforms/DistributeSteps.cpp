@@ -745,8 +745,13 @@ struct SeqDistributeSteps
     // packed batches and checkpoints by name.
     if (!local && failed(rejectUnexpandedSequences(module, getArgument())))
       return signalPassFailure();
-    if (local && failed(markLocalSteps(module)))
-      return signalPassFailure();
+    if (local) {
+      if (failed(markLocalSteps(module)))
+        return signalPassFailure();
+      // Functions without a rank-local form are gone with their ops.
+      ops.clear();
+      module.walk([&](PackedSequencesOpInterface op) { ops.push_back(op); });
+    }
     bool failedAny = false;
     for (Operation *op : ops)
       failedAny |= failed(distribute(op));
@@ -757,39 +762,96 @@ struct SeqDistributeSteps
   /// Rank-local steps are right only where the graph treats steps
   /// independently (StepAxes); each function's arguments and results with
   /// steps are marked `seq.steps` (their step dimension), the rank's own.
+  /// Without `strict`, a public function that has no rank-local form is
+  /// left out of the module with a remark, its reason recorded in the
+  /// module's `seq.not_rank_local` (name -> why: calling it is an error
+  /// that says so), so that one function of a model's module (a packed
+  /// batch's, say) does not keep the others from running rank-local.
   LogicalResult markLocalSteps(ModuleOp module) {
-    for (auto func : module.getOps<func::FuncOp>()) {
+    MLIRContext *ctx = module.getContext();
+    SmallVector<NamedAttribute> leftOut;
+    for (auto func :
+         llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
       if (func.isExternal())
         continue;
-      // An op that would run whole has no rank-local form.
-      WalkResult whole = func.walk([&](Operation *op) {
-        if (!isa<PackedSequencesOpInterface>(op))
-          return WalkResult::advance();
-        std::string why = whyWhole(op);
-        if (why.empty())
-          return WalkResult::advance();
-        op->emitError() << "rank-local steps: " << op->getName()
-                        << " does not split over ranks: " << why;
-        return WalkResult::interrupt();
-      });
-      if (whole.wasInterrupted())
+      std::string why;
+      FailureOr<StepAxes> axes = failure();
+      {
+        std::optional<ScopedDiagnosticHandler> catcher;
+        if (!strict && func.isPublic())
+          catcher.emplace(ctx, [&](Diagnostic &diag) {
+            if (diag.getSeverity() != DiagnosticSeverity::Error)
+              return failure();
+            if (why.empty())
+              why = describeDiagnostic(diag);
+            return success();
+          });
+        axes = analyzeLocalSteps(func);
+      }
+      if (succeeded(axes)) {
+        markSteps(func, *axes);
+        continue;
+      }
+      if (why.empty())
         return failure();
-      FailureOr<StepAxes> axes = StepAxes::analyze(func);
-      if (failed(axes))
-        return failure();
-      Builder attrs(func.getContext());
-      for (BlockArgument arg : func.getArguments())
-        if (std::optional<StepAxis> a = axes->of(arg))
-          func.setArgAttr(arg.getArgNumber(), kStepsAttrName,
-                          attrs.getI64IntegerAttr(a->axis));
-      func.walk([&](func::ReturnOp ret) {
-        for (auto [i, v] : llvm::enumerate(ret.getOperands()))
-          if (std::optional<StepAxis> a = axes->of(v))
-            func.setResultAttr(i, kStepsAttrName,
-                               attrs.getI64IntegerAttr(a->axis));
-      });
+      func.emitRemark() << "@" << func.getSymName()
+                        << " has no rank-local form and is left out (calling "
+                        << "it is an error): " << why;
+      leftOut.emplace_back(func.getSymNameAttr(), StringAttr::get(ctx, why));
+      func.erase();
     }
+    if (!leftOut.empty())
+      module->setAttr(kNotRankLocalAttrName, DictionaryAttr::get(ctx, leftOut));
     return success();
+  }
+
+  /// `diag` as "file:line:col: message" (the first file position of its
+  /// location, which inlining makes a call-site chain).
+  static std::string describeDiagnostic(Diagnostic &diag) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    diag.getLocation()->walk([&](Location loc) {
+      auto file = dyn_cast<FileLineColLoc>(loc);
+      if (!file)
+        return WalkResult::advance();
+      os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+         << file.getColumn() << ": ";
+      return WalkResult::interrupt();
+    });
+    os << diag.str();
+    return text;
+  }
+
+  /// The step axes of `func`'s tensors, or failure (with an error) where an
+  /// op does not split over ranks or the glue mixes steps.
+  static FailureOr<StepAxes> analyzeLocalSteps(func::FuncOp func) {
+    WalkResult whole = func.walk([&](Operation *op) {
+      if (!isa<PackedSequencesOpInterface>(op))
+        return WalkResult::advance();
+      std::string why = whyWhole(op);
+      if (why.empty())
+        return WalkResult::advance();
+      op->emitError() << "rank-local steps: " << op->getName()
+                      << " does not split over ranks: " << why;
+      return WalkResult::interrupt();
+    });
+    if (whole.wasInterrupted())
+      return failure();
+    return StepAxes::analyze(func);
+  }
+
+  static void markSteps(func::FuncOp func, const StepAxes &axes) {
+    Builder attrs(func.getContext());
+    for (BlockArgument arg : func.getArguments())
+      if (std::optional<StepAxis> a = axes.of(arg))
+        func.setArgAttr(arg.getArgNumber(), kStepsAttrName,
+                        attrs.getI64IntegerAttr(a->axis));
+    func.walk([&](func::ReturnOp ret) {
+      for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+        if (std::optional<StepAxis> a = axes.of(v))
+          func.setResultAttr(i, kStepsAttrName,
+                             attrs.getI64IntegerAttr(a->axis));
+    });
   }
 
   LogicalResult distribute(Operation *op) {

@@ -65,15 +65,32 @@ class Module:
     def __init__(self, core):
         self._core = core
         self._functions = {}
+        # Functions the module has but cannot call (a signature seqc cannot
+        # pass, no rank-local form under local_steps): using one raises why.
+        self._uncallable = {}
         for name in core.names:
-            fn = core.function(name)
+            try:
+                fn = core.function(name)
+            except CallError as e:
+                self._uncallable[name] = e
+                continue
             self._functions[name] = fn
             if name.isidentifier() and not hasattr(Module, name):
                 # The function itself: no Python frame between the caller
                 # and the C call.
                 setattr(self, name, fn)
 
+    def __getattr__(self, name):
+        # Only names that are not attributes: the uncallable functions.
+        uncallable = self.__dict__.get("_uncallable", {})
+        if name in uncallable:
+            raise uncallable[name]
+        raise AttributeError(f"seqc: the module has no public function "
+                             f"'{name}'")
+
     def __getitem__(self, name):
+        if name in self._uncallable:
+            raise self._uncallable[name]
         try:
             return self._functions[name]
         except KeyError:
@@ -82,7 +99,7 @@ class Module:
                            ) from None
 
     def __contains__(self, name):
-        return name in self._functions
+        return name in self._functions or name in self._uncallable
 
     @property
     def functions(self):

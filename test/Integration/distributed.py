@@ -353,6 +353,71 @@ def pieces():
                  for l in lines), str(lines))
 
 
+def local_steps():
+    """--local-steps: each rank reads its own steps ({rank} in the input
+    paths), any number of them, and writes its own steps of the results
+    (DIR/rank<r>): a conv (whose W - 1 = 3 inputs before a rank may span
+    ranks with fewer steps) and a scan over its output, B = 2, equal to
+    float64 numpy on the whole and to one process."""
+    B, C = 2, 5
+    td = f"tensor<{B}x?x{C}xf32>"
+    mlir = f"""
+func.func @main(%x: {td}, %w: tensor<{C}x4xf32>, %a: {td})
+    -> ({td}, tensor<{B}x{C}x3xf32>, {td}, tensor<{B}x{C}xf32>) {{
+  %y, %l = seq.causal_conv1d %x, %w
+    : ({td}, tensor<{C}x4xf32>) -> ({td}, tensor<{B}x{C}x3xf32>)
+  %h, %hl = seq.linear_scan %a, %y : ({td}, {td}) -> ({td}, tensor<{B}x{C}xf32>)
+  return %y, %l, %h, %hl : {td}, tensor<{B}x{C}x3xf32>, {td}, tensor<{B}x{C}xf32>
+}}
+"""
+    for counts in ((20, 17), (5, 1, 0, 31)):
+        T, R = sum(counts), len(counts)
+        x = f32(r.standard_normal((B, T, C)))
+        w = f32(r.standard_normal((C, 4)) * 0.5)
+        a = f32(r.uniform(0.6, 1.0, (B, T, C)))
+        y, last = refs.causal_conv1d(x, w)
+        h, hl = refs.linear_scan(a, y)
+        single = run(mlir, [x, w, a], 0)
+        with tempfile.TemporaryDirectory(prefix="seqc-mpi-") as tmp:
+            src = os.path.join(tmp, "graph.mlir")
+            with open(src, "w") as f:
+                f.write(mlir)
+            starts = np.cumsum((0,) + counts)
+            for rank in range(R):
+                own = slice(starts[rank], starts[rank + 1])
+                np.save(os.path.join(tmp, f"x{rank}.npy"), x[:, own])
+                np.save(os.path.join(tmp, f"a{rank}.npy"), a[:, own])
+            np.save(os.path.join(tmp, "w.npy"), w)
+            proc = subprocess.run(
+                MPIRUN + ["-np", str(R), SEQC_RUN, src, "--target", TARGET,
+                          "--input", os.path.join(tmp, "x{rank}.npy"),
+                          "--input", os.path.join(tmp, "w.npy"),
+                          "--input", os.path.join(tmp, "a{rank}.npy"),
+                          "--output-dir", os.path.join(tmp, "out"),
+                          "--parallel", "sequence", "--local-steps"],
+                capture_output=True, text=True, env=ENV, timeout=240)
+            if proc.returncode != 0:
+                raise AssertionError(f"exit {proc.returncode}: {proc.stderr[-2000:]}")
+            def result(rank, i):
+                return np.load(os.path.join(tmp, "out", f"rank{rank}", f"result{i}.npy"))
+            got = [np.concatenate([result(k, 0) for k in range(R)], axis=1),
+                   result(R - 1, 1),
+                   np.concatenate([result(k, 2) for k in range(R)], axis=1),
+                   result(R - 1, 3)]
+            for rank in range(R - 1):
+                c.close(f"local steps {counts}: rank {rank}'s last = the last rank's",
+                        result(rank, 1), got[1], 0)
+        for i, (g, ref) in enumerate(zip(got, (y, last, h, hl))):
+            c.close(f"local steps {counts} result{i} vs float64", g, ref, 1e-4)
+            c.close(f"local steps {counts} result{i} vs one process", g, single[i], 1e-4)
+    # Local steps go with sequence parallelism only.
+    code, err = run(mlir, [x, w, a], 2, ["--local-steps"], expect_error=True,
+                    parallel="experts")
+    c.expect("--local-steps with --parallel experts is an error",
+             code == 1 and "--local-steps goes with --parallel sequence" in err, err)
+
+
+c.run("local steps", local_steps)
 c.run("bf16 results", bf16_results)
 c.run("exchanges in pieces", pieces)
 c.run("bad inputs", bad_inputs)

@@ -4,7 +4,15 @@
 // operands as they are and gathers only what crosses ranks: states and
 // transitions, the conv's tails with their lengths, attention's keys and
 // values. Glue that mixes steps is an error naming the op.
-// RUN: seqc-opt %s --seq-distribute-steps="ranks=2 local=1" -split-input-file -verify-diagnostics | FileCheck %s
+// Under strict each is an error; without, the function is left out with a
+// remark and named, with why, in the module's seq.not_rank_local (the
+// engine's call of it is an error that says so).
+// RUN: seqc-opt %s --seq-distribute-steps="ranks=2 local=1 strict=1" -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: seqc-opt %s --seq-distribute-steps="ranks=2 local=1" -split-input-file 2>&1 | FileCheck %s --check-prefix=LEFTOUT
+
+// LEFTOUT: remark: @sum has no rank-local form and is left out (calling it is an error): {{.*}}distribute-steps-local.mlir:{{[0-9]+}}:8: rank-local steps: reduces over the steps (loop 1)
+// LEFTOUT: module attributes {seq.not_rank_local = {sum = "{{.*}}rank-local steps: reduces over the steps (loop 1): a sum or scan along them needs every rank's steps"}}
+// LEFTOUT-NOT: func.func @sum
 
 // A projection, a scan and a norm over features: x and y hold steps in
 // dimension 1, the weight and the final state none. The scan's operands are

@@ -65,6 +65,9 @@ struct Options {
   /// --parallel: the work split over the MPI processes, by `parallelism`.
   bool parallel = false;
   Parallelism parallelism = Parallelism::Sequence;
+  /// --local-steps: each rank reads, passes, gets back and writes its own
+  /// steps ("{rank}" in --input and --output-dir names its files).
+  bool localSteps = false;
   /// Seconds a distributed run may take before its ranks give up.
   uint64_t timeoutSeconds = 600;
 };
@@ -77,7 +80,7 @@ const char *kUsage =
     "[--bench N] [--profile[=ops]]\n"
     "                [--no-fuse] [--reference] [--strict] [--threads N] "
     "[--memory-limit SIZE]\n"
-    "                [--parallel MODE [--timeout S]] [-v]\n"
+    "                [--parallel MODE [--local-steps] [--timeout S]] [-v]\n"
     "\n"
     "Compiles FILE.mlir through seqc's JIT and runs one function.\n"
     "  -e NAME            the function to run (default: main, or the only\n"
@@ -127,6 +130,12 @@ const char *kUsage =
     "                     seq op by steps\n"
     "                     (--target cuda: one GPU per rank, the exchanges on\n"
     "                     NCCL; cuda-emulated: on MPI)\n"
+    "  --local-steps      with --parallel sequence: every rank reads its own\n"
+    "                     steps of the inputs with steps ({rank} in an\n"
+    "                     --input path is the rank; with --random-inputs,\n"
+    "                     --dynamic-size steps a rank), passes only those,\n"
+    "                     and writes and prints its own steps of the results\n"
+    "                     ({rank} in --output-dir, else DIR/rank<r>)\n"
     "  --timeout S        a distributed run that has not finished after S\n"
     "                     seconds (default 600) ends every rank with an error\n"
     "  -v, --verbose      prints each compile stage's time and whether the\n"
@@ -312,6 +321,8 @@ Options parseArgs(int argc, char **argv) {
         fail("--parallel takes sequence, experts or sequence+experts, not '" +
              mode + "'");
       o.parallel = true;
+    } else if (arg == "--local-steps") {
+      o.localSteps = true;
     } else if (arg == "--timeout") {
       if (!parseUnsigned(takeValue(), o.timeoutSeconds) ||
           o.timeoutSeconds == 0 || o.timeoutSeconds > 86400)
@@ -335,7 +346,31 @@ Options parseArgs(int argc, char **argv) {
   }
   if (o.file.empty())
     fail("no input file (usage: seqc-run FILE.mlir [options], see --help)");
+  if (o.localSteps && (!o.parallel || o.parallelism != Parallelism::Sequence))
+    fail("--local-steps goes with --parallel sequence");
   return o;
+}
+
+/// `path` with every "{rank}" replaced by `rank`.
+std::string withRank(std::string path, int rank) {
+  const std::string mark = "{rank}";
+  for (size_t at = path.find(mark); at != std::string::npos;
+       at = path.find(mark, at))
+    path.replace(at, mark.size(), std::to_string(rank));
+  return path;
+}
+
+/// Under --local-steps each rank's own files: its inputs, and its results'
+/// directory ({rank} in it, else a rank<r> directory below it).
+void useRankFiles(Options &o, int rank) {
+  for (std::string &input : o.inputs)
+    input = withRank(input, rank);
+  if (o.outputDir.empty())
+    return;
+  if (o.outputDir.find("{rank}") != std::string::npos)
+    o.outputDir = withRank(o.outputDir, rank);
+  else
+    o.outputDir += "/rank" + std::to_string(rank);
 }
 
 /// The function to run: -e, else `main`, else the only public function.
@@ -425,7 +460,12 @@ void printProfile(const FunctionSignature &sig,
 void writeResults(const std::string &dir, const std::vector<Tensor> &results) {
   struct stat st;
   if (stat(dir.c_str(), &st) != 0) {
-    if (mkdir(dir.c_str(), 0755) != 0)
+    // With its parents (DIR/rank<r> under --local-steps; the ranks may
+    // create DIR at the same time).
+    for (size_t at = dir.find('/', 1); at != std::string::npos;
+         at = dir.find('/', at + 1))
+      mkdir(dir.substr(0, at).c_str(), 0755);
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
       fail("cannot create output directory '" + dir +
            "': " + std::strerror(errno));
   } else if (!S_ISDIR(st.st_mode)) {
@@ -591,8 +631,10 @@ int main(int argc, char **argv) {
     started.up.store(true, std::memory_order_release);
     distributedRun = true;
   }
-  // Rank 0 writes, prints and reports.
-  bool reports = world.rank == 0;
+  // Rank 0 writes, prints and reports; with local steps every rank, its own.
+  bool reports = world.rank == 0 || opts.localSteps;
+  if (opts.localSteps)
+    useRankFiles(opts, world.rank);
 
   // Files are read before compiling: a bad one is reported at once.
   ArgumentSources sources;
@@ -629,6 +671,7 @@ int main(int argc, char **argv) {
   if (opts.parallel) {
     copts.ranks = world.size;
     copts.parallel = opts.parallelism;
+    copts.localSteps = opts.localSteps;
   }
   Expected<std::shared_ptr<CompiledModule>> module = [&] {
     CompileProgress progress(opts.file, opts.verbose);
@@ -658,6 +701,9 @@ int main(int argc, char **argv) {
     std::vector<Tensor> digested = *args;
     for (const weights::NamedTensor &w : bound)
       digested.push_back(w.tensor);
+    // Each rank's own steps differ: the module and function must agree.
+    if (opts.localSteps)
+      digested.clear();
     checkRanksAgree(world, runDigest(opts.file, entry, digested));
   }
 
@@ -711,15 +757,23 @@ int main(int argc, char **argv) {
   if (!opts.outputDir.empty())
     writeResults(opts.outputDir, results);
   if (opts.print) {
+    // One write per rank, so that ranks' lines do not interleave.
+    std::string text;
     for (size_t i = 0; i < results.size(); ++i) {
       const Tensor &t = results[i];
-      std::printf("result%zu: %s\n%s\n", i, t.typeString().c_str(),
-                  formatTensor(t).c_str());
+      if (opts.localSteps)
+        text += "rank " + std::to_string(world.rank) + " ";
+      text += "result" + std::to_string(i) + ": " + t.typeString() + "\n" +
+              formatTensor(t) + "\n";
     }
+    std::fflush(stdout);
+    if (::write(STDOUT_FILENO, text.data(), text.size()) < 0)
+      fail(std::string("cannot print the results: ") + std::strerror(errno));
   }
-  if (opts.profile != Profile::None)
+  // Timings from rank 0 (every rank waits for the others' exchanges).
+  if (opts.profile != Profile::None && world.rank == 0)
     printProfile(sig, profiles, times);
-  if (opts.bench > 0)
+  if (opts.bench > 0 && world.rank == 0)
     std::printf("bench: median_ms=%.4f min_ms=%.4f runs=%d\n", median(times),
                 *std::min_element(times.begin(), times.end()), opts.bench);
   if (opts.parallel)
