@@ -11,7 +11,10 @@ and its steps of the results (every rank returns them whole), against one
 state per rank, the minimum sequence parallelism needs; and that exchange
 alone on MPI three ways (bench/state_exchange.c: an all-reduce of
 zero-padded rows, seqc's former exchange; MPI_Allgather, seqc's;
-MPI_Exscan with a user-defined combine). The MoE layer (`--parallel experts`, T 1024, D 1024,
+MPI_Exscan with a user-defined combine). A further row runs the split with
+rank-local steps (`--local-steps`: each rank reads its own half of the
+steps and returns its own half of y, nothing gathered but the states).
+The MoE layer (`--parallel experts`, T 1024, D 1024,
 F 2048, E 8, top-2, SwiGLU, capacity 1.25) prints per rank the rows it
 sends to other ranks' experts and receives back (the minimum expert
 parallelism needs, from the routing), the R x E counts, and the whole
@@ -45,6 +48,9 @@ ENV = dict(os.environ, OMPI_MCA_btl="self,vader")
 
 
 def ssd_module(T, H, P, N):
+    """T None: a dynamic number of steps (each rank's own under
+    --local-steps)."""
+    T = "?" if T is None else T
     x, dt, st = f"tensor<1x{T}x{H}x{P}xf32>", f"tensor<1x{T}x{H}xf32>", f"tensor<1x{H}x{P}x{N}xf32>"
     bc = f"tensor<1x{T}x1x{N}xf32>"
     return f"""
@@ -96,6 +102,27 @@ def bench(cmd, env):
     return float(m.group(1)), float(m.group(2))
 
 
+def local_command(args, tmp, inputs, R):
+    """seqc-run of the dynamic-T ssd with rank r's even share of the steps
+    of every input with steps in its own files ({rank} in the paths)."""
+    src = os.path.join(tmp, "ssd_local.mlir")
+    with open(src, "w") as f:
+        f.write(ssd_module(None, 8, 64, 64))
+    T = inputs[0].shape[1]
+    cmd = [args.seqc_run, src, "--bench", str(args.runs)]
+    for i, a in enumerate(inputs):
+        if a.ndim == 1:
+            path = os.path.join(tmp, f"local_in{i}.npy")
+            np.save(path, a.astype(np.float32))
+        else:
+            for r in range(R):
+                np.save(os.path.join(tmp, f"local_in{i}_{r}.npy"),
+                        a[:, r * T // R:(r + 1) * T // R].astype(np.float32))
+            path = os.path.join(tmp, f"local_in{i}_{{rank}}.npy")
+        cmd += ["--input", path]
+    return cmd
+
+
 def ssd_scaling(args):
     T, H, P, N = args.T, 8, 64, 64
     r = np.random.default_rng(0)
@@ -130,10 +157,21 @@ def ssd_scaling(args):
             cmd = MPIRUN + ["-np", str(R)] + base + ["--parallel", "sequence"]
             rows.append((f"{R} rank{'s' if R > 1 else ''} x {threads} thread{'s' if threads > 1 else ''}",
                          bench(cmd, dict(ENV, SEQC_NUM_THREADS=str(threads)))))
+        # Rank-local steps: each rank reads its own T/2 steps and returns
+        # its own steps of y (no gather of y, half the memory a rank).
+        R, threads = 2, max(1, cores // 2)
+        rows.append((f"{R} ranks x {threads} thread{'s' if threads > 1 else ''}, rank-local steps",
+                     bench(MPIRUN + ["-np", str(R)] + local_command(args, tmp, inputs, R)
+                           + ["--parallel", "sequence", "--local-steps"],
+                           dict(ENV, SEQC_NUM_THREADS=str(threads)))))
         print(f"ssd T={T} H={H} P={P} N={N} (chunk 64), medians of {args.runs} calls:")
         for name, (med, low) in rows:
             print(f"  {name:34s} {med:9.1f} ms (min {low:.1f})  speedup {one[0] / med:5.2f}x")
         state = 4 * H * P * N
+        print(f"  rank-local steps at R=2: state and transition only "
+              f"({(4 * H * P * N + 4 * H * N) / 1e6:.3f} MB given, as above), "
+              f"no results gathered; each rank holds {4 * (T // 2) * (2 * H * P + H + 2 * N) / 1e6:.1f} MB "
+              f"of x, dt, B, C and y against {4 * T * (2 * H * P + H + 2 * N) / 1e6:.1f} MB whole")
         for R in (2,):
             transition = 4 * H * N  # the ssd's is one decay per head (width P -> 1)
             pair = state + transition
