@@ -735,8 +735,11 @@ struct SeqDistributeSteps
       if (isa<PackedSequencesOpInterface>(op))
         ops.push_back(op);
     });
-    FailureOr<bool> split =
-        prepareRankGrid(module, getArgument(), ranks.getValue(), !ops.empty());
+    // Under rank-local steps every function is analysed, those without a
+    // seq op too: their arguments are a rank's own steps only where an op
+    // with a time axis says so.
+    FailureOr<bool> split = prepareRankGrid(
+        module, getArgument(), ranks.getValue(), !ops.empty() || local);
     if (failed(split))
       return signalPassFailure();
     if (!*split)
@@ -823,7 +826,8 @@ struct SeqDistributeSteps
   }
 
   /// The step axes of `func`'s tensors, or failure (with an error) where an
-  /// op does not split over ranks or the glue mixes steps.
+  /// op does not split over ranks, the glue mixes steps, or no argument
+  /// holds steps.
   static FailureOr<StepAxes> analyzeLocalSteps(func::FuncOp func) {
     WalkResult whole = func.walk([&](Operation *op) {
       if (!isa<PackedSequencesOpInterface>(op))
@@ -837,7 +841,22 @@ struct SeqDistributeSteps
     });
     if (whole.wasInterrupted())
       return failure();
-    return StepAxes::analyze(func);
+    FailureOr<StepAxes> axes = StepAxes::analyze(func);
+    if (failed(axes))
+      return failure();
+    // Without one, a rank's own tokens would pass for the whole: a MoE
+    // layer alone would apply its capacity to each rank's tokens.
+    if (func.isPublic() && llvm::none_of(func.getArguments(), [&](Value arg) {
+          return axes->of(arg).has_value();
+        })) {
+      func.emitError() << "rank-local steps: no argument of @"
+                       << func.getSymName()
+                       << " holds steps (none reaches the time axis of a "
+                          "seq op that splits over ranks), so a rank's own "
+                          "steps cannot be told from the whole";
+      return failure();
+    }
+    return axes;
   }
 
   static void markSteps(func::FuncOp func, const StepAxes &axes) {

@@ -322,7 +322,17 @@ LogicalResult StepAxes::Solver::relateSeq(Operation *op) {
   for (const TensorDecl &decl : sig.tensors()) {
     if (!decl.value)
       continue;
-    if (failed(set(decl.value, {declaredStepAxis(decl), 1}, op)))
+    int64_t axis = declaredStepAxis(decl);
+    // The distribution splits dimension 1 only: steps anywhere else (or
+    // counted otherwise) would pass for a whole tensor.
+    for (auto [d, dim] : llvm::enumerate(decl.dims))
+      if ((dim.symbol == "T" || dim.symbol == "S") && int64_t(d) != axis) {
+        error(op) << op->getName() << "'s " << decl.name
+                  << " counts steps in its dimension " << d
+                  << ", which does not split over ranks";
+        return failure();
+      }
+    if (failed(set(decl.value, {axis, 1}, op)))
       return failure();
   }
   return success();
@@ -559,6 +569,13 @@ LogicalResult StepAxes::Solver::checkCountUses(Value count, bool derived) {
       if (failed(checkCountUses(user->getResult(0), /*derived=*/true)))
         return failure();
       continue;
+    }
+    if (isa<OffsetSizeAndStrideOpInterface>(user)) {
+      error(user) << user->getName()
+                  << " takes steps at a position counted from the number of "
+                     "steps (a token shift, the last step): each rank holds "
+                     "only its own steps";
+      return failure();
     }
     error(user) << user->getName()
                 << " uses the number of steps as a value; each rank sees "

@@ -110,7 +110,7 @@ func.func @last_step(%x: tensor<1x?x4xf32>) -> tensor<1x1x4xf32> {
   %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
   %T = tensor.dim %y, %c1 : tensor<1x?x4xf32>
   %end = arith.subi %T, %c1 : index
-  // expected-error @below {{rank-local steps: tensor.extract_slice uses the number of steps as a value; each rank sees only its own}}
+  // expected-error @below {{rank-local steps: tensor.extract_slice takes steps at a position counted from the number of steps (a token shift, the last step): each rank holds only its own steps}}
   %s = tensor.extract_slice %y[0, %end, 0] [1, 1, 4] [1, 1, 1] : tensor<1x?x4xf32> to tensor<1x1x4xf32>
   return %s : tensor<1x1x4xf32>
 }
@@ -173,4 +173,25 @@ func.func @checkpoints(%x: tensor<1x?x4xf32>) -> tensor<1x?x4xf32> {
   // expected-error @below {{rank-local steps: seq.linear_scan with checkpoint_every: checkpoints do not run rank-local}}
   %y, %last, %states = seq.linear_scan %x, %x {checkpoint_every = 4 : i64} : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>, tensor<1x?x4xf32>)
   return %states : tensor<1x?x4xf32>
+}
+
+// -----
+
+// Without an op with a time axis nothing tells a rank's own tokens from
+// the whole (a MoE layer would apply its capacity to each rank's).
+// expected-error @below {{rank-local steps: no argument of @experts holds steps (none reaches the time axis of a seq op that splits over ranks), so a rank's own steps cannot be told from the whole}}
+func.func @experts(%x: tensor<?x4xf32>, %w: tensor<?x2xf32>, %i: tensor<?x2xi32>, %up: tensor<4x4x8xf32>, %down: tensor<4x8x4xf32>) -> tensor<?x4xf32> {
+  %y, %load = seq.moe_ffn %x, %w, %i, %up, %down : (tensor<?x4xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<4x4x8xf32>, tensor<4x8x4xf32>) -> (tensor<?x4xf32>, tensor<4xi64>)
+  return %y : tensor<?x4xf32>
+}
+
+// -----
+
+// moe_ffn counts every token (its capacity): it does not take a rank's own.
+func.func @moe_after_scan(%x: tensor<1x?x4xf32>, %w: tensor<?x2xf32>, %i: tensor<?x2xi32>, %up: tensor<4x4x8xf32>, %down: tensor<4x8x4xf32>) -> tensor<?x4xf32> {
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  %flat = tensor.collapse_shape %y [[0, 1], [2]] : tensor<1x?x4xf32> into tensor<?x4xf32>
+  // expected-error @below {{rank-local steps: seq.moe_ffn does not run on each rank's own steps}}
+  %o, %load = seq.moe_ffn %flat, %w, %i, %up, %down : (tensor<?x4xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<4x4x8xf32>, tensor<4x8x4xf32>) -> (tensor<?x4xf32>, tensor<4xi64>)
+  return %o : tensor<?x4xf32>
 }

@@ -265,3 +265,62 @@ def test_rank_local_steps_agree_with_one_process(tmp_path, counts):
     example = os.path.join(os.path.dirname(__file__), "..", "..", "examples",
                            "mamba2_block.mlir")
     run_ranks(tmp_path, LOCAL_SCRIPT, len(counts.split(",")), counts, example)
+
+
+EXAMPLE_LOCAL_SCRIPT = textwrap.dedent("""
+    import os
+    import sys
+    import numpy as np
+    import seqc
+
+    # An example block's @main with rank-local steps equals one process on
+    # the whole; a block that cannot take a rank's own steps says why.
+    counts = [int(c) for c in sys.argv[1].split(",")]
+    rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+    start, mine = sum(counts[:rank]), counts[rank]
+    text = open(sys.argv[2]).read()
+    refused = sys.argv[3] if len(sys.argv) > 3 else ""
+    module = seqc.compile(text, ranks=len(counts), local_steps=True)
+    if refused:
+        try:
+            module.main
+            raise AssertionError("a block without a rank-local form ran")
+        except seqc.CallError as e:
+            assert refused in str(e), str(e)
+        print("agree")
+        sys.exit(0)
+    one = seqc.compile(text).main
+    rng = np.random.default_rng(8)
+    args = [np.ascontiguousarray(
+                rng.standard_normal([sum(counts) if d < 0 else d
+                                     for d in shape]) * 0.2, np.float32)
+            for _, _, shape in one.inputs]
+    whole = one(*args)
+    own = [np.ascontiguousarray(a[:, start:start + mine])
+           if any(d < 0 for d in shape) else a
+           for a, (_, _, shape) in zip(args, one.inputs)]
+    for g, w, (_, _, shape) in zip(module.main(*own), whole, one.outputs):
+        if any(d < 0 for d in shape):
+            w = w[:, start:start + mine]
+        err = float(np.max(np.abs(g - w)))
+        assert err <= 1e-4 * max(1.0, float(np.max(np.abs(w)))), err
+    print("agree")
+""")
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="needs OpenMPI's mpirun")
+@pytest.mark.parametrize("block,refused", [
+    ("mamba1_block", ""),  # selective_scan
+    ("gla_block", ""),  # gated linear attention
+    ("gdn_block", ""),  # gated delta rule
+    ("kda_block", ""),  # generalized delta rule
+    # A MoE layer alone: nothing says which tokens are a rank's own.
+    ("moe_block", "no argument of @main holds steps"),
+    # RWKV's token shift reads the step before, on the rank before.
+    ("rwkv6_block", "takes steps at a position counted from the number"),
+])
+def test_rank_local_example_blocks(tmp_path, block, refused):
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples",
+                           block + ".mlir")
+    run_ranks(tmp_path, EXAMPLE_LOCAL_SCRIPT, 2, "23,18", example,
+              *([refused] if refused else []))
