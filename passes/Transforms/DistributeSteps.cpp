@@ -797,6 +797,12 @@ struct SeqDistributeSteps
       }
       if (why.empty())
         return failure();
+      // A call left to it would name nothing.
+      if (!SymbolTable::symbolKnownUseEmpty(func, module)) {
+        func.emitError() << "rank-local steps: @" << func.getSymName()
+                         << " is called but has no rank-local form: " << why;
+        return failure();
+      }
       func.emitRemark() << "@" << func.getSymName()
                         << " has no rank-local form and is left out (calling "
                         << "it is an error): " << why;

@@ -14,11 +14,14 @@
 #include "Seq/SeqDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
 #include "mlir/Dialect/Index/IR/IndexOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -44,6 +47,19 @@ std::optional<int64_t> staticProduct(RankedTensorType type,
     product *= type.getDimSize(d);
   }
   return product;
+}
+
+/// Whether the dimensions of `group` before `axis` are all 1 (the steps are
+/// the group's outermost run, so a rank's steps stay contiguous).
+bool outerDimsAreOne(RankedTensorType type, ArrayRef<int64_t> group,
+                     int64_t axis) {
+  for (int64_t d : group) {
+    if (d == axis)
+      return true;
+    if (type.getDimSize(d) != 1)
+      return false;
+  }
+  return true;
 }
 
 /// The only dynamic dimension of `dims` in `type`, or -1.
@@ -104,6 +120,7 @@ public:
       if (walk.wasInterrupted())
         return failure();
     } while (changed);
+    joinFullSlices();
     WalkResult walk = func.walk([&](Operation *op) {
       return failed(check(op)) ? WalkResult::interrupt()
                                : WalkResult::advance();
@@ -130,6 +147,14 @@ private:
     return set(v, {kNoSteps, 1}, at);
   }
   LogicalResult same(Value x, Value y, Operation *at);
+  /// x and y count the same steps (where they hold steps): `extents`.
+  void sameExtent(Value x, Value y) { extents.unionSets(x, y); }
+  /// Whether `count` (tensor.dim of some tensor's step axis) counts the
+  /// steps of `tensor`.
+  bool countsStepsOf(Value count, Value tensor) const;
+  /// A slice whose size is its whole's own number of steps keeps every
+  /// step: its part counts the same steps (to a fixpoint, slices of slices).
+  void joinFullSlices();
 
   // Relations, one kind of op each.
   LogicalResult relate(Operation *op);
@@ -145,11 +170,13 @@ private:
   LogicalResult check(Operation *op);
   LogicalResult checkLinalg(linalg::LinalgOp op);
   LogicalResult checkStaticSteps(Value v, Operation *at);
-  LogicalResult checkStepSize(OpFoldResult size, StepAxis axis, Operation *at,
-                              StringRef what);
+  /// `size` must be `tensor`'s own number of steps (at `axis`).
+  LogicalResult checkStepSize(OpFoldResult size, Value tensor, StepAxis axis,
+                              Operation *at, StringRef what);
   /// A slice of `whole` (the tensor it takes from or inserts into).
   LogicalResult checkSlice(OffsetSizeAndStrideOpInterface slice, Value whole);
   LogicalResult checkCountUses(Value count, bool derived);
+  LogicalResult checkDecisionUses(Value decision);
   bool isCountSize(Operation *user, Value count);
 
   InFlightDiagnostic error(Operation *at) {
@@ -160,6 +187,12 @@ private:
 
   func::FuncOp func;
   llvm::DenseMap<Value, StepAxis> &axes;
+  /// Tensors whose step dimensions count the same steps (related through
+  /// a linalg loop, a cast, a reshape, an elementwise op, a seq op's T or
+  /// S, a slice that keeps every step). A slice or a new tensor sized by
+  /// the number of steps must take it from its own class: a table sliced
+  /// to the sequence's length is not a rank's own steps.
+  llvm::EquivalenceClasses<Value> extents;
   bool changed = false;
 
   friend class StepAxes;
@@ -191,6 +224,7 @@ LogicalResult StepAxes::Solver::set(Value v, StepAxis a, Operation *at) {
 }
 
 LogicalResult StepAxes::Solver::same(Value x, Value y, Operation *at) {
+  sameExtent(x, y);
   if (std::optional<StepAxis> a = get(x))
     if (failed(set(y, *a, at)))
       return failure();
@@ -254,6 +288,7 @@ LogicalResult StepAxes::Solver::relateLinalg(linalg::LinalgOp op) {
       return failure();
   std::optional<unsigned> loop;
   int64_t rows = 1;
+  Value stepOperand;
   for (OpOperand &operand : op->getOpOperands()) {
     std::optional<StepAxis> a = get(operand.get());
     if (!a || a->axis < 0)
@@ -275,6 +310,7 @@ LogicalResult StepAxes::Solver::relateLinalg(linalg::LinalgOp op) {
     }
     loop = dim.getPosition();
     rows = a->rows;
+    stepOperand = operand.get();
   }
   if (!loop)
     return success();
@@ -284,15 +320,18 @@ LogicalResult StepAxes::Solver::relateLinalg(linalg::LinalgOp op) {
     AffineMap map = op.getMatchingIndexingMap(&operand);
     std::optional<unsigned> position =
         map.getResultPosition(getAffineDimExpr(*loop, op->getContext()));
-    LogicalResult related =
-        position
-            ? set(operand.get(), {int64_t(*position), rows}, op)
-            : (map.isFunctionOfDim(*loop)
-                   ? (error(op) << "operand #" << operand.getOperandNumber()
-                                << " indexes the steps by an expression",
-                      failure())
-                   : setNone(operand.get(), op));
-    if (failed(related))
+    if (position) {
+      sameExtent(operand.get(), stepOperand);
+      if (failed(set(operand.get(), {int64_t(*position), rows}, op)))
+        return failure();
+      continue;
+    }
+    if (map.isFunctionOfDim(*loop)) {
+      error(op) << "operand #" << operand.getOperandNumber()
+                << " indexes the steps by an expression";
+      return failure();
+    }
+    if (failed(setNone(operand.get(), op)))
       return failure();
   }
   for (auto [init, result] :
@@ -319,6 +358,9 @@ LogicalResult StepAxes::Solver::relateSeq(Operation *op) {
   }
   ShapeSignature sig;
   cast<ShapeSignatureOpInterface>(op).buildShapeSignature(sig);
+  // The tensors that count T alike, and those that count S (attention's
+  // keys, which may be another sequence).
+  Value firstT, firstS;
   for (const TensorDecl &decl : sig.tensors()) {
     if (!decl.value)
       continue;
@@ -334,6 +376,12 @@ LogicalResult StepAxes::Solver::relateSeq(Operation *op) {
       }
     if (failed(set(decl.value, {axis, 1}, op)))
       return failure();
+    if (axis >= 0) {
+      Value &first = decl.dims[axis].symbol == "T" ? firstT : firstS;
+      if (first)
+        sameExtent(first, decl.value);
+      first = decl.value;
+    }
   }
   return success();
 }
@@ -377,6 +425,7 @@ StepAxes::Solver::relateReshape(Value flat, Value split,
                                 ArrayRef<ReassociationIndices> groups,
                                 Operation *at) {
   auto splitType = cast<RankedTensorType>(split.getType());
+  sameExtent(flat, split);
   if (std::optional<StepAxis> a = get(split)) {
     if (a->axis < 0)
       return set(flat, *a, at);
@@ -384,8 +433,12 @@ StepAxes::Solver::relateReshape(Value flat, Value split,
       if (!llvm::is_contained(group, a->axis))
         continue;
       std::optional<int64_t> others = staticProduct(splitType, group, a->axis);
-      if (!others) {
-        error(at) << "merges the steps with a dimension of dynamic size";
+      if (!others || *others == 0 ||
+          !outerDimsAreOne(splitType, group, a->axis)) {
+        error(at) << "merges the steps with a dimension that is dynamic, "
+                     "empty or outside them (a rank's steps must stay one "
+                     "run: [1, T, C] -> [T C] does, [B, T] -> [B T] does "
+                     "not)";
         return failure();
       }
       if (failed(set(flat, {int64_t(g), a->rows * *others}, at)))
@@ -398,7 +451,8 @@ StepAxes::Solver::relateReshape(Value flat, Value split,
     const ReassociationIndices &group = groups[a->axis];
     int64_t axis = onlyDynamic(splitType, group);
     std::optional<int64_t> others = staticProduct(splitType, group, axis);
-    if (axis < 0 || !others || a->rows % *others != 0) {
+    if (axis < 0 || !others || *others == 0 || a->rows % *others != 0 ||
+        !outerDimsAreOne(splitType, group, axis)) {
       error(at) << "splits the steps' dimension into dimensions other than "
                    "the steps and static ones";
       return failure();
@@ -432,8 +486,8 @@ LogicalResult StepAxes::Solver::check(Operation *op) {
         std::optional<StepAxis> a = get(empty.getResult());
         if (!a || a->axis < 0)
           return success();
-        return checkStepSize(empty.getMixedSizes()[a->axis], *a, op,
-                             "a new tensor's steps");
+        return checkStepSize(empty.getMixedSizes()[a->axis], empty.getResult(),
+                             *a, op, "a new tensor's steps");
       })
       .Case([&](tensor::ExtractSliceOp slice) {
         return checkSlice(slice, slice.getSource());
@@ -445,10 +499,20 @@ LogicalResult StepAxes::Solver::check(Operation *op) {
         std::optional<StepAxis> a = get(expand.getResult());
         if (!a || a->axis < 0)
           return success();
-        return checkStepSize(expand.getMixedOutputShape()[a->axis], *a, op,
-                             "the steps' dimension");
+        return checkStepSize(expand.getMixedOutputShape()[a->axis],
+                             expand.getSrc(), *a, op, "the steps' dimension");
       })
-      .Case<tensor::CastOp, tensor::CollapseShapeOp, func::ReturnOp>(
+      .Case([&](tensor::CastOp cast) -> LogicalResult {
+        bool unranked =
+            !isTensor(cast.getSource()) || !isTensor(cast.getResult());
+        if (unranked &&
+            (stepped(cast.getSource()) || stepped(cast.getResult()))) {
+          error(op) << "casts a tensor with steps to or from an unranked one";
+          return failure();
+        }
+        return success();
+      })
+      .Case<tensor::CollapseShapeOp, func::ReturnOp>(
           [](Operation *) { return success(); })
       .Default([&](Operation *other) -> LogicalResult {
         if (OpTrait::hasElementwiseMappableTraits(other))
@@ -481,6 +545,13 @@ LogicalResult StepAxes::Solver::checkLinalg(linalg::LinalgOp op) {
               << "): a sum or scan along them needs every rank's steps";
     return failure();
   }
+  for (OpOperand &init : op.getDpsInitsMutable())
+    if (!op.getMatchingIndexingMap(&init).isFunctionOfDim(*loop)) {
+      error(op) << "writes its result #"
+                << init.getOperandNumber() - op.getNumDpsInputs()
+                << " once for every step (the last step wins)";
+      return failure();
+    }
   WalkResult walk = op->walk([&](linalg::IndexOp index) {
     if (index.getDim() != *loop)
       return WalkResult::advance();
@@ -504,14 +575,49 @@ LogicalResult StepAxes::Solver::checkStaticSteps(Value v, Operation *at) {
   return failure();
 }
 
-LogicalResult StepAxes::Solver::checkStepSize(OpFoldResult size, StepAxis axis,
-                                              Operation *at, StringRef what) {
-  if (auto value = dyn_cast<Value>(size))
-    if (stepCountRows(axes, value) == axis.rows)
+LogicalResult StepAxes::Solver::checkStepSize(OpFoldResult size, Value tensor,
+                                              StepAxis axis, Operation *at,
+                                              StringRef what) {
+  auto value = dyn_cast<Value>(size);
+  if (value && stepCountRows(axes, value) == axis.rows) {
+    if (countsStepsOf(value, tensor))
       return success();
+    error(at) << "sizes " << what << " by the number of steps of a tensor "
+              << "that counts other steps (a table cut to the sequence's "
+              << "length is not a rank's own steps)";
+    return failure();
+  }
   error(at) << "sizes " << what << " by something other than the number of "
             << "steps (tensor.dim of a tensor with steps)";
   return failure();
+}
+
+bool StepAxes::Solver::countsStepsOf(Value count, Value tensor) const {
+  auto dim = count.getDefiningOp<tensor::DimOp>();
+  return dim && extents.isEquivalent(dim.getSource(), tensor);
+}
+
+void StepAxes::Solver::joinFullSlices() {
+  bool joined = true;
+  auto join = [&](Value whole, Value part, ArrayRef<OpFoldResult> sizes) {
+    std::optional<StepAxis> a = get(whole);
+    if (!a || a->axis < 0 || extents.isEquivalent(whole, part))
+      return;
+    auto size = dyn_cast<Value>(sizes[a->axis]);
+    if (size && countsStepsOf(size, whole)) {
+      sameExtent(whole, part);
+      joined = true;
+    }
+  };
+  while (joined) {
+    joined = false;
+    func.walk([&](Operation *op) {
+      if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op))
+        join(slice.getSource(), slice.getResult(), slice.getMixedSizes());
+      else if (auto slice = dyn_cast<tensor::InsertSliceOp>(op))
+        join(slice.getDest(), slice.getSource(), slice.getMixedSizes());
+    });
+  }
 }
 
 LogicalResult StepAxes::Solver::checkSlice(OffsetSizeAndStrideOpInterface slice,
@@ -528,12 +634,15 @@ LogicalResult StepAxes::Solver::checkSlice(OffsetSizeAndStrideOpInterface slice,
                  "rank-local)";
     return failure();
   }
-  return checkStepSize(slice.getMixedSizes()[a->axis], *a, at,
+  return checkStepSize(slice.getMixedSizes()[a->axis], whole, *a, at,
                        "a slice's steps");
 }
 
-/// Whether `user` takes `count` as the size of the steps' dimension.
+/// Whether `user` takes `count` as the size of the steps' dimension, and
+/// nowhere else.
 bool StepAxes::Solver::isCountSize(Operation *user, Value count) {
+  if (llvm::count(user->getOperands(), count) != 1)
+    return false;
   auto isStepPosition = [&](ArrayRef<OpFoldResult> sizes, Value shaped) {
     std::optional<StepAxis> a = get(shaped);
     return a && a->axis >= 0 && dyn_cast<Value>(sizes[a->axis]) == count;
@@ -559,8 +668,12 @@ bool StepAxes::Solver::isCountSize(Operation *user, Value count) {
 /// enter arithmetic whose result is a value of the computation.
 LogicalResult StepAxes::Solver::checkCountUses(Value count, bool derived) {
   for (Operation *user : count.getUsers()) {
-    if (isa<arith::CmpIOp, index::CmpOp>(user) ||
-        (!derived && isCountSize(user, count)))
+    if (isa<arith::CmpIOp, index::CmpOp>(user)) {
+      if (failed(checkDecisionUses(user->getResult(0))))
+        return failure();
+      continue;
+    }
+    if (!derived && isCountSize(user, count))
       continue;
     // Index arithmetic on sizes (the run-time checks' bounds) may go on to
     // a comparison.
@@ -581,6 +694,39 @@ LogicalResult StepAxes::Solver::checkCountUses(Value count, bool derived) {
                 << " uses the number of steps as a value; each rank sees "
                    "only its own";
     return failure();
+  }
+  return success();
+}
+
+/// A comparison of the number of steps may only be asserted (the run-time
+/// checks, which skip some when a dimension is empty: an scf.if without
+/// results): a branch or selection on it would differ on each rank.
+LogicalResult StepAxes::Solver::checkDecisionUses(Value decision) {
+  for (Operation *user : decision.getUsers()) {
+    if (isa<cf::AssertOp>(user))
+      continue;
+    // Combined, yielded by an scf.if or deciding one whose results are such
+    // conditions too (as the run-time checks build them).
+    SmallVector<Value> onward;
+    if (isa<arith::AndIOp, arith::OrIOp, arith::XOrIOp>(user)) {
+      onward.push_back(user->getResult(0));
+    } else if (isa<scf::YieldOp>(user) && isa<scf::IfOp>(user->getParentOp())) {
+      for (OpOperand &use : decision.getUses())
+        if (use.getOwner() == user)
+          onward.push_back(
+              user->getParentOp()->getResult(use.getOperandNumber()));
+    } else if (auto guard = dyn_cast<scf::IfOp>(user)) {
+      llvm::append_range(onward, guard->getResults());
+    } else {
+      error(user) << user->getName()
+                  << " decides on the number of steps; each rank sees only "
+                     "its own";
+      return failure();
+    }
+    for (Value next : onward)
+      if (failed(checkDecisionUses(next)))
+        return failure();
+    continue;
   }
   return success();
 }

@@ -84,13 +84,13 @@ class Module:
         # Only names that are not attributes: the uncallable functions.
         uncallable = self.__dict__.get("_uncallable", {})
         if name in uncallable:
-            raise uncallable[name]
+            raise CallError(str(uncallable[name]))
         raise AttributeError(f"seqc: the module has no public function "
                              f"'{name}'")
 
     def __getitem__(self, name):
         if name in self._uncallable:
-            raise self._uncallable[name]
+            raise CallError(str(self._uncallable[name]))
         try:
             return self._functions[name]
         except KeyError:

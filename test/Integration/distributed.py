@@ -415,6 +415,10 @@ func.func @main(%x: {td}, %w: tensor<{C}x4xf32>, %a: {td})
                     parallel="experts")
     c.expect("--local-steps with --parallel experts is an error",
              code == 1 and "--local-steps goes with --parallel sequence" in err, err)
+    # Every rank reading the same file would pass the same steps as its own.
+    code, err = run(mlir, [x, w, a], 2, ["--local-steps"], expect_error=True)
+    c.expect("--local-steps without {rank} in an input path is an error",
+             code == 1 and "--local-steps needs {rank} in the path" in err, err)
 
 
 c.run("local steps", local_steps)

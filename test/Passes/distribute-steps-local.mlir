@@ -195,3 +195,77 @@ func.func @moe_after_scan(%x: tensor<1x?x4xf32>, %w: tensor<?x2xf32>, %i: tensor
   %o, %load = seq.moe_ffn %flat, %w, %i, %up, %down : (tensor<?x4xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<4x4x8xf32>, tensor<4x8x4xf32>) -> (tensor<?x4xf32>, tensor<4xi64>)
   return %o : tensor<?x4xf32>
 }
+
+// -----
+
+// [B, T] -> [B T] with B > 1 interleaves the ranks' steps.
+func.func @batch_major(%x: tensor<2x?x4xf32>) -> tensor<?x4xf32> {
+  %y, %last = seq.linear_scan %x, %x : (tensor<2x?x4xf32>, tensor<2x?x4xf32>) -> (tensor<2x?x4xf32>, tensor<2x4xf32>)
+  // expected-error @below {{rank-local steps: merges the steps with a dimension that is dynamic, empty or outside them (a rank's steps must stay one run: [1, T, C] -> [T C] does, [B, T] -> [B T] does not)}}
+  %flat = tensor.collapse_shape %y [[0, 1], [2]] : tensor<2x?x4xf32> into tensor<?x4xf32>
+  return %flat : tensor<?x4xf32>
+}
+
+// -----
+
+// A table cut to the sequence's length is not a rank's own steps.
+func.func @table(%x: tensor<1x?x4xf32>, %table: tensor<1x?x4xf32>) -> tensor<1x?x4xf32> {
+  %c1 = arith.constant 1 : index
+  %T = tensor.dim %x, %c1 : tensor<1x?x4xf32>
+  // expected-error @below {{rank-local steps: sizes a slice's steps by the number of steps of a tensor that counts other steps (a table cut to the sequence's length is not a rank's own steps)}}
+  %rows = tensor.extract_slice %table[0, 0, 0] [1, %T, 4] [1, 1, 1] : tensor<1x?x4xf32> to tensor<1x?x4xf32>
+  %y, %last = seq.linear_scan %x, %rows : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  return %y : tensor<1x?x4xf32>
+}
+
+// -----
+
+// A choice made on the number of steps differs on each rank.
+func.func @choice(%x: tensor<1x?x4xf32>, %a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<1x?x4xf32>, tensor<4xf32>) {
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  %T = tensor.dim %y, %c1 : tensor<1x?x4xf32>
+  %long = arith.cmpi sgt, %T, %c16 : index
+  // expected-error @below {{rank-local steps: arith.select decides on the number of steps; each rank sees only its own}}
+  %w = arith.select %long, %a, %b : tensor<4xf32>
+  return %y, %w : tensor<1x?x4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// The number of steps sizes the steps only.
+func.func @square(%x: tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<?x?xf32>) {
+  %c1 = arith.constant 1 : index
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  %T = tensor.dim %y, %c1 : tensor<1x?x4xf32>
+  // expected-error @below {{rank-local steps: tensor.empty uses the number of steps as a value; each rank sees only its own}}
+  %e = tensor.empty(%T, %T) : tensor<?x?xf32>
+  %zero = arith.constant 0.0 : f32
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %y, %z : tensor<1x?x4xf32>, tensor<?x?xf32>
+}
+
+// -----
+
+// A result without the steps written from every step keeps the last one.
+func.func @last_wins(%x: tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<4xf32>) {
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  %e = tensor.empty() : tensor<4xf32>
+  // expected-error @below {{rank-local steps: writes its result #0 once for every step (the last step wins)}}
+  %s = linalg.generic {indexing_maps = [affine_map<(b, t, c) -> (b, t, c)>, affine_map<(b, t, c) -> (c)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%y : tensor<1x?x4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    linalg.yield %a : f32
+  } -> tensor<4xf32>
+  return %y, %s : tensor<1x?x4xf32>, tensor<4xf32>
+}
+
+// -----
+
+func.func @unranked(%x: tensor<1x?x4xf32>) -> tensor<*xf32> {
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  // expected-error @below {{rank-local steps: casts a tensor with steps to or from an unranked one}}
+  %u = tensor.cast %y : tensor<1x?x4xf32> to tensor<*xf32>
+  return %u : tensor<*xf32>
+}

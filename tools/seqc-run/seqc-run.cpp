@@ -348,6 +348,14 @@ Options parseArgs(int argc, char **argv) {
     fail("no input file (usage: seqc-run FILE.mlir [options], see --help)");
   if (o.localSteps && (!o.parallel || o.parallelism != Parallelism::Sequence))
     fail("--local-steps goes with --parallel sequence");
+  // Every rank reading the same file would pass the same steps as its own.
+  if (o.localSteps && !o.randomInputs &&
+      std::none_of(o.inputs.begin(), o.inputs.end(), [](const std::string &in) {
+        return in.find("{rank}") != std::string::npos;
+      }))
+    fail("--local-steps needs {rank} in the path of the inputs with steps "
+         "(--input 'u.{rank}.npy'), or --random-inputs: each rank reads its "
+         "own steps");
   return o;
 }
 
@@ -697,13 +705,16 @@ int main(int argc, char **argv) {
     fail(args.message());
 
   if (opts.parallel) {
-    // The bound weights are part of the module.
-    std::vector<Tensor> digested = *args;
+    // The bound weights are part of the module. With local steps each
+    // rank's own steps differ (the arguments with a dynamic dimension); the
+    // whole ones must agree.
+    std::vector<Tensor> digested;
+    for (size_t i = 0; i < args->size(); ++i)
+      if (!opts.localSteps || std::count(sig.inputs[i].shape.begin(),
+                                         sig.inputs[i].shape.end(), -1) == 0)
+        digested.push_back((*args)[i]);
     for (const weights::NamedTensor &w : bound)
       digested.push_back(w.tensor);
-    // Each rank's own steps differ: the module and function must agree.
-    if (opts.localSteps)
-      digested.clear();
     checkRanksAgree(world, runDigest(opts.file, entry, digested));
   }
 
