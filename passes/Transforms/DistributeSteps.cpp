@@ -735,6 +735,13 @@ struct SeqDistributeSteps
       if (isa<PackedSequencesOpInterface>(op))
         ops.push_back(op);
     });
+    // Rank-local steps take every argument with steps as it is: a split
+    // before them (the experts', which slices whole tokens) would not be.
+    if (local && ranks > 1 && module.lookupSymbol(kRankGridName)) {
+      module.emitError() << "rank-local steps go with sequence parallelism "
+                            "only: another split of this module ran before";
+      return signalPassFailure();
+    }
     // Under rank-local steps every function is analysed, those without a
     // seq op too: their arguments are a rank's own steps only where an op
     // with a time axis says so.
