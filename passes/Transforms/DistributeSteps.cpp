@@ -549,12 +549,9 @@ Value StepDistribution::convLast(CausalConv1dOp conv) {
   // min(T, W - 1) steps from the op's init, instead of taking the last
   // rank's through a collective.
   Value tail = kb.mins(dims["T"], kb.sub(dims["W"], kb.idx(1)));
-  SmallVector<Value> operands(op->getOperands());
-  operands[conv.getXMutable().getOperandNumber()] =
-      sliceSteps(conv.getX(), kb.sub(dims["T"], tail), tail, {});
-  Substitutions subs;
-  subs["T"] = ShapedType::kDynamic;
-  Value last = rerun(operands, conv.getInit(), subs)->getResult(1);
+  Value last =
+      convStateAfter(sliceSteps(conv.getX(), kb.sub(dims["T"], tail), tail, {}),
+                     conv.getInit());
   Type lastType = conv.getLast().getType();
   if (last.getType() != lastType)
     last = tensor::CastOp::create(b, lastType, last);
@@ -636,11 +633,13 @@ SmallVector<Value> StepDistribution::distributeLocalConv() {
   Value window = kb.sub(dims["W"], kb.idx(1));
   Value count = kb.mins(length, window);
   Value tail = sliceSteps(conv.getX(), kb.sub(length, count), count, {});
-  // Every tail travels in W - 1 steps.
+  // Every tail travels in W - 1 steps, at least one (a gather of empty
+  // rows gave back no rows; with W = 1 there is no state to carry).
   auto tailType = cast<RankedTensorType>(tail.getType());
+  Value travels = arith::MaxSIOp::create(b, window, kb.idx(1));
   SmallVector<Value> paddedSizes;
   for (int64_t i = 0; i < tailType.getRank(); ++i)
-    paddedSizes.push_back(i == 1 ? window : kb.dim(tail, i));
+    paddedSizes.push_back(i == 1 ? travels : kb.dim(tail, i));
   Value padded = kb.zeros(tailType, paddedSizes);
   SmallVector<OpFoldResult> zeros(tailType.getRank(), b.getIndexAttr(0));
   SmallVector<OpFoldResult> ones(tailType.getRank(), b.getIndexAttr(1));
@@ -672,7 +671,6 @@ SmallVector<Value> StepDistribution::distributeLocalConv() {
 /// and values are all-gathered (each rank holds its own steps of them too).
 SmallVector<Value> StepDistribution::distributeLocalAttention() {
   auto attention = cast<AttentionOp>(op);
-  Value queryCounts = gatherCounts(b, kb, dims["T"], ranks);
   Value keyCounts = gatherCounts(b, kb, dims["S"], ranks);
   auto whole = [&](Value local) {
     auto type = cast<RankedTensorType>(local.getType());
@@ -687,6 +685,8 @@ SmallVector<Value> StepDistribution::distributeLocalAttention() {
   };
   Value k = whole(attention.getK()), v = whole(attention.getV());
   if (attention.getCausal()) {
+    // Where the rank's queries lie in the whole takes their counts.
+    Value queryCounts = gatherCounts(b, kb, dims["T"], ranks);
     Value start = sumOfCounts(b, kb, queryCounts, kb.idx(0), rank);
     Value totalQueries =
         sumOfCounts(b, kb, queryCounts, kb.idx(0), kb.idx(ranks));

@@ -749,10 +749,3 @@ std::optional<StepAxis> StepAxes::of(Value value) const {
     return std::nullopt;
   return it->second;
 }
-
-bool StepAxes::isStepCount(Value value, int64_t &rows) const {
-  std::optional<int64_t> found = stepCountRows(axes, value);
-  if (found)
-    rows = *found;
-  return found.has_value();
-}

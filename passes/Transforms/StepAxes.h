@@ -46,10 +46,6 @@ public:
   /// (weights, states) and every other value.
   std::optional<StepAxis> of(mlir::Value value) const;
 
-  /// Whether `value` is the number of steps of some tensor with steps
-  /// (`tensor.dim` of its step axis), with the rows per step in `rows`.
-  bool isStepCount(mlir::Value value, int64_t &rows) const;
-
 private:
   class Solver;
   /// -1: known to have no steps.

@@ -63,13 +63,24 @@ func.func @conv(%x: tensor<1x?x3xf32>, %w: tensor<3x4xf32>) -> (tensor<1x?x3xf32
 
 // Attention: the keys and values of every rank, gathered padded to the
 // longest rank's and copied into place, cut to what the rank's queries see.
+// Without causal, the queries' counts are not exchanged.
+// CHECK-LABEL: func.func @attn_all
+// CHECK-COUNT-3: shard.all_gather
+// CHECK-NOT: shard.all_gather
+// CHECK: return
 // CHECK-LABEL: func.func @attn
 // CHECK: shard.all_gather {{.*}} : tensor<1x1xi64> -> tensor<2x1xi64>
+// CHECK: shard.all_gather {{.*}} : tensor<1x1x?x1x8xf32> -> tensor<2x1x?x1x8xf32>
+// CHECK: shard.all_gather {{.*}} : tensor<1x1x?x1x8xf32> -> tensor<2x1x?x1x8xf32>
+// The queries' counts place the rank's queries in the whole (causal only).
 // CHECK: shard.all_gather {{.*}} : tensor<1x1xi64> -> tensor<2x1xi64>
-// CHECK: shard.all_gather {{.*}} : tensor<1x1x?x1x8xf32> -> tensor<2x1x?x1x8xf32>
-// CHECK: shard.all_gather {{.*}} : tensor<1x1x?x1x8xf32> -> tensor<2x1x?x1x8xf32>
 // CHECK: %[[O:.*]] = seq.attention %arg0, {{.*}} : (tensor<1x?x2x8xf32>, tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> tensor<1x?x2x8xf32>
 // CHECK-NEXT: return %[[O]]
+func.func @attn_all(%q: tensor<1x?x2x8xf32>, %k: tensor<1x?x1x8xf32>, %v: tensor<1x?x1x8xf32>) -> tensor<1x?x2x8xf32> {
+  %o = seq.attention %q, %k, %v {causal = false} : (tensor<1x?x2x8xf32>, tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> tensor<1x?x2x8xf32>
+  return %o : tensor<1x?x2x8xf32>
+}
+
 func.func @attn(%q: tensor<1x?x2x8xf32>, %k: tensor<1x?x1x8xf32>, %v: tensor<1x?x1x8xf32>) -> tensor<1x?x2x8xf32> {
   %o = seq.attention %q, %k, %v {causal = true} : (tensor<1x?x2x8xf32>, tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> tensor<1x?x2x8xf32>
   return %o : tensor<1x?x2x8xf32>

@@ -226,19 +226,27 @@ LOCAL_SCRIPT = textwrap.dedent("""
         assert "no rank-local form" in str(e), str(e)
         assert "takes packed sequences (segments)" in str(e), str(e)
 
-    # Attention over every rank's keys, a delta rule, a linear scan.
+    # Attention over every rank's keys (causal and not), a delta rule, a
+    # linear scan, a conv of width 1 (no state to carry).
     t = lambda *d: "tensor<1x?x" + "x".join(map(str, d)) + "xf32>"
     text = f'''
     func.func @main(%q: {t(2, 8)}, %k: {t(1, 8)}, %v: {t(1, 8)},
-                    %kn: {t(1, 8)}, %beta: {t(1)}, %a: {t(3)})
-        -> ({t(2, 8)}, {t(1, 8)}, tensor<1x1x8x8xf32>, {t(3)}) {{
+                    %kn: {t(1, 8)}, %beta: {t(1)}, %a: {t(3)},
+                    %w1: tensor<3x1xf32>)
+        -> ({t(2, 8)}, {t(1, 8)}, tensor<1x1x8x8xf32>, {t(3)}, {t(2, 8)},
+            {t(3)}) {{
       %o = seq.attention %q, %k, %v {{causal = true}}
         : ({t(2, 8)}, {t(1, 8)}, {t(1, 8)}) -> {t(2, 8)}
+      %every = seq.attention %q, %k, %v {{causal = false}}
+        : ({t(2, 8)}, {t(1, 8)}, {t(1, 8)}) -> {t(2, 8)}
+      %c, %cl = seq.causal_conv1d %a, %w1
+        : ({t(3)}, tensor<3x1xf32>) -> ({t(3)}, tensor<1x3x0xf32>)
       %d, %s = seq.delta_rule %kn, %kn, %v, %beta
         : ({t(1, 8)}, {t(1, 8)}, {t(1, 8)}, {t(1)})
           -> ({t(1, 8)}, tensor<1x1x8x8xf32>)
       %y, %l = seq.linear_scan %a, %a : ({t(3)}, {t(3)}) -> ({t(3)}, tensor<1x3xf32>)
-      return %o, %d, %s, %y : {t(2, 8)}, {t(1, 8)}, tensor<1x1x8x8xf32>, {t(3)}
+      return %o, %d, %s, %y, %every, %c : {t(2, 8)}, {t(1, 8)},
+          tensor<1x1x8x8xf32>, {t(3)}, {t(2, 8)}, {t(3)}
     }}
     '''
     check(text, 7)
