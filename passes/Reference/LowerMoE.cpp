@@ -51,20 +51,10 @@ public:
     return {w, idx, fc, addProbabilities(t, c[3])};
   }
 
-  /// aux = coef * E * sum_i f_i P_i (0 for an empty batch).
   Value aux(Value T, Value firstCount, Value probSum) {
-    Value tF = kb.indexToF32(T);
-    Value dot = kb.sumOver(E, [&](Value e) {
-      return kb.fmul(kb.load(firstCount, {e}), kb.load(probSum, {e}));
-    });
-    Value hasTokens = kb.cmp(CmpIPredicate::sgt, T, kb.idx(0));
-    Value safeT = kb.select(hasTokens, tF, kb.f32(1.0));
-    Value value = kb.fmul(kb.fmul(kb.f32(op.getAuxLossCoef().convertToDouble()),
-                                  kb.indexToF32(E)),
-                          kb.fdiv(dot, kb.fmul(safeT, safeT)));
-    value = kb.select(hasTokens, value, kb.f32(0.0));
-    return kb.store(
-        value, kb.empty(cast<RankedTensorType>(op.getAux().getType()), {}), {});
+    return routeAuxLoss(kb, op.getAuxLossCoef().convertToDouble(), E, T,
+                        firstCount, probSum,
+                        cast<RankedTensorType>(op.getAux().getType()));
   }
 
 private:
@@ -140,20 +130,8 @@ private:
     })[0];
   }
 
-  /// Adds the softmax of token t's plain logits to `probSum`.
   Value addProbabilities(Value t, Value probSum) {
-    Value pmx = kb.maxOver(E, [&](Value e) {
-      return kb.load(op.getLogits(), {t, e});
-    });
-    Value pden = kb.sumOver(E, [&](Value e) {
-      return kb.exp(kb.fsub(kb.load(op.getLogits(), {t, e}), pmx));
-    });
-    return kb.loop(E, {probSum}, [&](Value e, ValueRange cp) {
-      Value p =
-          kb.fdiv(kb.exp(kb.fsub(kb.load(op.getLogits(), {t, e}), pmx)), pden);
-      return SmallVector<Value>{
-          kb.store(kb.fadd(kb.load(cp[0], {e}), p), cp[0], {e})};
-    })[0];
+    return addTokenProbabilities(kb, op.getLogits(), t, E, probSum);
   }
 
   ImplicitLocOpBuilder &b;
@@ -287,6 +265,34 @@ void seqc::emitExpertIndexChecks(KernelBuilder &kb, Value indices, Value T,
   kb.check(kb.noti(bad[0]),
            "expert index {2} at indices[{0}, {1}] is outside [0, {3})",
            {bad[1], bad[2], bad[3], E});
+}
+
+Value seqc::addTokenProbabilities(KernelBuilder &kb, Value logits, Value t,
+                                  Value E, Value probSum) {
+  Value pmx = kb.maxOver(E, [&](Value e) { return kb.load(logits, {t, e}); });
+  Value pden = kb.sumOver(E, [&](Value e) {
+    return kb.exp(kb.fsub(kb.load(logits, {t, e}), pmx));
+  });
+  return kb.loop(E, {probSum}, [&](Value e, ValueRange cp) {
+    Value p = kb.fdiv(kb.exp(kb.fsub(kb.load(logits, {t, e}), pmx)), pden);
+    return SmallVector<Value>{
+        kb.store(kb.fadd(kb.load(cp[0], {e}), p), cp[0], {e})};
+  })[0];
+}
+
+Value seqc::routeAuxLoss(KernelBuilder &kb, double coef, Value E, Value T,
+                         Value firstCount, Value probSum,
+                         RankedTensorType auxType) {
+  Value tF = kb.indexToF32(T);
+  Value dot = kb.sumOver(E, [&](Value e) {
+    return kb.fmul(kb.load(firstCount, {e}), kb.load(probSum, {e}));
+  });
+  Value hasTokens = kb.cmp(CmpIPredicate::sgt, T, kb.idx(0));
+  Value safeT = kb.select(hasTokens, tF, kb.f32(1.0));
+  Value value = kb.fmul(kb.fmul(kb.f32(coef), kb.indexToF32(E)),
+                        kb.fdiv(dot, kb.fmul(safeT, safeT)));
+  value = kb.select(hasTokens, value, kb.f32(0.0));
+  return kb.store(value, kb.empty(auxType, {}), {});
 }
 
 Value seqc::expertCapacity(KernelBuilder &kb, double cf, Value T, Value K,

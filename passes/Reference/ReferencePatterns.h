@@ -15,6 +15,16 @@ void emitExpertIndexChecks(KernelBuilder &kb, Value indices, Value T, Value K,
 Value expertCapacity(KernelBuilder &kb, double capacityFactor, Value T, Value K,
                      Value E);
 
+/// The router's load-balancing statistics (SPEC 2.10): `probSum` (E, f32)
+/// plus the softmax of token t's plain logits (T x E).
+Value addTokenProbabilities(KernelBuilder &kb, Value logits, Value t, Value E,
+                            Value probSum);
+/// aux = coef * E * sum_i f_i P_i from the first-choice counts and the
+/// probability sums (E, f32) of T tokens (0 for none), as `auxType`.
+Value routeAuxLoss(KernelBuilder &kb, double coef, Value E, Value T,
+                   Value firstCount, Value probSum,
+                   mlir::RankedTensorType auxType);
+
 } // namespace seqc
 
 #endif // SEQC_PASSES_REFERENCE_REFERENCEPATTERNS_H

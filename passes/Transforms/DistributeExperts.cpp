@@ -167,14 +167,7 @@ Value ExpertDistribution::sumRow(Value table, Value row, Value from, Value to) {
 }
 
 Value ExpertDistribution::sliceTokens(Value tensor, int64_t dim) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-  SmallVector<OpFoldResult> sizes =
-      tensor::getMixedSizes(b, b.getLoc(), tensor);
-  offsets[dim] = tokenStart;
-  sizes[dim] = tokenCount;
-  return tensor::ExtractSliceOp::create(b, tensor, offsets, sizes, strides);
+  return sliceAlong(b, tensor, dim, tokenStart, tokenCount);
 }
 
 /// R x E choices per rank and expert, on every rank: the rank's row

@@ -36,6 +36,7 @@
 
 #include "Common/KernelBuilder.h"
 #include "Seq/SeqDialect.h"
+#include "Transforms/LocalTokens.h"
 #include "Transforms/RankExchange.h"
 #include "Transforms/RankGrid.h"
 #include "Transforms/StepAxes.h"
@@ -180,10 +181,6 @@ private:
   Value convLast(CausalConv1dOp conv);
   /// The conv's state after `x` (all its steps) from `state`.
   Value convStateAfter(Value x, Value state);
-  /// The conv's state carried over ranks [from, to), each rank's tail (its
-  /// last min(T, W - 1) inputs, in `tails`, their numbers in `counts`).
-  Value foldConvTails(Value tails, Value counts, Value state, Value from,
-                      Value to);
   Substitutions localSubstitutions() const;
 
   // The state exchange.
@@ -233,15 +230,9 @@ int64_t StepDistribution::dimOf(const TensorDecl &decl,
 
 Value StepDistribution::sliceSteps(Value tensor, Value from, Value count,
                                    std::optional<int64_t> staticCount) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-  SmallVector<OpFoldResult> sizes =
-      tensor::getMixedSizes(b, b.getLoc(), tensor);
-  offsets[1] = from;
-  sizes[1] = staticCount ? OpFoldResult(b.getIndexAttr(*staticCount))
-                         : OpFoldResult(count);
-  return tensor::ExtractSliceOp::create(b, tensor, offsets, sizes, strides);
+  return sliceAlong(b, tensor, /*axis=*/1, from,
+                    staticCount ? OpFoldResult(b.getIndexAttr(*staticCount))
+                                : OpFoldResult(count));
 }
 
 /// The whole result on every rank: each rank's steps, all-gathered.
@@ -599,30 +590,6 @@ Value StepDistribution::convStateAfter(Value x, Value state) {
   return rerun(operands, state, subs)->getResult(1);
 }
 
-Value StepDistribution::foldConvTails(Value tails, Value counts, Value state,
-                                      Value from, Value to) {
-  auto tailsType = cast<RankedTensorType>(tails.getType());
-  int64_t rank = tailsType.getRank() - 1;
-  return kb.loop(from, to, {state}, [&](Value j, ValueRange it) {
-    // Row j's first countOf(j) steps, without the row dimension.
-    SmallVector<OpFoldResult> offsets(rank + 1, b.getIndexAttr(0));
-    offsets[0] = j;
-    SmallVector<OpFoldResult> sizes =
-        tensor::getMixedSizes(b, b.getLoc(), tails);
-    sizes[0] = b.getIndexAttr(1);
-    sizes[2] = countOf(b, counts, j);
-    SmallVector<OpFoldResult> ones(rank + 1, b.getIndexAttr(1));
-    auto tailType = tensor::ExtractSliceOp::inferCanonicalRankReducedResultType(
-        rank, tailsType, sizes);
-    Value tail = tensor::ExtractSliceOp::create(b, tailType, tails, offsets,
-                                                sizes, ones);
-    Value next = convStateAfter(tail, it[0]);
-    if (next.getType() != it[0].getType())
-      next = tensor::CastOp::create(b, it[0].getType(), next);
-    return SmallVector<Value>{next};
-  })[0];
-}
-
 /// The conv's state entering a rank is the last W - 1 inputs before it,
 /// which may span several ranks where theirs are short: every rank
 /// contributes its last min(T, W - 1) inputs and their number, and each
@@ -631,36 +598,24 @@ Value StepDistribution::foldConvTails(Value tails, Value counts, Value state,
 SmallVector<Value> StepDistribution::distributeLocalConv() {
   auto conv = cast<CausalConv1dOp>(op);
   Value window = kb.sub(dims["W"], kb.idx(1));
-  Value count = kb.mins(length, window);
-  Value tail = sliceSteps(conv.getX(), kb.sub(length, count), count, {});
-  // Every tail travels in W - 1 steps, at least one (a gather of empty
-  // rows gave back no rows; with W = 1 there is no state to carry).
-  auto tailType = cast<RankedTensorType>(tail.getType());
-  Value travels = arith::MaxSIOp::create(b, window, kb.idx(1));
-  SmallVector<Value> paddedSizes;
-  for (int64_t i = 0; i < tailType.getRank(); ++i)
-    paddedSizes.push_back(i == 1 ? travels : kb.dim(tail, i));
-  Value padded = kb.zeros(tailType, paddedSizes);
-  SmallVector<OpFoldResult> zeros(tailType.getRank(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> ones(tailType.getRank(), b.getIndexAttr(1));
-  padded = tensor::InsertSliceOp::create(
-      b, tail, padded, zeros, tensor::getMixedSizes(b, b.getLoc(), tail), ones);
-  Value tails = gatherRows(b, padded, ranks);
-  Value counts = gatherCounts(b, kb, count, ranks);
+  RankTails tails = gatherTails(b, kb, conv.getX(), /*axis=*/1, window, ranks);
+  auto carry = [&](Value state, Value tail) {
+    return convStateAfter(tail, state);
+  };
 
   auto lastType = cast<RankedTensorType>(conv.getLast().getType());
   SmallVector<Value> lastSizes = dims.of(declOf(conv.getLast())->name);
   Value first = conv.getInit() ? conv.getInit() : kb.zeros(lastType, lastSizes);
   if (first.getType() != lastType)
     first = tensor::CastOp::create(b, lastType, first);
-  Value incoming = foldConvTails(tails, counts, first, kb.idx(0), rank);
+  Value incoming = foldTails(b, kb, tails, first, kb.idx(0), rank, carry);
   SmallVector<Value> operands(op->getOperands());
   Operation *mine = rerun(operands, incoming, Substitutions());
   Value own = mine->getResult(1);
   if (own.getType() != lastType)
     own = tensor::CastOp::create(b, lastType, own);
-  Value last =
-      foldConvTails(tails, counts, own, kb.add(rank, kb.idx(1)), kb.idx(ranks));
+  Value last = foldTails(b, kb, tails, own, kb.add(rank, kb.idx(1)),
+                         kb.idx(ranks), carry);
   Value y = mine->getResult(0);
   if (y.getType() != conv.getY().getType())
     y = tensor::CastOp::create(b, conv.getY().getType(), y);
@@ -761,6 +716,15 @@ struct SeqDistributeSteps
       // Functions without a rank-local form are gone with their ops.
       ops.clear();
       module.walk([&](PackedSequencesOpInterface op) { ops.push_back(op); });
+      // A MoE layer's tokens are the rank's own too.
+      SmallVector<RouteOp> routers;
+      SmallVector<MoeFfnOp> experts;
+      module.walk([&](RouteOp op) { routers.push_back(op); });
+      module.walk([&](MoeFfnOp op) { experts.push_back(op); });
+      for (RouteOp op : routers)
+        distributeLocalRoute(op, ranks);
+      for (MoeFfnOp op : experts)
+        distributeLocalExperts(op, ranks);
     }
     bool failedAny = false;
     for (Operation *op : ops)
@@ -800,6 +764,8 @@ struct SeqDistributeSteps
       }
       if (succeeded(axes)) {
         markSteps(func, *axes);
+        for (tensor::ConcatOp shift : axes->shifts())
+          distributeShift(shift);
         continue;
       }
       if (why.empty())
@@ -884,6 +850,50 @@ struct SeqDistributeSteps
           func.setResultAttr(i, kStepsAttrName,
                              attrs.getI64IntegerAttr(a->axis));
     });
+  }
+
+  /// A token shift under rank-local steps: the state entering a rank is
+  /// the last k steps before it, which may span several ranks where theirs
+  /// are short, and the state after is the last k steps of all. Every rank
+  /// gathers every rank's last min(T, k) steps (the conv's halo) and carries
+  /// the function's state over them: the ranks before it for its own shift,
+  /// all of them for the state after, which its slices [T, T + s) take.
+  void distributeShift(tensor::ConcatOp shift) {
+    IRRewriter rewriter(shift->getContext());
+    rewriter.setInsertionPoint(shift);
+    ImplicitLocOpBuilder b(shift.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    int64_t dim = shift.getDim();
+    Value state = shift.getInputs()[0], x = shift.getInputs()[1];
+    int64_t k = cast<RankedTensorType>(state.getType()).getDimSize(dim);
+    RankTails tails = gatherTails(b, kb, x, dim, kb.idx(k), ranks);
+    auto carry = [&](Value before, Value tail) {
+      Value joined = tensor::ConcatOp::create(b, dim, ValueRange{before, tail});
+      return sliceAlong(b, joined, dim, kb.dim(tail, dim), b.getIndexAttr(k));
+    };
+    Value rank =
+        shard::ProcessLinearIndexOp::create(b, b.getIndexType(), kRankGridName);
+    Value incoming = foldTails(b, kb, tails, state, kb.idx(0), rank, carry);
+    Value after = foldTails(b, kb, tails, incoming, rank, kb.idx(ranks), carry);
+    auto local = tensor::ConcatOp::create(b, shift.getType(), dim,
+                                          ValueRange{incoming, x});
+    for (OpOperand &use : llvm::make_early_inc_range(shift->getUses())) {
+      // The shifted steps, and the size that the run-time checks bound the
+      // slices by (this rank's steps and the state's: the slices' too).
+      auto slice = dyn_cast<tensor::ExtractSliceOp>(use.getOwner());
+      if (!slice || isConstantIntValue(slice.getMixedOffsets()[dim], 0)) {
+        use.set(local);
+        continue;
+      }
+      // [T, T + s) of the whole concatenation is [0, s) of the state after.
+      SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
+      offsets[dim] = rewriter.getIndexAttr(0);
+      rewriter.setInsertionPoint(slice);
+      rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+          slice, slice.getType(), after, offsets, slice.getMixedSizes(),
+          slice.getMixedStrides());
+    }
+    rewriter.eraseOp(shift);
   }
 
   LogicalResult distribute(Operation *op) {

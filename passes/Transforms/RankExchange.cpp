@@ -12,6 +12,18 @@
 using namespace mlir;
 using namespace seqc;
 
+Value seqc::sliceAlong(ImplicitLocOpBuilder &b, Value tensor, int64_t axis,
+                       OpFoldResult from, OpFoldResult size) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> ones(type.getRank(), b.getIndexAttr(1));
+  SmallVector<OpFoldResult> sizes =
+      tensor::getMixedSizes(b, b.getLoc(), tensor);
+  offsets[axis] = from;
+  sizes[axis] = size;
+  return tensor::ExtractSliceOp::create(b, tensor, offsets, sizes, ones);
+}
+
 RankSlice seqc::rankSlice(KernelBuilder &kb, Value r, Value total,
                           int64_t ranks) {
   Value start = kb.divs(kb.mul(r, total), kb.idx(ranks));
@@ -220,4 +232,58 @@ Value seqc::gatherCountedSlices(ImplicitLocOpBuilder &b, KernelBuilder &kb,
   auto sliceOf = [&](Value r) { return countedSlice(b, kb, counts, r); };
   return copySlicesIntoPlace(b, kb, gathered, axis, sliceOf, ranks, wholeType,
                              wholeSizes);
+}
+
+//===----------------------------------------------------------------------===//
+// Tails (a causal window's halo under rank-local steps)
+//===----------------------------------------------------------------------===//
+
+RankTails seqc::gatherTails(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                            Value local, int64_t axis, Value window,
+                            int64_t ranks) {
+  auto type = cast<RankedTensorType>(local.getType());
+  Value steps = kb.dim(local, axis);
+  Value count = kb.mins(steps, window);
+  Value tail = sliceAlong(b, local, axis, kb.sub(steps, count), count);
+  Value travels = arith::MaxSIOp::create(b, window, kb.idx(1));
+  SmallVector<Value> paddedSizes;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    paddedSizes.push_back(i == axis ? travels : kb.dim(local, i));
+  // Static where the window is (a token shift's).
+  SmallVector<int64_t> paddedShape(type.getShape());
+  paddedShape[axis] = ShapedType::kDynamic;
+  if (std::optional<int64_t> w = getConstantIntValue(window))
+    paddedShape[axis] = std::max<int64_t>(*w, 1);
+  Value padded = kb.zeros(type.clone(paddedShape), paddedSizes);
+  SmallVector<OpFoldResult> zeros(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> ones(type.getRank(), b.getIndexAttr(1));
+  padded = tensor::InsertSliceOp::create(
+      b, tail, padded, zeros, tensor::getMixedSizes(b, b.getLoc(), tail), ones);
+  return {gatherRows(b, padded, ranks), gatherCounts(b, kb, count, ranks),
+          axis};
+}
+
+Value seqc::foldTails(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                      const RankTails &tails, Value state, Value from, Value to,
+                      function_ref<Value(Value, Value)> step) {
+  auto rowsType = cast<RankedTensorType>(tails.rows.getType());
+  int64_t rank = rowsType.getRank() - 1;
+  return kb.loop(from, to, {state}, [&](Value j, ValueRange it) {
+    // Row j's first countOf(j) steps, without the row dimension.
+    SmallVector<OpFoldResult> offsets(rank + 1, b.getIndexAttr(0));
+    offsets[0] = j;
+    SmallVector<OpFoldResult> sizes =
+        tensor::getMixedSizes(b, b.getLoc(), tails.rows);
+    sizes[0] = b.getIndexAttr(1);
+    sizes[tails.axis + 1] = countOf(b, tails.counts, j);
+    SmallVector<OpFoldResult> ones(rank + 1, b.getIndexAttr(1));
+    auto tailType = tensor::ExtractSliceOp::inferCanonicalRankReducedResultType(
+        rank, rowsType, sizes);
+    Value tail = tensor::ExtractSliceOp::create(b, tailType, tails.rows,
+                                                offsets, sizes, ones);
+    Value next = step(it[0], tail);
+    if (next.getType() != it[0].getType())
+      next = tensor::CastOp::create(b, it[0].getType(), next);
+    return SmallVector<Value>{next};
+  })[0];
 }

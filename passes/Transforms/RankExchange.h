@@ -20,6 +20,12 @@
 
 namespace seqc {
 
+/// `tensor`'s [from, from + size) along `axis`, whole along the others: a
+/// rank's steps or tokens, a tail.
+mlir::Value sliceAlong(mlir::ImplicitLocOpBuilder &b, mlir::Value tensor,
+                       int64_t axis, mlir::OpFoldResult from,
+                       mlir::OpFoldResult size);
+
 /// Rank r's slice of `total` steps (or tokens) over R ranks: [r total / R,
 /// (r + 1) total / R), as its start and length. The split every
 /// distribution pass and gather uses.
@@ -69,6 +75,26 @@ mlir::Value gatherCountedSlices(mlir::ImplicitLocOpBuilder &b,
                                 int64_t axis, mlir::Value counts, int64_t ranks,
                                 mlir::RankedTensorType wholeType,
                                 mlir::ValueRange wholeSizes);
+
+/// What a causal window of `window` steps carries from each rank into the
+/// ranks after it under rank-local steps: every rank's last
+/// min(steps, window) steps of `local` along `axis`, gathered as rows
+/// [R, ...] (each padded to max(window, 1) steps: a gather of empty rows
+/// gives back none), with their counts.
+struct RankTails {
+  mlir::Value rows, counts;
+  int64_t axis;
+};
+RankTails gatherTails(mlir::ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                      mlir::Value local, int64_t axis, mlir::Value window,
+                      int64_t ranks);
+/// `state` carried over the tails of ranks [from, to): `step(state, tail)`
+/// for each rank's tail (its counted steps, without the rank dimension) in
+/// turn, the result cast back to the state's type.
+mlir::Value foldTails(
+    mlir::ImplicitLocOpBuilder &b, KernelBuilder &kb, const RankTails &tails,
+    mlir::Value state, mlir::Value from, mlir::Value to,
+    llvm::function_ref<mlir::Value(mlir::Value state, mlir::Value tail)> step);
 
 } // namespace seqc
 

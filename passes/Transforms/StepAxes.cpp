@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -90,14 +91,25 @@ stepCountRows(const llvm::DenseMap<Value, StepAxis> &axes, Value value) {
 }
 
 /// The time axis a seq op declares for `decl` (T, or attention's S, at
-/// dimension 1), else -1.
-int64_t declaredStepAxis(const TensorDecl &decl) {
-  if (decl.dims.size() < 2)
+/// `stepDim`), else -1.
+int64_t declaredStepAxis(const TensorDecl &decl, int64_t stepDim) {
+  if (int64_t(decl.dims.size()) <= stepDim)
     return kNoSteps;
-  const DimExpr &d = decl.dims[1];
+  const DimExpr &d = decl.dims[stepDim];
   if (d.scale != 1 || d.offset != 0)
     return kNoSteps;
-  return d.symbol == "T" || d.symbol == "S" ? 1 : kNoSteps;
+  return d.symbol == "T" || d.symbol == "S" ? stepDim : kNoSteps;
+}
+
+/// Where an op with a time axis declares it: dimension 1 of a sequence op's
+/// tensors ([B, T, ...]), dimension 0 of the router's and the experts'
+/// tokens ([T, ...]).
+std::optional<int64_t> stepDimOf(Operation *op) {
+  if (isa<PackedSequencesOpInterface>(op))
+    return 1;
+  if (isa<RouteOp, MoeFfnOp>(op))
+    return 0;
+  return std::nullopt;
 }
 } // namespace
 
@@ -155,11 +167,20 @@ private:
   /// A slice whose size is its whole's own number of steps keeps every
   /// step: its part counts the same steps (to a fixpoint, slices of slices).
   void joinFullSlices();
+  /// The shift `v` is the result of, or null.
+  tensor::ConcatOp shiftOf(Value v) const {
+    auto concat = v.getDefiningOp<tensor::ConcatOp>();
+    return concat && shifts.contains(concat) ? concat : tensor::ConcatOp();
+  }
+  /// Whether `slice` takes a concatenation of steps at an offset along
+  /// them: a shift's state after (or an error the checks name).
+  bool takesConcatTail(tensor::ExtractSliceOp slice) const;
 
   // Relations, one kind of op each.
   LogicalResult relate(Operation *op);
   LogicalResult relateLinalg(linalg::LinalgOp op);
   LogicalResult relateSeq(Operation *op);
+  LogicalResult relateConcat(tensor::ConcatOp concat);
   LogicalResult relateSlice(Value whole, Value part,
                             const llvm::SmallBitVector &dropped, Operation *at);
   LogicalResult relateReshape(Value flat, Value split,
@@ -175,6 +196,9 @@ private:
                               Operation *at, StringRef what);
   /// A slice of `whole` (the tensor it takes from or inserts into).
   LogicalResult checkSlice(OffsetSizeAndStrideOpInterface slice, Value whole);
+  LogicalResult checkShiftSlice(tensor::ExtractSliceOp slice,
+                                tensor::ConcatOp shift);
+  LogicalResult checkShiftUses(tensor::ConcatOp shift);
   LogicalResult checkCountUses(Value count, bool derived);
   LogicalResult checkDecisionUses(Value decision);
   bool isCountSize(Operation *user, Value count);
@@ -193,6 +217,8 @@ private:
   /// the number of steps must take it from its own class: a table sliced
   /// to the sequence's length is not a rank's own steps.
   llvm::EquivalenceClasses<Value> extents;
+  /// The token shifts found (see StepAxes::shifts).
+  llvm::SetVector<tensor::ConcatOp> shifts;
   bool changed = false;
 
   friend class StepAxes;
@@ -236,13 +262,16 @@ LogicalResult StepAxes::Solver::same(Value x, Value y, Operation *at) {
 LogicalResult StepAxes::Solver::relate(Operation *op) {
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
     return relateLinalg(linalgOp);
-  if (isa<PackedSequencesOpInterface>(op))
+  if (stepDimOf(op))
     return relateSeq(op);
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](tensor::CastOp cast) {
         return same(cast.getSource(), cast.getResult(), op);
       })
+      .Case([&](tensor::ConcatOp concat) { return relateConcat(concat); })
       .Case([&](tensor::ExtractSliceOp slice) {
+        if (takesConcatTail(slice))
+          return setNone(slice.getResult(), op);
         return relateSlice(slice.getSource(), slice.getResult(),
                            slice.getDroppedDims(), op);
       })
@@ -342,9 +371,11 @@ LogicalResult StepAxes::Solver::relateLinalg(linalg::LinalgOp op) {
 }
 
 /// A seq op's tensors hold the steps where its shape signature puts T (or
-/// attention's S) at dimension 1; its states and weights hold none.
+/// attention's S) at dimension 1 (the router's and the experts' tokens at 0);
+/// its states and weights hold none.
 LogicalResult StepAxes::Solver::relateSeq(Operation *op) {
-  if (cast<PackedSequencesOpInterface>(op).getSegments()) {
+  auto packed = dyn_cast<PackedSequencesOpInterface>(op);
+  if (packed && packed.getSegments()) {
     error(op) << op->getName()
               << " takes packed sequences (segments), which do not run "
                  "rank-local";
@@ -364,9 +395,9 @@ LogicalResult StepAxes::Solver::relateSeq(Operation *op) {
   for (const TensorDecl &decl : sig.tensors()) {
     if (!decl.value)
       continue;
-    int64_t axis = declaredStepAxis(decl);
-    // The distribution splits dimension 1 only: steps anywhere else (or
-    // counted otherwise) would pass for a whole tensor.
+    int64_t axis = declaredStepAxis(decl, *stepDimOf(op));
+    // The distribution splits the declared dimension only: steps anywhere
+    // else (or counted otherwise) would pass for a whole tensor.
     for (auto [d, dim] : llvm::enumerate(decl.dims))
       if ((dim.symbol == "T" || dim.symbol == "S") && int64_t(d) != axis) {
         error(op) << op->getName() << "'s " << decl.name
@@ -384,6 +415,52 @@ LogicalResult StepAxes::Solver::relateSeq(Operation *op) {
     }
   }
   return success();
+}
+
+/// A concatenation along another dimension than the steps' keeps them
+/// (every operand holds the same steps). Along the steps it must be a
+/// token shift, `concat(state, x)`: the state holds a static number k of
+/// steps and none of a rank's own, x the steps; the result counts k more
+/// steps than x (another extent).
+LogicalResult StepAxes::Solver::relateConcat(tensor::ConcatOp concat) {
+  std::optional<StepAxis> a;
+  for (Value v : concat->getOperands())
+    if (stepped(v))
+      a = get(v);
+  if (stepped(concat.getResult()))
+    a = get(concat.getResult());
+  if (!a)
+    return success();
+  int64_t dim = concat.getDim();
+  if (a->axis != int64_t(dim)) {
+    for (Value input : concat.getInputs())
+      if (failed(same(input, concat.getResult(), concat)))
+        return failure();
+    return success();
+  }
+  OperandRange inputs = concat.getInputs();
+  if (inputs.size() != 2 || stepped(inputs[0]) || a->rows != 1 ||
+      cast<RankedTensorType>(inputs[0].getType()).isDynamicDim(dim)) {
+    error(concat) << "concatenates along the steps, which is not a token "
+                     "shift (a state of static length without steps, then "
+                     "the steps, one row a step): each rank holds only its "
+                     "own steps";
+    return failure();
+  }
+  if (failed(setNone(inputs[0], concat)) ||
+      failed(set(inputs[1], *a, concat)) ||
+      failed(set(concat.getResult(), *a, concat)))
+    return failure();
+  shifts.insert(concat);
+  return success();
+}
+
+bool StepAxes::Solver::takesConcatTail(tensor::ExtractSliceOp slice) const {
+  if (!slice.getSource().getDefiningOp<tensor::ConcatOp>())
+    return false;
+  std::optional<StepAxis> a = get(slice.getSource());
+  return a && a->axis >= 0 &&
+         !isConstantIntValue(slice.getMixedOffsets()[a->axis], 0);
 }
 
 /// A slice keeps the steps where it keeps their dimension (the check makes
@@ -472,7 +549,7 @@ LogicalResult StepAxes::Solver::check(Operation *op) {
       return failure();
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
     return checkLinalg(linalgOp);
-  if (isa<PackedSequencesOpInterface>(op))
+  if (stepDimOf(op))
     return success();
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](tensor::DimOp dim) {
@@ -489,7 +566,14 @@ LogicalResult StepAxes::Solver::check(Operation *op) {
         return checkStepSize(empty.getMixedSizes()[a->axis], empty.getResult(),
                              *a, op, "a new tensor's steps");
       })
+      .Case([&](tensor::ConcatOp concat) -> LogicalResult {
+        if (shifts.contains(concat))
+          return checkShiftUses(concat);
+        return success();
+      })
       .Case([&](tensor::ExtractSliceOp slice) {
+        if (tensor::ConcatOp shift = shiftOf(slice.getSource()))
+          return checkShiftSlice(slice, shift);
         return checkSlice(slice, slice.getSource());
       })
       .Case([&](tensor::InsertSliceOp slice) {
@@ -612,6 +696,14 @@ void StepAxes::Solver::joinFullSlices() {
   while (joined) {
     joined = false;
     func.walk([&](Operation *op) {
+      auto shiftPrefix = dyn_cast<tensor::ExtractSliceOp>(op);
+      if (shiftPrefix && shiftOf(shiftPrefix.getSource()) &&
+          !takesConcatTail(shiftPrefix)) {
+        // x shifted counts x's steps.
+        join(shiftOf(shiftPrefix.getSource()).getInputs()[1],
+             shiftPrefix.getResult(), shiftPrefix.getMixedSizes());
+        return;
+      }
       if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op))
         join(slice.getSource(), slice.getResult(), slice.getMixedSizes());
       else if (auto slice = dyn_cast<tensor::InsertSliceOp>(op))
@@ -638,6 +730,50 @@ LogicalResult StepAxes::Solver::checkSlice(OffsetSizeAndStrideOpInterface slice,
                        "a slice's steps");
 }
 
+/// A token shift's uses: slices of it (the checks of each follow), and its
+/// size (the run-time checks of the slices' bounds, whose uses the checks
+/// of tensor.dim follow).
+LogicalResult StepAxes::Solver::checkShiftUses(tensor::ConcatOp shift) {
+  for (Operation *user : shift->getUsers()) {
+    auto slice = dyn_cast<tensor::ExtractSliceOp>(user);
+    if ((slice && slice.getSource() == shift.getResult()) ||
+        isa<tensor::DimOp>(user))
+      continue;
+    error(user) << user->getName()
+                << " takes a token shift's concatenation whole; only its "
+                   "slices [0, T) (the steps shifted) and [T, T + k) (the "
+                   "state after them) run rank-local";
+    return failure();
+  }
+  return success();
+}
+
+/// [0, T): x shifted, T x's own steps; [T, T + s) with s <= k: the state
+/// after x, T again x's own steps.
+LogicalResult StepAxes::Solver::checkShiftSlice(tensor::ExtractSliceOp slice,
+                                                tensor::ConcatOp shift) {
+  int64_t dim = shift.getDim();
+  Value x = shift.getInputs()[1];
+  int64_t k =
+      cast<RankedTensorType>(shift.getInputs()[0].getType()).getDimSize(dim);
+  OpFoldResult offset = slice.getMixedOffsets()[dim];
+  OpFoldResult size = slice.getMixedSizes()[dim];
+  if (!isConstantIntValue(slice.getMixedStrides()[dim], 1)) {
+    error(slice) << "takes a token shift's steps with a stride";
+    return failure();
+  }
+  if (isConstantIntValue(offset, 0))
+    return checkStepSize(size, x, {dim, 1}, slice, "a token shift's steps");
+  auto offsetValue = dyn_cast<Value>(offset);
+  std::optional<int64_t> tail = getConstantIntValue(size);
+  if (offsetValue && countsStepsOf(offsetValue, x) && tail && *tail <= k)
+    return success();
+  error(slice) << "takes a token shift at neither [0, T) (the steps shifted) "
+               << "nor [T, T + s) with s <= " << k
+               << " (the state after them), T the number of its steps";
+  return failure();
+}
+
 /// Whether `user` takes `count` as the size of the steps' dimension, and
 /// nowhere else.
 bool StepAxes::Solver::isCountSize(Operation *user, Value count) {
@@ -652,6 +788,10 @@ bool StepAxes::Solver::isCountSize(Operation *user, Value count) {
         return isStepPosition(empty.getMixedSizes(), empty.getResult());
       })
       .Case([&](tensor::ExtractSliceOp slice) {
+        // A shift's state after: at the number of steps.
+        if (tensor::ConcatOp shift = shiftOf(slice.getSource()))
+          if (dyn_cast<Value>(slice.getMixedOffsets()[shift.getDim()]) == count)
+            return true;
         return isStepPosition(slice.getMixedSizes(), slice.getSource());
       })
       .Case([&](tensor::InsertSliceOp slice) {
@@ -686,8 +826,9 @@ LogicalResult StepAxes::Solver::checkCountUses(Value count, bool derived) {
     if (isa<OffsetSizeAndStrideOpInterface>(user)) {
       error(user) << user->getName()
                   << " takes steps at a position counted from the number of "
-                     "steps (a token shift, the last step): each rank holds "
-                     "only its own steps";
+                     "steps (the last step, say): each rank holds only its "
+                     "own steps (a token shift runs rank-local written as "
+                     "tensor.concat of its state and the steps, sliced)";
       return failure();
     }
     error(user) << user->getName()
@@ -740,6 +881,7 @@ FailureOr<StepAxes> StepAxes::analyze(func::FuncOp func) {
   Solver solver(func, result.axes);
   if (failed(solver.run()))
     return failure();
+  result.shiftOps.assign(solver.shifts.begin(), solver.shifts.end());
   return result;
 }
 

@@ -13,12 +13,19 @@
 // one, a slice at an offset, the number of steps used as a value, an op it
 // does not know.
 //
+// One pattern that looks across steps is known: a token shift (RWKV's),
+// `tensor.concat` of a state holding k steps (static, no steps of its own)
+// and then the steps x along their dimension, whose slice [0, T) is x
+// shifted by k and [T, T + k) the state after x. Its slices are the only
+// uses allowed; the distribution gives each rank the state entering it.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef SEQC_PASSES_TRANSFORMS_STEPAXES_H
 #define SEQC_PASSES_TRANSFORMS_STEPAXES_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/DenseMap.h"
 
 #include <optional>
@@ -46,8 +53,14 @@ public:
   /// (weights, states) and every other value.
   std::optional<StepAxis> of(mlir::Value value) const;
 
+  /// The token shifts, `concat(state, x)` along x's steps: every use of
+  /// one is a slice [0, T) (x shifted) or [T, T + s) with s <= k (the
+  /// state after x).
+  llvm::ArrayRef<mlir::tensor::ConcatOp> shifts() const { return shiftOps; }
+
 private:
   class Solver;
+  llvm::SmallVector<mlir::tensor::ConcatOp> shiftOps;
   /// -1: known to have no steps.
   llvm::DenseMap<mlir::Value, StepAxis> axes;
 };

@@ -353,6 +353,44 @@ def pieces():
                  for l in lines), str(lines))
 
 
+def run_local(mlir, inputs, axes, counts, expect_error=False):
+    """seqc-run --local-steps on len(counts) ranks: rank r reads counts[r]
+    steps of each input whose entry of `axes` is an axis (along it, after
+    the ranks' before it; a {rank} path), the others whole. Each rank's
+    results (DIR/rank<r>), or (returncode, stderr) with expect_error."""
+    R = len(counts)
+    starts = np.cumsum((0,) + tuple(counts))
+    with tempfile.TemporaryDirectory(prefix="seqc-mpi-") as tmp:
+        src = os.path.join(tmp, "graph.mlir")
+        with open(src, "w") as f:
+            f.write(mlir)
+        cmd = MPIRUN + ["-np", str(R), SEQC_RUN, src, "--target", TARGET]
+        for i, (a, axis) in enumerate(zip(inputs, axes)):
+            if axis is None:
+                np.save(os.path.join(tmp, f"in{i}.npy"), a)
+                cmd += ["--input", os.path.join(tmp, f"in{i}.npy")]
+                continue
+            for rank in range(R):
+                own = np.take(a, range(starts[rank], starts[rank + 1]), axis)
+                np.save(os.path.join(tmp, f"in{i}.{rank}.npy"), own)
+            cmd += ["--input", os.path.join(tmp, f"in{i}.{{rank}}.npy")]
+        cmd += ["--output-dir", os.path.join(tmp, "out"),
+                "--parallel", "sequence", "--local-steps"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV,
+                              timeout=240)
+        if expect_error:
+            return proc.returncode, proc.stderr
+        if proc.returncode != 0:
+            raise AssertionError(f"exit {proc.returncode}: {proc.stderr[-2000:]}")
+        results = []
+        for rank in range(R):
+            out, mine = os.path.join(tmp, "out", f"rank{rank}"), []
+            while os.path.exists(os.path.join(out, f"result{len(mine)}.npy")):
+                mine.append(np.load(os.path.join(out, f"result{len(mine)}.npy")))
+            results.append(mine)
+        return results
+
+
 def local_steps():
     """--local-steps: each rank reads its own steps ({rank} in the input
     paths), any number of them, and writes its own steps of the results
@@ -378,35 +416,14 @@ func.func @main(%x: {td}, %w: tensor<{C}x4xf32>, %a: {td})
         y, last = refs.causal_conv1d(x, w)
         h, hl = refs.linear_scan(a, y)
         single = run(mlir, [x, w, a], 0)
-        with tempfile.TemporaryDirectory(prefix="seqc-mpi-") as tmp:
-            src = os.path.join(tmp, "graph.mlir")
-            with open(src, "w") as f:
-                f.write(mlir)
-            starts = np.cumsum((0,) + counts)
-            for rank in range(R):
-                own = slice(starts[rank], starts[rank + 1])
-                np.save(os.path.join(tmp, f"x{rank}.npy"), x[:, own])
-                np.save(os.path.join(tmp, f"a{rank}.npy"), a[:, own])
-            np.save(os.path.join(tmp, "w.npy"), w)
-            proc = subprocess.run(
-                MPIRUN + ["-np", str(R), SEQC_RUN, src, "--target", TARGET,
-                          "--input", os.path.join(tmp, "x{rank}.npy"),
-                          "--input", os.path.join(tmp, "w.npy"),
-                          "--input", os.path.join(tmp, "a{rank}.npy"),
-                          "--output-dir", os.path.join(tmp, "out"),
-                          "--parallel", "sequence", "--local-steps"],
-                capture_output=True, text=True, env=ENV, timeout=240)
-            if proc.returncode != 0:
-                raise AssertionError(f"exit {proc.returncode}: {proc.stderr[-2000:]}")
-            def result(rank, i):
-                return np.load(os.path.join(tmp, "out", f"rank{rank}", f"result{i}.npy"))
-            got = [np.concatenate([result(k, 0) for k in range(R)], axis=1),
-                   result(R - 1, 1),
-                   np.concatenate([result(k, 2) for k in range(R)], axis=1),
-                   result(R - 1, 3)]
-            for rank in range(R - 1):
-                c.close(f"local steps {counts}: rank {rank}'s last = the last rank's",
-                        result(rank, 1), got[1], 0)
+        ranks = run_local(mlir, [x, w, a], [1, None, 1], counts)
+        got = [np.concatenate([mine[0] for mine in ranks], axis=1),
+               ranks[-1][1],
+               np.concatenate([mine[2] for mine in ranks], axis=1),
+               ranks[-1][3]]
+        for rank in range(R - 1):
+            c.close(f"local steps {counts}: rank {rank}'s last = the last rank's",
+                    ranks[rank][1], got[1], 0)
         for i, (g, ref) in enumerate(zip(got, (y, last, h, hl))):
             c.close(f"local steps {counts} result{i} vs float64", g, ref, 1e-4)
             c.close(f"local steps {counts} result{i} vs one process", g, single[i], 1e-4)
@@ -421,7 +438,74 @@ func.func @main(%x: {td}, %w: tensor<{C}x4xf32>, %a: {td})
              code == 1 and "--local-steps needs {rank} in the path" in err, err)
 
 
+def local_tokens():
+    """A MoE layer on each rank's own tokens: route's aux loss over every
+    rank's, moe_ffn's capacity (1.25: some choices dropped) in token order
+    across ranks and its load, equal to float64 numpy and one process; a
+    bad expert index on one rank fails every rank."""
+    D, E, F = 6, 4, 8
+    mlir = f"""
+func.func @main(%x: tensor<?x{D}xf32>, %logits: tensor<?x{E}xf32>,
+                %up: tensor<{E}x{D}x{F}xf32>, %down: tensor<{E}x{F}x{D}xf32>,
+                %gate: tensor<{E}x{D}x{F}xf32>)
+    -> (tensor<?x{D}xf32>, tensor<f32>, tensor<{E}xi64>) {{
+  %w, %i, %aux = seq.route %logits {{k = 2 : i64, aux_loss_coef = 0.01 : f32}}
+    : (tensor<?x{E}xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32>, tensor<f32>)
+  %y, %load = seq.moe_ffn %x, %w, %i, %up, %down gate_proj(%gate)
+    {{capacity_factor = 1.25 : f32}}
+    : (tensor<?x{D}xf32>, tensor<?x2xf32>, tensor<?x2xi32>,
+       tensor<{E}x{D}x{F}xf32>, tensor<{E}x{F}x{D}xf32>,
+       tensor<{E}x{D}x{F}xf32>) -> (tensor<?x{D}xf32>, tensor<{E}xi64>)
+  return %y, %aux, %load : tensor<?x{D}xf32>, tensor<f32>, tensor<{E}xi64>
+}}
+"""
+    for counts in ((20, 17), (9, 0, 30, 1)):
+        T = sum(counts)
+        x = f32(r.standard_normal((T, D)))
+        # Skewed towards expert 0, so that its capacity drops choices.
+        logits = f32(r.standard_normal((T, E)) + np.array([1.5, 0, 0, 0]))
+        up, down, gate = (f32(r.standard_normal(s) * 0.3)
+                          for s in ((E, D, F), (E, F, D), (E, D, F)))
+        w, idx, aux = refs.route(logits, 2, aux_loss_coef=0.01)
+        y, load = refs.moe_ffn(x, w, idx, up, down, gate, capacity_factor=1.25)
+        c.expect(f"local tokens {counts}: capacity drops choices",
+                 load.sum() < 2 * T, str(load))
+        inputs = [x, logits, up, down, gate]
+        single = run(mlir, inputs, 0)
+        ranks = run_local(mlir, inputs, [0, 0, None, None, None], counts)
+        got = [np.concatenate([mine[0] for mine in ranks]), ranks[0][1],
+               ranks[0][2]]
+        for rank in range(1, len(counts)):
+            for i in (1, 2):
+                c.close(f"local tokens {counts}: rank {rank}'s result{i} = rank 0's",
+                        ranks[rank][i], got[i], 0)
+        for i, (g, ref) in enumerate(zip(got, (y, aux, load))):
+            c.close(f"local tokens {counts} result{i} vs float64", g, ref, 1e-4)
+            c.close(f"local tokens {counts} result{i} vs one process", g,
+                    single[i], 1e-4)
+    # An expert index outside [0, E) on rank 1's tokens only.
+    bad = f"""
+func.func @main(%x: tensor<?x{D}xf32>, %w: tensor<?x2xf32>, %i: tensor<?x2xi32>,
+                %up: tensor<{E}x{D}x{F}xf32>, %down: tensor<{E}x{F}x{D}xf32>)
+    -> tensor<?x{D}xf32> {{
+  %y, %load = seq.moe_ffn %x, %w, %i, %up, %down
+    : (tensor<?x{D}xf32>, tensor<?x2xf32>, tensor<?x2xi32>,
+       tensor<{E}x{D}x{F}xf32>, tensor<{E}x{F}x{D}xf32>) -> (tensor<?x{D}xf32>, tensor<{E}xi64>)
+  return %y : tensor<?x{D}xf32>
+}}
+"""
+    T = 8
+    indices = np.tile(np.array([[0, 1]], np.int32), (T, 1))
+    indices[6, 1] = E
+    code, err = run_local(bad, [x[:T], f32(np.ones((T, 2))), indices, up, down],
+                          [0, 0, 0, None, None], (4, 4), expect_error=True)
+    c.expect("local tokens: a bad index on one rank fails every rank",
+             code == 1 and err.count("1 expert indices of the ranks' tokens "
+                                     f"are outside [0, {E})") == 2, err)
+
+
 c.run("local steps", local_steps)
+c.run("local tokens", local_tokens)
 c.run("bf16 results", bf16_results)
 c.run("exchanges in pieces", pieces)
 c.run("bad inputs", bad_inputs)

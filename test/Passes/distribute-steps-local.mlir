@@ -88,6 +88,85 @@ func.func @attn(%q: tensor<1x?x2x8xf32>, %k: tensor<1x?x1x8xf32>, %v: tensor<1x?
 
 // -----
 
+// A token shift by two steps (RWKV's is by one): concat(state, x) along the
+// steps, its slice [0, T) the steps shifted and [T, T + 2) the state after.
+// Every rank's last min(T, 2) steps and their number are gathered; the
+// state is carried over the ranks before (the rank's own shift) and then
+// over the rest (the state after, which the tail slice now takes at 0). A
+// concatenation of features keeps the steps as they are.
+// CHECK-LABEL: func.func @shift
+// CHECK-SAME: (%[[X:.*]]: tensor<1x?x4xf32> {seq.steps = 1 : i64}, %[[S:.*]]: tensor<1x2x4xf32>)
+// CHECK-SAME: -> (tensor<1x?x8xf32> {seq.steps = 1 : i64}, tensor<1x2x4xf32>)
+// CHECK: shard.all_gather {{.*}} : tensor<1x1x2x4xf32> -> tensor<2x1x2x4xf32>
+// CHECK: shard.all_gather {{.*}} : tensor<1x1xi64> -> tensor<2x1xi64>
+// CHECK: %[[IN:.*]] = scf.for {{.*}} iter_args({{.*}} = %[[S]])
+// CHECK: tensor.concat dim(1)
+// CHECK: %[[AFTER:.*]] = scf.for {{.*}} iter_args({{.*}} = %[[IN]])
+// CHECK: %[[CAT:.*]] = tensor.concat dim(1) %[[IN]], %[[X]]
+// CHECK: tensor.extract_slice %[[CAT]][0, 0, 0]
+// CHECK: %[[NEXT:.*]] = tensor.extract_slice %[[AFTER]][0, 0, 0] [1, 2, 4]
+// CHECK-NOT: shard.all_gather
+// CHECK: return {{.*}}, %[[NEXT]]
+func.func @shift(%x: tensor<1x?x4xf32>, %s: tensor<1x2x4xf32>) -> (tensor<1x?x8xf32>, tensor<1x2x4xf32>) {
+  %c1 = arith.constant 1 : index
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  %T = tensor.dim %x, %c1 : tensor<1x?x4xf32>
+  %cat = tensor.concat dim(1) %s, %x : (tensor<1x2x4xf32>, tensor<1x?x4xf32>) -> tensor<1x?x4xf32>
+  %prev = tensor.extract_slice %cat[0, 0, 0] [1, %T, 4] [1, 1, 1] : tensor<1x?x4xf32> to tensor<1x?x4xf32>
+  %next = tensor.extract_slice %cat[0, %T, 0] [1, 2, 4] [1, 1, 1] : tensor<1x?x4xf32> to tensor<1x2x4xf32>
+  %both = tensor.concat dim(2) %prev, %y : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> tensor<1x?x8xf32>
+  return %both, %next : tensor<1x?x8xf32>, tensor<1x2x4xf32>
+}
+
+// -----
+
+// Steps after steps: the second sequence's would start on rank 0.
+func.func @steps_after_steps(%x: tensor<1x?x4xf32>) -> tensor<1x?x4xf32> {
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  // expected-error @below {{rank-local steps: concatenates along the steps, which is not a token shift (a state of static length without steps, then the steps, one row a step): each rank holds only its own steps}}
+  %cat = tensor.concat dim(1) %x, %y : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> tensor<1x?x4xf32>
+  return %cat : tensor<1x?x4xf32>
+}
+
+// -----
+
+// A cache of any length before the steps (a decode step's keys) is no
+// token shift either.
+func.func @cache(%x: tensor<1x?x4xf32>, %cache: tensor<1x?x4xf32>) -> tensor<1x?x4xf32> {
+  %c1 = arith.constant 1 : index
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  %T = tensor.dim %x, %c1 : tensor<1x?x4xf32>
+  // expected-error @below {{rank-local steps: concatenates along the steps, which is not a token shift}}
+  %cat = tensor.concat dim(1) %cache, %y : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> tensor<1x?x4xf32>
+  %prev = tensor.extract_slice %cat[0, 0, 0] [1, %T, 4] [1, 1, 1] : tensor<1x?x4xf32> to tensor<1x?x4xf32>
+  return %prev : tensor<1x?x4xf32>
+}
+
+// -----
+
+// The concatenation itself counts steps of every rank's.
+func.func @shift_whole(%x: tensor<1x?x4xf32>, %s: tensor<1x1x4xf32>) -> tensor<1x?x4xf32> {
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  %cat = tensor.concat dim(1) %s, %y : (tensor<1x1x4xf32>, tensor<1x?x4xf32>) -> tensor<1x?x4xf32>
+  // expected-error @below {{rank-local steps: func.return takes a token shift's concatenation whole; only its slices [0, T) (the steps shifted) and [T, T + k) (the state after them) run rank-local}}
+  return %cat : tensor<1x?x4xf32>
+}
+
+// -----
+
+// Past the state after the steps.
+func.func @shift_past(%x: tensor<1x?x4xf32>, %s: tensor<1x1x4xf32>) -> tensor<1x2x4xf32> {
+  %c1 = arith.constant 1 : index
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  %T = tensor.dim %y, %c1 : tensor<1x?x4xf32>
+  %cat = tensor.concat dim(1) %s, %y : (tensor<1x1x4xf32>, tensor<1x?x4xf32>) -> tensor<1x?x4xf32>
+  // expected-error @below {{rank-local steps: takes a token shift at neither [0, T) (the steps shifted) nor [T, T + s) with s <= 1 (the state after them), T the number of its steps}}
+  %next = tensor.extract_slice %cat[0, %T, 0] [1, 2, 4] [1, 1, 1] : tensor<1x?x4xf32> to tensor<1x2x4xf32>
+  return %next : tensor<1x2x4xf32>
+}
+
+// -----
+
 // A sum over the steps needs every rank's.
 func.func @sum(%x: tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<4xf32>) {
   %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
@@ -121,7 +200,7 @@ func.func @last_step(%x: tensor<1x?x4xf32>) -> tensor<1x1x4xf32> {
   %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
   %T = tensor.dim %y, %c1 : tensor<1x?x4xf32>
   %end = arith.subi %T, %c1 : index
-  // expected-error @below {{rank-local steps: tensor.extract_slice takes steps at a position counted from the number of steps (a token shift, the last step): each rank holds only its own steps}}
+  // expected-error @below {{rank-local steps: tensor.extract_slice takes steps at a position counted from the number of steps (the last step, say): each rank holds only its own steps (a token shift runs rank-local written as tensor.concat of its state and the steps, sliced)}}
   %s = tensor.extract_slice %y[0, %end, 0] [1, 1, 4] [1, 1, 1] : tensor<1x?x4xf32> to tensor<1x1x4xf32>
   return %s : tensor<1x1x4xf32>
 }
@@ -188,23 +267,58 @@ func.func @checkpoints(%x: tensor<1x?x4xf32>) -> tensor<1x?x4xf32> {
 
 // -----
 
-// Without an op with a time axis nothing tells a rank's own tokens from
-// the whole (a MoE layer would apply its capacity to each rank's).
-// expected-error @below {{rank-local steps: no argument of @experts holds steps (none reaches the time axis of a seq op that splits over ranks), so a rank's own steps cannot be told from the whole}}
-func.func @experts(%x: tensor<?x4xf32>, %w: tensor<?x2xf32>, %i: tensor<?x2xi32>, %up: tensor<4x4x8xf32>, %down: tensor<4x8x4xf32>) -> tensor<?x4xf32> {
-  %y, %load = seq.moe_ffn %x, %w, %i, %up, %down : (tensor<?x4xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<4x4x8xf32>, tensor<4x8x4xf32>) -> (tensor<?x4xf32>, tensor<4xi64>)
+// Without an op with a time axis nothing tells a rank's own steps from
+// the whole.
+// expected-error @below {{rank-local steps: no argument of @plain holds steps (none reaches the time axis of a seq op that splits over ranks), so a rank's own steps cannot be told from the whole}}
+func.func @plain(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %y = math.exp %x : tensor<?x4xf32>
   return %y : tensor<?x4xf32>
 }
 
 // -----
 
-// moe_ffn counts every token (its capacity): it does not take a rank's own.
-func.func @moe_after_scan(%x: tensor<1x?x4xf32>, %w: tensor<?x2xf32>, %i: tensor<?x2xi32>, %up: tensor<4x4x8xf32>, %down: tensor<4x8x4xf32>) -> tensor<?x4xf32> {
+// A MoE layer's tokens are a rank's own (dimension 0). Without capacity
+// the experts run as they are and only the load crosses ranks: every
+// rank's choices per expert, bad indices and tokens (E + 2 = 6 counts).
+// CHECK-LABEL: func.func @experts
+// CHECK-SAME: (%[[X:.*]]: tensor<?x4xf32> {seq.steps = 0 : i64}, %[[W:.*]]: tensor<?x2xf32> {seq.steps = 0 : i64}, %[[I:.*]]: tensor<?x2xi32> {seq.steps = 0 : i64}
+// CHECK: shard.all_gather {{.*}} : tensor<1x6xi64> -> tensor<2x6xi64>
+// CHECK: seq_rt.check {{.*}}expert indices of the ranks' tokens are outside [0, {1})
+// CHECK: %[[LOAD:.*]] = scf.for {{.*}} -> (tensor<4xi64>)
+// CHECK: %[[Y:.*]], %{{.*}} = seq.moe_ffn %[[X]], %[[W]], %[[I]], %{{.*}}, %{{.*}} : (
+// CHECK-NOT: shard.
+// CHECK: return %[[Y]], %[[LOAD]]
+func.func @experts(%x: tensor<?x4xf32>, %w: tensor<?x2xf32>, %i: tensor<?x2xi32>, %up: tensor<4x4x8xf32>, %down: tensor<4x8x4xf32>) -> (tensor<?x4xf32>, tensor<4xi64>) {
+  %y, %load = seq.moe_ffn %x, %w, %i, %up, %down : (tensor<?x4xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<4x4x8xf32>, tensor<4x8x4xf32>) -> (tensor<?x4xf32>, tensor<4xi64>)
+  return %y, %load : tensor<?x4xf32>, tensor<4xi64>
+}
+
+// -----
+
+// The router's aux loss: its first-choice counts, probability sums and
+// tokens over every rank (2 E + 1 = 9 floats, one all-reduce). Capacity:
+// the choices it drops, in token order from the ranks' before, get a
+// weight of 0 and the experts run without capacity.
+// CHECK-LABEL: func.func @routed
+// CHECK: %[[WR:.*]], %[[IR:.*]], %{{.*}} = seq.route
+// CHECK: shard.all_reduce {{.*}} : tensor<9xf32> -> tensor<9xf32>
+// CHECK: %[[AUX:.*]] = tensor.insert {{.*}} : tensor<f32>
+// CHECK: shard.all_gather {{.*}} : tensor<1x6xi64> -> tensor<2x6xi64>
+// CHECK: %[[KEPT:.*]]:2 = scf.for
+// CHECK: %[[Y:.*]], %{{.*}} = seq.moe_ffn %{{.*}}, %[[KEPT]]#0, %[[IR]], %{{.*}}, %{{.*}} : (
+// CHECK: return %[[Y]], %[[AUX]]
+func.func @routed(%x: tensor<1x?x4xf32>, %wr: tensor<4x4xf32>, %up: tensor<4x4x8xf32>, %down: tensor<4x8x4xf32>) -> (tensor<?x4xf32>, tensor<f32>) {
   %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  %c0 = arith.constant 0 : index
   %flat = tensor.collapse_shape %y [[0, 1], [2]] : tensor<1x?x4xf32> into tensor<?x4xf32>
-  // expected-error @below {{rank-local steps: seq.moe_ffn does not run on each rank's own steps}}
-  %o, %load = seq.moe_ffn %flat, %w, %i, %up, %down : (tensor<?x4xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<4x4x8xf32>, tensor<4x8x4xf32>) -> (tensor<?x4xf32>, tensor<4xi64>)
-  return %o : tensor<?x4xf32>
+  %T = tensor.dim %flat, %c0 : tensor<?x4xf32>
+  %e = tensor.empty(%T) : tensor<?x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<?x4xf32>) -> tensor<?x4xf32>
+  %logits = linalg.matmul ins(%flat, %wr : tensor<?x4xf32>, tensor<4x4xf32>) outs(%z : tensor<?x4xf32>) -> tensor<?x4xf32>
+  %w, %i, %aux = seq.route %logits {k = 2 : i64, aux_loss_coef = 0.01 : f32} : (tensor<?x4xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32>, tensor<f32>)
+  %o, %load = seq.moe_ffn %flat, %w, %i, %up, %down {capacity_factor = 1.25 : f32} : (tensor<?x4xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<4x4x8xf32>, tensor<4x8x4xf32>) -> (tensor<?x4xf32>, tensor<4xi64>)
+  return %o, %aux : tensor<?x4xf32>, tensor<f32>
 }
 
 // -----

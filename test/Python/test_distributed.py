@@ -281,24 +281,26 @@ EXAMPLE_LOCAL_SCRIPT = textwrap.dedent("""
     import numpy as np
     import seqc
 
-    # An example block's @main with rank-local steps equals one process on
-    # the whole; a block that cannot take a rank's own steps says why.
+    # An example block's function with rank-local steps equals one process
+    # on the whole; a block that cannot take a rank's own steps says why.
     counts = [int(c) for c in sys.argv[1].split(",")]
     rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
     start, mine = sum(counts[:rank]), counts[rank]
     text = open(sys.argv[2]).read()
-    refused = sys.argv[3] if len(sys.argv) > 3 else ""
+    name = sys.argv[3]
+    refused = sys.argv[4] if len(sys.argv) > 4 else ""
     module = seqc.compile(text, ranks=len(counts), local_steps=True)
     if refused:
         try:
-            module.main
+            getattr(module, name)
             raise AssertionError("a block without a rank-local form ran")
         except seqc.CallError as e:
             assert refused in str(e), str(e)
         print("agree")
         sys.exit(0)
-    one = seqc.compile(text).main
+    one = getattr(seqc.compile(text), name)
     rng = np.random.default_rng(8)
+    # States (the token shift's, the scans') start away from zero.
     args = [np.ascontiguousarray(
                 rng.standard_normal([sum(counts) if d < 0 else d
                                      for d in shape]) * 0.2, np.float32)
@@ -307,28 +309,37 @@ EXAMPLE_LOCAL_SCRIPT = textwrap.dedent("""
     own = [np.ascontiguousarray(a[:, start:start + mine])
            if any(d < 0 for d in shape) else a
            for a, (_, _, shape) in zip(args, one.inputs)]
-    for g, w, (_, _, shape) in zip(module.main(*own), whole, one.outputs):
+    for g, w, (_, _, shape) in zip(getattr(module, name)(*own), whole,
+                                   one.outputs):
         if any(d < 0 for d in shape):
             w = w[:, start:start + mine]
-        err = float(np.max(np.abs(g - w)))
-        assert err <= 1e-4 * max(1.0, float(np.max(np.abs(w)))), err
+        assert g.shape == w.shape, (g.shape, w.shape)
+        err = float(np.max(np.abs(g - w), initial=0.0))
+        assert err <= 1e-4 * max(1.0, float(np.max(np.abs(w), initial=0.0))), err
     print("agree")
 """)
 
 
 @pytest.mark.skipif(MPIRUN is None, reason="needs OpenMPI's mpirun")
-@pytest.mark.parametrize("block,refused", [
-    ("mamba1_block", ""),  # selective_scan
-    ("gla_block", ""),  # gated linear attention
-    ("gdn_block", ""),  # gated delta rule
-    ("kda_block", ""),  # generalized delta rule
-    # A MoE layer alone: nothing says which tokens are a rank's own.
-    ("moe_block", "no argument of @main holds steps"),
-    # RWKV's token shift reads the step before, on the rank before.
-    ("rwkv6_block", "takes steps at a position counted from the number"),
+@pytest.mark.parametrize("block,function,counts,refused", [
+    ("mamba1_block", "main", "23,18", ""),  # selective_scan
+    ("gla_block", "main", "23,18", ""),  # gated linear attention
+    ("gdn_block", "main", "23,18", ""),  # gated delta rule
+    ("kda_block", "main", "23,18", ""),  # generalized delta rule
+    # A MoE layer on each rank's own tokens: the aux loss, the load and the
+    # capacity (1.25, in token order across ranks) count all of them.
+    ("moe_block", "main", "23,18", ""),
+    ("moe_block", "deepseek", "7,0,30,11", ""),
+    # RWKV's token shift reads the step before, on the rank before (or the
+    # shift state passed in, where every rank before holds none).
+    ("rwkv6_block", "main", "23,18", ""),
+    ("rwkv6_block", "step", "1,0,2,20", ""),
+    ("rwkv7_block", "step", "23,18", ""),
+    ("rwkv7_block", "step", "0,3,0,9", ""),
 ])
-def test_rank_local_example_blocks(tmp_path, block, refused):
+def test_rank_local_example_blocks(tmp_path, block, function, counts,
+                                   refused):
     example = os.path.join(os.path.dirname(__file__), "..", "..", "examples",
                            block + ".mlir")
-    run_ranks(tmp_path, EXAMPLE_LOCAL_SCRIPT, 2, "23,18", example,
-              *([refused] if refused else []))
+    run_ranks(tmp_path, EXAMPLE_LOCAL_SCRIPT, len(counts.split(",")), counts,
+              example, function, *([refused] if refused else []))
