@@ -865,7 +865,7 @@ struct SeqDistributeSteps
     KernelBuilder kb(b);
     int64_t dim = shift.getDim();
     Value state = shift.getInputs()[0], x = shift.getInputs()[1];
-    int64_t k = cast<RankedTensorType>(state.getType()).getDimSize(dim);
+    int64_t k = *staticLengthAlong(state, dim);
     RankTails tails = gatherTails(b, kb, x, dim, kb.idx(k), ranks);
     auto carry = [&](Value before, Value tail) {
       Value joined = tensor::ConcatOp::create(b, dim, ValueRange{before, tail});

@@ -438,17 +438,40 @@ LogicalResult StepAxes::Solver::relateConcat(tensor::ConcatOp concat) {
         return failure();
     return success();
   }
-  OperandRange inputs = concat.getInputs();
-  if (inputs.size() != 2 || stepped(inputs[0]) || a->rows != 1 ||
-      cast<RankedTensorType>(inputs[0].getType()).isDynamicDim(dim)) {
+  // Empty inputs (a KV cache on a first call) add no steps.
+  SmallVector<Value> filled;
+  for (Value input : concat.getInputs()) {
+    if (staticLengthAlong(input, dim) != 0)
+      filled.push_back(input);
+    else if (failed(setNone(input, concat)))
+      return failure();
+  }
+  if (filled.size() == 1)
+    return same(filled.front(), concat.getResult(), concat);
+  std::optional<int64_t> k;
+  if (filled.size() == 2)
+    k = staticLengthAlong(filled[0], dim);
+  if (filled.size() == 2 && !k && !stepped(filled[0])) {
+    error(concat) << "concatenates steps after a tensor of dynamic length "
+                     "without steps (a KV cache): every rank would see it "
+                     "before its own steps; an empty one, or a token "
+                     "shift's state of static length, runs rank-local";
+    return failure();
+  }
+  if (!k || stepped(filled[0]) || a->rows != 1) {
     error(concat) << "concatenates along the steps, which is not a token "
                      "shift (a state of static length without steps, then "
                      "the steps, one row a step): each rank holds only its "
                      "own steps";
     return failure();
   }
-  if (failed(setNone(inputs[0], concat)) ||
-      failed(set(inputs[1], *a, concat)) ||
+  if (concat.getInputs().size() != 2) {
+    error(concat) << "concatenates a token shift's state and steps with "
+                     "empty tensors; write concat(state, steps)";
+    return failure();
+  }
+  if (failed(setNone(filled[0], concat)) ||
+      failed(set(filled[1], *a, concat)) ||
       failed(set(concat.getResult(), *a, concat)))
     return failure();
   shifts.insert(concat);
@@ -754,8 +777,7 @@ LogicalResult StepAxes::Solver::checkShiftSlice(tensor::ExtractSliceOp slice,
                                                 tensor::ConcatOp shift) {
   int64_t dim = shift.getDim();
   Value x = shift.getInputs()[1];
-  int64_t k =
-      cast<RankedTensorType>(shift.getInputs()[0].getType()).getDimSize(dim);
+  int64_t k = *staticLengthAlong(shift.getInputs()[0], dim);
   OpFoldResult offset = slice.getMixedOffsets()[dim];
   OpFoldResult size = slice.getMixedSizes()[dim];
   if (!isConstantIntValue(slice.getMixedStrides()[dim], 1)) {
@@ -875,6 +897,18 @@ LogicalResult StepAxes::Solver::checkDecisionUses(Value decision) {
 //===----------------------------------------------------------------------===//
 // StepAxes
 //===----------------------------------------------------------------------===//
+
+std::optional<int64_t> seqc::staticLengthAlong(Value tensor, int64_t dim) {
+  while (true) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    if (!type.isDynamicDim(dim))
+      return type.getDimSize(dim);
+    auto cast = tensor.getDefiningOp<tensor::CastOp>();
+    if (!cast || !isa<RankedTensorType>(cast.getSource().getType()))
+      return std::nullopt;
+    tensor = cast.getSource();
+  }
+}
 
 FailureOr<StepAxes> StepAxes::analyze(func::FuncOp func) {
   StepAxes result;

@@ -43,6 +43,10 @@ struct StepAxis {
   }
 };
 
+/// `tensor`'s size along `dim` where it is static, seen through casts (a
+/// static state, an empty cache, cast to a dynamic size).
+std::optional<int64_t> staticLengthAlong(mlir::Value tensor, int64_t dim);
+
 class StepAxes {
 public:
   /// The analysis of `func`, or failure after an error on the op that keeps

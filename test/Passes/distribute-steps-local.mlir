@@ -130,16 +130,32 @@ func.func @steps_after_steps(%x: tensor<1x?x4xf32>) -> tensor<1x?x4xf32> {
 
 // -----
 
-// A cache of any length before the steps (a decode step's keys) is no
-// token shift either.
+// A cache of any length before the steps (a decode step's keys) would be
+// before every rank's steps; an empty one (a first call's) adds none.
 func.func @cache(%x: tensor<1x?x4xf32>, %cache: tensor<1x?x4xf32>) -> tensor<1x?x4xf32> {
   %c1 = arith.constant 1 : index
   %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
   %T = tensor.dim %x, %c1 : tensor<1x?x4xf32>
-  // expected-error @below {{rank-local steps: concatenates along the steps, which is not a token shift}}
+  // expected-error @below {{rank-local steps: concatenates steps after a tensor of dynamic length without steps (a KV cache): every rank would see it before its own steps; an empty one, or a token shift's state of static length, runs rank-local}}
   %cat = tensor.concat dim(1) %cache, %y : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> tensor<1x?x4xf32>
   %prev = tensor.extract_slice %cat[0, 0, 0] [1, %T, 4] [1, 1, 1] : tensor<1x?x4xf32> to tensor<1x?x4xf32>
   return %prev : tensor<1x?x4xf32>
+}
+
+// -----
+
+// An empty cache cast to a dynamic length: the concatenation is the steps.
+// CHECK-LABEL: func.func @empty_cache
+// CHECK-SAME: -> (tensor<1x?x4xf32> {seq.steps = 1 : i64})
+// CHECK: tensor.concat dim(1)
+// CHECK-NOT: shard.all_gather
+// CHECK: return
+func.func @empty_cache(%x: tensor<1x?x4xf32>) -> tensor<1x?x4xf32> {
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  %e = tensor.empty() : tensor<1x0x4xf32>
+  %cache = tensor.cast %e : tensor<1x0x4xf32> to tensor<1x?x4xf32>
+  %cat = tensor.concat dim(1) %cache, %y : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> tensor<1x?x4xf32>
+  return %cat : tensor<1x?x4xf32>
 }
 
 // -----

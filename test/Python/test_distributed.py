@@ -336,6 +336,11 @@ EXAMPLE_LOCAL_SCRIPT = textwrap.dedent("""
     ("rwkv6_block", "step", "1,0,2,20", ""),
     ("rwkv7_block", "step", "23,18", ""),
     ("rwkv7_block", "step", "0,3,0,9", ""),
+    # Hybrid stacks (Mamba-2, attention, MoE; Gated DeltaNet in Qwen3-Next)
+    # from an empty KV cache; a decode step's cache precedes every rank's.
+    ("hybrid_stack", "main", "23,18", ""),
+    ("qwen3next_stack", "main", "5,0,30", ""),
+    ("hybrid_stack", "step", "23,18", "concatenates steps after a tensor"),
 ])
 def test_rank_local_example_blocks(tmp_path, block, function, counts,
                                    refused):
