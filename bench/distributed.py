@@ -229,12 +229,33 @@ def moe_scaling(args):
             cmd = MPIRUN + ["-np", str(R)] + base + ["--parallel", "experts"]
             rows.append((f"{R} rank{'s' if R > 1 else ''} x {threads} thread{'s' if threads > 1 else ''}",
                          bench(cmd, dict(ENV, SEQC_NUM_THREADS=str(threads)))))
+        # Rank-local tokens: each rank reads its own T/2 tokens and returns
+        # their results; the experts split over the ranks (DeepEP's
+        # setting), or every expert on every rank.
+        R = 2
+        local = [args.seqc_run, src, "--bench", str(args.runs)]
+        for i, a in enumerate(inputs):
+            a = a if a.dtype == np.int32 else a.astype(np.float32)
+            if i < 3:
+                for rank in range(R):
+                    np.save(os.path.join(tmp, f"local{i}_{rank}.npy"),
+                            a[rank * T // R:(rank + 1) * T // R])
+                local += ["--input", os.path.join(tmp, f"local{i}_{{rank}}.npy")]
+            else:
+                local += ["--input", os.path.join(tmp, f"in{i}.npy")]
+        threads = max(1, cores // R)
+        for parallel, what in (("sequence+experts", "experts split"),
+                               ("sequence", "every expert on each")):
+            cmd = (MPIRUN + ["-np", str(R)] + local
+                   + ["--parallel", parallel, "--local-steps"])
+            rows.append((f"{R} ranks x {threads} thread{'s' if threads > 1 else ''}, "
+                         f"own tokens, {what}",
+                         bench(cmd, dict(ENV, SEQC_NUM_THREADS=str(threads)))))
         flops = 2 * 3 * T * k * D * F
         print(f"moe_ffn T={T} D={D} F={F} E={E} k={k} SwiGLU capacity {cf} "
               f"({flops / 1e9:.1f} GFLOP if no choice dropped), medians of {args.runs} calls:")
         for name, (med, low) in rows:
-            print(f"  {name:34s} {med:9.1f} ms (min {low:.1f})  speedup {one[0] / med:5.2f}x")
-        R = 2
+            print(f"  {name:52s} {med:9.1f} ms (min {low:.1f})  speedup {one[0] / med:5.2f}x")
         sent = accepted_rows(idx, E, R, cf)
         for p in range(R):
             away = int(sent[p].sum() - sent[p][p])
@@ -245,10 +266,10 @@ def moe_scaling(args):
             print(f"  rank {p} of {R}: sends {away} rows to the other rank's experts and "
                   f"{back} results back: {out_bytes / 1e6:.2f} MB sent by MPI_Send "
                   f"(minimum, the routed tokens there and back: {minimum / 1e6:.2f} MB); "
-                  f"counts {8 * R * E} B; its {T // R} rows of the result "
+                  f"counts {8 * R * (E + 2)} B; its {T // R} rows of the result "
                   f"({4 * (T // R) * D / 1e6:.1f} MB) to MPI_Allgather, the other "
                   f"{(R - 1) * 4 * (T // R) * D / 1e6:.1f} MB received (every rank "
-                  f"returns y)")
+                  f"returns y; with its own tokens, none)")
 
 
 def main():

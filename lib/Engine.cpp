@@ -298,10 +298,10 @@ Engine::compile(std::string_view source, const CompileOptions &options,
   }
   if (options.ranks < 0)
     return Status::error("ranks must be >= 0");
-  if (options.localSteps && options.parallel != Parallelism::Sequence)
-    return Status::error("local steps go with sequence parallelism only (the "
-                         "experts' split slices the tokens of whole "
-                         "arguments)");
+  if (options.localSteps && options.parallel == Parallelism::Experts)
+    return Status::error("local steps go with sequence parallelism (alone or "
+                         "with the experts' split: the rank's own steps split "
+                         "every op with steps)");
   if (options.ranks > 0 && options.target == Target::CUDA) {
     // The exchanges run on NCCL, opened here so that its absence is the
     // compile's error rather than the first collective's.

@@ -114,6 +114,24 @@ static void addBufferization(OpPassManager &pm, bool deallocate = true,
 /// "sequence+experts" both.
 static void addDistribution(OpPassManager &pm, int64_t ranks,
                             StringRef parallel, bool strict, bool localSteps) {
+  if (localSteps) {
+    // The steps' analysis finds the tokens; the experts' split of them
+    // (sequence+experts) follows.
+    bool experts = parallel != "sequence";
+    seqc::SeqDistributeStepsOptions steps;
+    steps.ranks = ranks;
+    steps.strict = strict;
+    steps.local = true;
+    steps.leaveExperts = experts;
+    pm.addPass(seqc::createSeqDistributeSteps(steps));
+    if (experts) {
+      seqc::SeqDistributeExpertsOptions split;
+      split.ranks = ranks;
+      split.local = true;
+      pm.addPass(seqc::createSeqDistributeExperts(split));
+    }
+    return;
+  }
   if (parallel != "sequence") {
     seqc::SeqDistributeExpertsOptions distribute;
     distribute.ranks = ranks;
@@ -123,7 +141,6 @@ static void addDistribution(OpPassManager &pm, int64_t ranks,
     seqc::SeqDistributeStepsOptions distribute;
     distribute.ranks = ranks;
     distribute.strict = strict;
-    distribute.local = localSteps;
     pm.addPass(seqc::createSeqDistributeSteps(distribute));
   }
 }
@@ -319,9 +336,12 @@ template <typename Options> struct DistributionCLOptions {
                              "(0: one process)"),
               llvm::cl::init(0)),
         localSteps(owner, "local-steps",
-                   llvm::cl::desc("with parallel=sequence: each rank's "
-                                  "arguments and results with steps are its "
-                                  "own steps"),
+                   llvm::cl::desc("each rank's arguments and results with "
+                                  "steps are its own steps (every op with "
+                                  "steps split by them; with "
+                                  "parallel=sequence+experts or experts, "
+                                  "moe_ffn's experts split the rank's own "
+                                  "tokens)"),
                    llvm::cl::init(false)),
         mpiImplementation(
             owner, "mpi-implementation",

@@ -144,8 +144,9 @@ struct CompileOptions {
   int ranks = 0;
   /// What the ranks split: see Parallelism.
   Parallelism parallel = Parallelism::Sequence;
-  /// With Parallelism::Sequence: each process passes only its own steps of
-  /// the arguments with steps and gets back its own steps of the results
+  /// With Parallelism::Sequence (or SequenceAndExperts: the experts then
+  /// split each process's own tokens): each process passes only its own steps
+  /// of the arguments with steps and gets back its own steps of the results
   /// with steps (rank r's steps follow rank r - 1's in the whole; any
   /// number on each), instead of the whole on every process. Arguments and
   /// results without steps (weights, states) stay whole. The compile fails

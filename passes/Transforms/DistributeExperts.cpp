@@ -8,8 +8,9 @@
 //
 //   1. Every rank checks every expert index, so a bad one fails all ranks
 //      alike before any exchange.
-//   2. Each rank counts its tokens' choices per expert; one all-reduce of
-//      the R x E counts tells every rank all of them.
+//   2. Each rank counts its tokens' choices per expert (and its tokens,
+//      and its indices outside [0, E)); one all-reduce of the R x (E + 2)
+//      counts tells every rank all of them.
 //   3. Capacity in token order across ranks: rank p's choices of expert e
 //      come after those of the ranks before it, so p keeps
 //      accepted[p][e] = clamp(cap - sum_{p' < p} count[p'][e], 0,
@@ -27,6 +28,11 @@
 //      choices' rows in choice order.
 //   8. The tokens' results are all-gathered; `load` is the column sums of
 //      `accepted`, the same on every rank.
+//
+// With `local` (rank-local steps) the op's tokens are the rank's own, any
+// number of them: stage 1 becomes the check that no rank counted a bad
+// index (after stage 2, before any other exchange), capacity counts every
+// rank's tokens, and stage 8 keeps the rank's results instead of gathering.
 //
 // Rows of 16-bit floats travel as their bits (i16: MPI has no 16-bit float
 // datatype), routing weights as f32, the tokens' results gathered in f32.
@@ -72,14 +78,20 @@ struct RowBlock {
 class ExpertDistribution {
 public:
   ExpertDistribution(MoeFfnOp op, ImplicitLocOpBuilder &b, KernelBuilder &kb,
-                     const DimSizes &dims, int64_t ranks)
-      : op(op), b(b), kb(kb), ranks(ranks), T(dims["T"]), D(dims["D"]),
-        K(dims["k"]), E(dims["E"]) {
+                     const DimSizes &dims, int64_t ranks, bool local)
+      : op(op), b(b), kb(kb), ranks(ranks), local(local), T(dims["T"]),
+        D(dims["D"]), K(dims["k"]), E(dims["E"]) {
     rank =
         shard::ProcessLinearIndexOp::create(b, b.getIndexType(), kRankGridName);
-    RankSlice mine = rankSlice(kb, rank, T, ranks);
-    tokenStart = mine.start;
-    tokenCount = mine.length;
+    if (local) {
+      // The op's tokens are the rank's.
+      tokenStart = kb.idx(0);
+      tokenCount = T;
+    } else {
+      RankSlice mine = rankSlice(kb, rank, T, ranks);
+      tokenStart = mine.start;
+      tokenCount = mine.length;
+    }
     std::optional<int64_t> experts = getConstantIntValue(E);
     localExperts =
         experts ? kb.idx(*experts / ranks) : kb.divs(E, kb.idx(ranks));
@@ -101,6 +113,7 @@ private:
   Value firstExpertOf(Value p) { return kb.mul(p, localExperts); }
   /// sum of table[row][e] over experts e in [from, to).
   Value sumRow(Value table, Value row, Value from, Value to);
+  Value sumColumn(Value counts, Value column);
 
   // Routing (stages 2-4).
   Value sliceTokens(Value tensor, int64_t dim = 0);
@@ -135,6 +148,8 @@ private:
   ImplicitLocOpBuilder &b;
   KernelBuilder &kb;
   int64_t ranks;
+  /// The op's tokens are the rank's own (rank-local steps), not the whole.
+  bool local;
   Value T, D, K, E;
   Value rank, tokenStart, tokenCount, localExperts;
   /// R x E accepted choices per rank and expert.
@@ -170,15 +185,20 @@ Value ExpertDistribution::sliceTokens(Value tensor, int64_t dim) {
   return sliceAlong(b, tensor, dim, tokenStart, tokenCount);
 }
 
-/// R x E choices per rank and expert, on every rank: the rank's row
+/// R x (E + 2) counts on every rank: choices per rank and expert, then
+/// each rank's indices outside [0, E) and its tokens; the rank's row
 /// counted, the others zero, summed over the ranks.
 Value ExpertDistribution::countChoices(Value localIndices) {
-  Value counts = counters({kb.idx(ranks), E});
+  Value counts = counters({kb.idx(ranks), affineIndex(kb, E, 1, 2)});
   counts = kb.nest({tokenCount, K}, {counts}, [&](ValueRange tj, ValueRange c) {
     Value e = kb.i32ToIndex(kb.load(localIndices, tj));
-    Value n = at(c[0], {rank, e});
-    return SmallVector<Value>{put(kb.add(n, kb.idx(1)), c[0], {rank, e})};
+    Value inside = kb.andi(kb.cmp(CmpIPredicate::sge, e, kb.idx(0)),
+                           kb.cmp(CmpIPredicate::slt, e, E));
+    Value slot = kb.select(inside, e, E);
+    Value n = at(c[0], {rank, slot});
+    return SmallVector<Value>{put(kb.add(n, kb.idx(1)), c[0], {rank, slot})};
   })[0];
+  counts = put(tokenCount, counts, {rank, affineIndex(kb, E, 1, 1)});
   return shard::AllReduceOp::create(b, counts, kRankGridName,
                                     ArrayRef<shard::GridAxis>{0},
                                     shard::ReductionKind::Sum)
@@ -475,13 +495,17 @@ Value ExpertDistribution::combineChoices(Value returned) {
 
 /// The whole result on every rank: each rank's tokens (f32, rounded to
 /// y's type first), all-gathered.
-Value ExpertDistribution::wholeTokens(Value local) {
+Value ExpertDistribution::wholeTokens(Value mine) {
   auto yType = cast<RankedTensorType>(op.getY().getType());
-  auto localType = cast<RankedTensorType>(local.getType());
+  auto mineType = cast<RankedTensorType>(mine.getType());
   Value rounded = kb.castTensor(
-      local,
-      RankedTensorType::get(localType.getShape(), yType.getElementType()),
+      mine, RankedTensorType::get(mineType.getShape(), yType.getElementType()),
       {tokenCount, D});
+  // Rank-local tokens: the rank's own results are its y.
+  if (local)
+    return rounded.getType() == yType
+               ? rounded
+               : tensor::CastOp::create(b, yType, rounded).getResult();
   return gatherSlices(b, kb, rounded, /*axis=*/0, T, ranks, yType, {T, D});
 }
 
@@ -496,20 +520,38 @@ Value ExpertDistribution::expertLoad() {
   })[0];
 }
 
+/// Column `column` of the counts, summed over the ranks.
+Value ExpertDistribution::sumColumn(Value counts, Value column) {
+  return kb.loop(kb.idx(ranks), {kb.idx(0)}, [&](Value p, ValueRange sum) {
+    return SmallVector<Value>{kb.add(sum[0], at(counts, {p, column}))};
+  })[0];
+}
+
 SmallVector<Value> ExpertDistribution::distribute() {
-  // Every rank checks every index, so that all fail alike.
-  emitExpertIndexChecks(kb, op.getIndices(), T, K, E);
+  // Every rank checks every index, so that all fail alike (rank-local
+  // tokens: every rank's count of bad ones, below).
+  if (!local)
+    emitExpertIndexChecks(kb, op.getIndices(), T, K, E);
   // A static E that does not split is a compile-time error (the pass).
   if (!getConstantIntValue(E))
     kb.check(kb.cmp(CmpIPredicate::eq, kb.rems(E, kb.idx(ranks)), kb.idx(0)),
              "E = {0} experts do not split over {1} ranks (expert "
              "parallelism needs E % R == 0)",
              {E, kb.idx(ranks)});
-  Value capacity =
-      expertCapacity(kb, op.getCapacityFactor().convertToDouble(), T, K, E);
 
   Value localIndices = sliceTokens(op.getIndices());
-  accepted = acceptChoices(countChoices(localIndices), capacity);
+  Value counts = countChoices(localIndices);
+  if (local) {
+    Value bad = sumColumn(counts, E);
+    kb.check(kb.cmp(CmpIPredicate::eq, bad, kb.idx(0)),
+             "{0} expert indices of the ranks' tokens are outside [0, {1})",
+             {bad, E});
+  }
+  // Capacity counts every rank's tokens.
+  Value tokens = sumColumn(counts, affineIndex(kb, E, 1, 1));
+  Value capacity = expertCapacity(kb, op.getCapacityFactor().convertToDouble(),
+                                  tokens, K, E);
+  accepted = acceptChoices(counts, capacity);
   dispatchChoices(localIndices, accepted);
 
   Value x = sliceTokens(op.getX());
@@ -587,7 +629,7 @@ struct SeqDistributeExperts
     KernelBuilder kb(b);
     kb.checksFor(op);
     DimSizes dims = DimSizes::checkAndCollect(kb, op);
-    ExpertDistribution split(op, b, kb, dims, ranks);
+    ExpertDistribution split(op, b, kb, dims, ranks, local);
     rewriter.replaceOp(op, split.distribute());
     return success();
   }

@@ -723,8 +723,10 @@ struct SeqDistributeSteps
       module.walk([&](MoeFfnOp op) { experts.push_back(op); });
       for (RouteOp op : routers)
         distributeLocalRoute(op, ranks);
-      for (MoeFfnOp op : experts)
-        distributeLocalExperts(op, ranks);
+      // Unless seq-distribute-experts splits them next.
+      if (!leaveExperts)
+        for (MoeFfnOp op : experts)
+          distributeLocalExperts(op, ranks);
     }
     bool failedAny = false;
     for (Operation *op : ops)

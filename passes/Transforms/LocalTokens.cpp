@@ -26,14 +26,6 @@ RankedTensorType vectorType(Value size, Type element) {
                                element);
 }
 
-/// scale * E + extra, a constant where E is (so that the tables' types
-/// are static).
-Value affineOf(KernelBuilder &kb, Value E, int64_t scale, int64_t extra) {
-  if (std::optional<int64_t> known = getConstantIntValue(E))
-    return kb.idx(*known * scale + extra);
-  return kb.add(kb.mul(E, kb.idx(scale)), kb.idx(extra));
-}
-
 /// `tensor` summed elementwise over the ranks, on every rank.
 Value sumOverRanks(ImplicitLocOpBuilder &b, Value tensor) {
   return shard::AllReduceOp::create(b, tensor, kRankGridName,
@@ -77,7 +69,7 @@ Value wholeAux(ImplicitLocOpBuilder &b, KernelBuilder &kb, RouteOp op) {
             addTokenProbabilities(kb, logits, t, E, it[1])};
       });
   // One exchange: [first-choice counts, probability sums, tokens].
-  Value size = affineOf(kb, E, 2, 1);
+  Value size = affineIndex(kb, E, 2, 1);
   Value stats = kb.empty(vectorType(size, kb.f32Type()), {size});
   auto place = [&](Value piece, Value at) {
     return tensor::InsertSliceOp::create(
@@ -87,7 +79,7 @@ Value wholeAux(ImplicitLocOpBuilder &b, KernelBuilder &kb, RouteOp op) {
   };
   stats = place(sums[0], kb.idx(0));
   stats = place(sums[1], E);
-  Value tokensAt = affineOf(kb, E, 2, 0);
+  Value tokensAt = affineIndex(kb, E, 2, 0);
   stats = kb.store(kb.indexToF32(T), stats, {tokensAt});
   stats = sumOverRanks(b, stats);
   Value tokens =
@@ -106,7 +98,7 @@ Value wholeAux(ImplicitLocOpBuilder &b, KernelBuilder &kb, RouteOp op) {
 /// tokens: E + 2 counts.
 Value countChoices(ImplicitLocOpBuilder &b, KernelBuilder &kb, Value indices,
                    Value T, Value K, Value E) {
-  Value size = affineOf(kb, E, 1, 2);
+  Value size = affineIndex(kb, E, 1, 2);
   Value counts = kb.zeros(vectorType(size, b.getI64Type()), {size});
   counts = kb.nest({T, K}, {counts}, [&](ValueRange tj, ValueRange it) {
     Value e = kb.i32ToIndex(kb.load(indices, tj));
@@ -116,7 +108,7 @@ Value countChoices(ImplicitLocOpBuilder &b, KernelBuilder &kb, Value indices,
     Value n = kb.add(at(b, kb, it[0], {slot}), kb.idx(1));
     return SmallVector<Value>{put(kb, n, it[0], {slot})};
   })[0];
-  return put(kb, T, counts, {affineOf(kb, E, 1, 1)});
+  return put(kb, T, counts, {affineIndex(kb, E, 1, 1)});
 }
 
 /// Column `column` of the R x (E + 2) table summed over ranks [0, to).
@@ -184,7 +176,7 @@ void seqc::distributeLocalExperts(MoeFfnOp op, int64_t ranks) {
   kb.check(kb.cmp(CmpIPredicate::eq, bad, kb.idx(0)),
            "{0} expert indices of the ranks' tokens are outside [0, {1})",
            {bad, E});
-  Value tokens = sumColumn(b, kb, table, affineOf(kb, E, 1, 1), all);
+  Value tokens = sumColumn(b, kb, table, affineIndex(kb, E, 1, 1), all);
   Value capacity = expertCapacity(kb, op.getCapacityFactor().convertToDouble(),
                                   tokens, K, E);
   // load[e]: e's choices over every rank, up to the capacity.

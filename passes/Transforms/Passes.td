@@ -88,13 +88,18 @@ def SeqDistributeSteps : Pass<"seq-distribute-steps", "::mlir::ModuleOp"> {
     With `local`, each rank's arguments and results with steps are its own
     steps (any number on each rank; rank r's follow rank r - 1's in the
     whole): the ops take them as they are and nothing is gathered but the
-    states, the conv's last `W - 1` inputs of each rank and attention's keys
-    and values. The graph around the ops must treat steps independently:
-    a reduction over steps, a slice of them at an offset, the number of
-    steps used as a value, a static number of steps or an op not known to
-    keep steps apart is an error naming it. The arguments and results with
-    steps are marked `seq.steps = d` (their step dimension). Ops that do
-    not split are an error.
+    states, the conv's last `W - 1` inputs of each rank, a token shift's
+    last `k`, attention's keys and values, and a MoE layer's counts (the
+    router's aux-loss statistics; `moe_ffn`'s choices per expert, for its
+    load and capacity over every rank's tokens: each rank runs every expert
+    on its own tokens, unless `leave-experts` leaves `moe_ffn` to
+    `seq-distribute-experts` with `local`, which runs after). The graph
+    around the ops must treat steps independently: a reduction over steps,
+    a slice of them at an offset, the number of steps used as a value, a
+    static number of steps or an op not known to keep steps apart is an
+    error naming it. The arguments and results with steps are marked
+    `seq.steps = d` (their step dimension). Ops that do not split are an
+    error.
   }];
   let options = [
     Option<"ranks", "ranks", "int64_t", /*default=*/"1",
@@ -104,6 +109,9 @@ def SeqDistributeSteps : Pass<"seq-distribute-steps", "::mlir::ModuleOp"> {
     Option<"local", "local", "bool", /*default=*/"false",
            "Rank-local steps: the arguments and results with steps are each "
            "rank's own (marked seq.steps), not the whole">,
+    Option<"leaveExperts", "leave-experts", "bool", /*default=*/"false",
+           "Under local, leave moe_ffn to seq-distribute-experts local=1 "
+           "(expert parallelism on each rank's own tokens)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
@@ -129,10 +137,21 @@ def SeqDistributeExperts : Pass<"seq-distribute-experts", "::mlir::ModuleOp"> {
     that is not a multiple of R is an error naming the rank counts that
     split it (at run time when `E` is dynamic). With `ranks = 1` the
     module is left as it is.
+
+    With `local` (after `seq-distribute-steps local=1 leave-experts=1`,
+    which found the tokens), each rank's tokens are its own, any number on
+    each (rank r's after rank r - 1's, as DeepEP has them): the counts'
+    all-reduce also carries each rank's tokens (capacity counts all of
+    them) and its indices outside `[0, E)` (so that one bad index fails
+    every rank before the exchange), and each rank keeps its tokens'
+    results instead of gathering them.
   }];
   let options = [
     Option<"ranks", "ranks", "int64_t", /*default=*/"1",
            "Processes the experts are split over">,
+    Option<"local", "local", "bool", /*default=*/"false",
+           "Each rank's tokens are its own (rank-local steps), not the "
+           "whole">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect",

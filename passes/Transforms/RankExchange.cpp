@@ -24,6 +24,13 @@ Value seqc::sliceAlong(ImplicitLocOpBuilder &b, Value tensor, int64_t axis,
   return tensor::ExtractSliceOp::create(b, tensor, offsets, sizes, ones);
 }
 
+Value seqc::affineIndex(KernelBuilder &kb, Value v, int64_t scale,
+                        int64_t extra) {
+  if (std::optional<int64_t> known = getConstantIntValue(v))
+    return kb.idx(*known * scale + extra);
+  return kb.add(kb.mul(v, kb.idx(scale)), kb.idx(extra));
+}
+
 RankSlice seqc::rankSlice(KernelBuilder &kb, Value r, Value total,
                           int64_t ranks) {
   Value start = kb.divs(kb.mul(r, total), kb.idx(ranks));

@@ -26,6 +26,11 @@ mlir::Value sliceAlong(mlir::ImplicitLocOpBuilder &b, mlir::Value tensor,
                        int64_t axis, mlir::OpFoldResult from,
                        mlir::OpFoldResult size);
 
+/// scale * v + extra, a constant where v is (so that tables sized by it,
+/// the experts' counts, have static types).
+mlir::Value affineIndex(KernelBuilder &kb, mlir::Value v, int64_t scale,
+                        int64_t extra);
+
 /// Rank r's slice of `total` steps (or tokens) over R ranks: [r total / R,
 /// (r + 1) total / R), as its start and length. The split every
 /// distribution pass and gather uses.

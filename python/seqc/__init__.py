@@ -139,7 +139,8 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
     an mpi4py communicator of `ranks` processes, which call the module
     collectively, instead of MPI_COMM_WORLD: groups of processes can run
     modules of their own; mpi4py must run on the MPI library seqc opens,
-    docs/distributed.md), `local_steps` (with `ranks` and "sequence": each
+    docs/distributed.md), `local_steps` (with `ranks` and "sequence" or
+    "sequence+experts", the experts then split each rank's own tokens: each
     process passes only its own steps of the arguments with steps and gets
     back its own steps of the results with steps, rank r's after rank
     r - 1's in the whole, any number on each; weights and states stay

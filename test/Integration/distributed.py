@@ -353,7 +353,8 @@ def pieces():
                  for l in lines), str(lines))
 
 
-def run_local(mlir, inputs, axes, counts, expect_error=False):
+def run_local(mlir, inputs, axes, counts, expect_error=False,
+              parallel="sequence"):
     """seqc-run --local-steps on len(counts) ranks: rank r reads counts[r]
     steps of each input whose entry of `axes` is an axis (along it, after
     the ranks' before it; a {rank} path), the others whole. Each rank's
@@ -375,7 +376,7 @@ def run_local(mlir, inputs, axes, counts, expect_error=False):
                 np.save(os.path.join(tmp, f"in{i}.{rank}.npy"), own)
             cmd += ["--input", os.path.join(tmp, f"in{i}.{{rank}}.npy")]
         cmd += ["--output-dir", os.path.join(tmp, "out"),
-                "--parallel", "sequence", "--local-steps"]
+                "--parallel", parallel, "--local-steps"]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV,
                               timeout=240)
         if expect_error:
@@ -431,7 +432,8 @@ func.func @main(%x: {td}, %w: tensor<{C}x4xf32>, %a: {td})
     code, err = run(mlir, [x, w, a], 2, ["--local-steps"], expect_error=True,
                     parallel="experts")
     c.expect("--local-steps with --parallel experts is an error",
-             code == 1 and "--local-steps goes with --parallel sequence" in err, err)
+             code == 1 and "--local-steps goes with --parallel sequence or "
+             "sequence+experts" in err, err)
     # Every rank reading the same file would pass the same steps as its own.
     code, err = run(mlir, [x, w, a], 2, ["--local-steps"], expect_error=True)
     c.expect("--local-steps without {rank} in an input path is an error",
@@ -439,10 +441,12 @@ func.func @main(%x: {td}, %w: tensor<{C}x4xf32>, %a: {td})
 
 
 def local_tokens():
-    """A MoE layer on each rank's own tokens: route's aux loss over every
-    rank's, moe_ffn's capacity (1.25: some choices dropped) in token order
-    across ranks and its load, equal to float64 numpy and one process; a
-    bad expert index on one rank fails every rank."""
+    """A MoE layer on each rank's own tokens, every expert on every rank
+    (--parallel sequence) or the experts split (sequence+experts): route's
+    aux loss over every rank's, moe_ffn's capacity (1.25: some choices
+    dropped) in token order across ranks and its load, equal to float64
+    numpy and one process; a bad expert index on one rank fails every
+    rank."""
     D, E, F = 6, 4, 8
     mlir = f"""
 func.func @main(%x: tensor<?x{D}xf32>, %logits: tensor<?x{E}xf32>,
@@ -472,17 +476,19 @@ func.func @main(%x: tensor<?x{D}xf32>, %logits: tensor<?x{E}xf32>,
                  load.sum() < 2 * T, str(load))
         inputs = [x, logits, up, down, gate]
         single = run(mlir, inputs, 0)
-        ranks = run_local(mlir, inputs, [0, 0, None, None, None], counts)
-        got = [np.concatenate([mine[0] for mine in ranks]), ranks[0][1],
-               ranks[0][2]]
-        for rank in range(1, len(counts)):
-            for i in (1, 2):
-                c.close(f"local tokens {counts}: rank {rank}'s result{i} = rank 0's",
-                        ranks[rank][i], got[i], 0)
-        for i, (g, ref) in enumerate(zip(got, (y, aux, load))):
-            c.close(f"local tokens {counts} result{i} vs float64", g, ref, 1e-4)
-            c.close(f"local tokens {counts} result{i} vs one process", g,
-                    single[i], 1e-4)
+        for parallel in ("sequence", "sequence+experts"):
+            name = f"local tokens {counts} {parallel}"
+            ranks = run_local(mlir, inputs, [0, 0, None, None, None], counts,
+                              parallel=parallel)
+            got = [np.concatenate([mine[0] for mine in ranks]), ranks[0][1],
+                   ranks[0][2]]
+            for rank in range(1, len(counts)):
+                for i in (1, 2):
+                    c.close(f"{name}: rank {rank}'s result{i} = rank 0's",
+                            ranks[rank][i], got[i], 0)
+            for i, (g, ref) in enumerate(zip(got, (y, aux, load))):
+                c.close(f"{name} result{i} vs float64", g, ref, 1e-4)
+                c.close(f"{name} result{i} vs one process", g, single[i], 1e-4)
     # An expert index outside [0, E) on rank 1's tokens only.
     bad = f"""
 func.func @main(%x: tensor<?x{D}xf32>, %w: tensor<?x2xf32>, %i: tensor<?x2xi32>,
@@ -497,11 +503,16 @@ func.func @main(%x: tensor<?x{D}xf32>, %w: tensor<?x2xf32>, %i: tensor<?x2xi32>,
     T = 8
     indices = np.tile(np.array([[0, 1]], np.int32), (T, 1))
     indices[6, 1] = E
-    code, err = run_local(bad, [x[:T], f32(np.ones((T, 2))), indices, up, down],
-                          [0, 0, 0, None, None], (4, 4), expect_error=True)
-    c.expect("local tokens: a bad index on one rank fails every rank",
-             code == 1 and err.count("1 expert indices of the ranks' tokens "
-                                     f"are outside [0, {E})") == 2, err)
+    for parallel in ("sequence", "sequence+experts"):
+        code, err = run_local(bad, [x[:T], f32(np.ones((T, 2))), indices, up,
+                                    down],
+                              [0, 0, 0, None, None], (4, 4), expect_error=True,
+                              parallel=parallel)
+        c.expect(f"local tokens {parallel}: a bad index on one rank fails "
+                 "every rank",
+                 code == 1 and err.count("1 expert indices of the ranks' "
+                                         f"tokens are outside [0, {E})") == 2,
+                 err)
 
 
 c.run("local steps", local_steps)

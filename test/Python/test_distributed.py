@@ -289,7 +289,9 @@ EXAMPLE_LOCAL_SCRIPT = textwrap.dedent("""
     text = open(sys.argv[2]).read()
     name = sys.argv[3]
     refused = sys.argv[4] if len(sys.argv) > 4 else ""
-    module = seqc.compile(text, ranks=len(counts), local_steps=True)
+    parallel = sys.argv[5] if len(sys.argv) > 5 else "sequence"
+    module = seqc.compile(text, ranks=len(counts), local_steps=True,
+                          parallel=parallel)
     if refused:
         try:
             getattr(module, name)
@@ -348,3 +350,20 @@ def test_rank_local_example_blocks(tmp_path, block, function, counts,
                            block + ".mlir")
     run_ranks(tmp_path, EXAMPLE_LOCAL_SCRIPT, len(counts.split(",")), counts,
               example, function, *([refused] if refused else []))
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="needs OpenMPI's mpirun")
+@pytest.mark.parametrize("block,function,counts", [
+    ("moe_block", "main", "23,18"),
+    # Capacity drops choices; a rank without tokens.
+    ("moe_block", "deepseek", "7,0,30,11"),
+    ("hybrid_stack", "main", "23,18"),
+])
+def test_rank_local_expert_parallelism(tmp_path, block, function, counts):
+    """Rank-local steps with the experts split over the ranks (each rank
+    routes its own tokens to the experts' ranks and back, DeepEP's
+    setting), against one process."""
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples",
+                           block + ".mlir")
+    run_ranks(tmp_path, EXAMPLE_LOCAL_SCRIPT, len(counts.split(",")), counts,
+              example, function, "", "sequence+experts")

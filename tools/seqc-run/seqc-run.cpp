@@ -130,7 +130,9 @@ const char *kUsage =
     "                     seq op by steps\n"
     "                     (--target cuda: one GPU per rank, the exchanges on\n"
     "                     NCCL; cuda-emulated: on MPI)\n"
-    "  --local-steps      with --parallel sequence: every rank reads its own\n"
+    "  --local-steps      with --parallel sequence (or sequence+experts:\n"
+    "                     the experts split each rank's own tokens): every\n"
+    "                     rank reads its own\n"
     "                     steps of the inputs with steps ({rank} in an\n"
     "                     --input path is the rank; with --random-inputs,\n"
     "                     --dynamic-size steps a rank), passes only those,\n"
@@ -346,8 +348,9 @@ Options parseArgs(int argc, char **argv) {
   }
   if (o.file.empty())
     fail("no input file (usage: seqc-run FILE.mlir [options], see --help)");
-  if (o.localSteps && (!o.parallel || o.parallelism != Parallelism::Sequence))
-    fail("--local-steps goes with --parallel sequence");
+  if (o.localSteps && (!o.parallel || o.parallelism == Parallelism::Experts))
+    fail("--local-steps goes with --parallel sequence or sequence+experts "
+         "(the rank's own steps split every op with steps)");
   // Every rank reading the same file would pass the same steps as its own.
   if (o.localSteps && !o.randomInputs &&
       std::none_of(o.inputs.begin(), o.inputs.end(), [](const std::string &in) {
