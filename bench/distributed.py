@@ -63,6 +63,9 @@ func.func @main(%x: {x}, %dt: {dt}, %A: tensor<{H}xf32>, %B: {bc}, %C: {bc}) -> 
 
 
 def moe_module(T, D, F, E, k, cf):
+    """The MoE layer over T tokens (None: a dynamic number, for rank-local
+    tokens)."""
+    T = "?" if T is None else T
     x, w, i = f"tensor<{T}x{D}xf32>", f"tensor<{T}x{k}xf32>", f"tensor<{T}x{k}xi32>"
     up, down = f"tensor<{E}x{D}x{F}xf32>", f"tensor<{E}x{F}x{D}xf32>"
     return f"""
@@ -233,7 +236,10 @@ def moe_scaling(args):
         # their results; the experts split over the ranks (DeepEP's
         # setting), or every expert on every rank.
         R = 2
-        local = [args.seqc_run, src, "--bench", str(args.runs)]
+        local_src = os.path.join(tmp, "moe_local.mlir")
+        with open(local_src, "w") as f:
+            f.write(moe_module(None, D, F, E, k, cf))
+        local = [args.seqc_run, local_src, "--bench", str(args.runs)]
         for i, a in enumerate(inputs):
             a = a if a.dtype == np.int32 else a.astype(np.float32)
             if i < 3:
