@@ -614,6 +614,17 @@ struct SeqDistributeExperts
   }
 
   LogicalResult distribute(MoeFfnOp op) {
+    // Rank-local tokens are the steps' pass's to find: split as the whole
+    // they would be wrong, and the whole split as a rank's own too.
+    if (local != op->hasAttr(kLocalTokensAttrName))
+      return op.emitError()
+             << (local ? "seq-distribute-experts local=1 splits the moe_ffn "
+                         "whose tokens seq-distribute-steps local=1 "
+                         "leave-experts=1 found to be each rank's own; run it "
+                         "first"
+                       : "this moe_ffn's tokens are each rank's own "
+                         "(seq-distribute-steps local=1 leave-experts=1): "
+                         "seq-distribute-experts needs local=1");
     auto up = cast<RankedTensorType>(op.getWUp().getType());
     int64_t count = ranks;
     if (!up.isDynamicDim(0) && up.getDimSize(0) % count != 0)

@@ -724,9 +724,12 @@ struct SeqDistributeSteps
       for (RouteOp op : routers)
         distributeLocalRoute(op, ranks);
       // Unless seq-distribute-experts splits them next.
-      if (!leaveExperts)
-        for (MoeFfnOp op : experts)
+      for (MoeFfnOp op : experts) {
+        if (leaveExperts)
+          op->setAttr(kLocalTokensAttrName, UnitAttr::get(op->getContext()));
+        else
           distributeLocalExperts(op, ranks);
+      }
     }
     bool failedAny = false;
     for (Operation *op : ops)

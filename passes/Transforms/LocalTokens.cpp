@@ -55,7 +55,8 @@ Value part(ImplicitLocOpBuilder &b, Value tensor, Value from, Value size) {
 
 /// aux over every rank's tokens: the first-choice counts, probability sums
 /// and token counts of the ranks, added up.
-Value wholeAux(ImplicitLocOpBuilder &b, KernelBuilder &kb, RouteOp op) {
+Value wholeAux(ImplicitLocOpBuilder &b, KernelBuilder &kb, RouteOp op,
+               int64_t ranks) {
   Value logits = op.getLogits();
   Value T = kb.dim(logits, 0), E = kb.dim(logits, 1);
   RankedTensorType perExpert = vectorType(E, kb.f32Type());
@@ -68,8 +69,9 @@ Value wholeAux(ImplicitLocOpBuilder &b, KernelBuilder &kb, RouteOp op) {
             kb.store(counted, it[0], {first}),
             addTokenProbabilities(kb, logits, t, E, it[1])};
       });
-  // One exchange: [first-choice counts, probability sums, tokens].
-  Value size = affineIndex(kb, E, 2, 1);
+  // One exchange of [first-choice counts, probability sums], and one of
+  // the token counts (exact as integers).
+  Value size = affineIndex(kb, E, 2, 0);
   Value stats = kb.empty(vectorType(size, kb.f32Type()), {size});
   auto place = [&](Value piece, Value at) {
     return tensor::InsertSliceOp::create(
@@ -79,13 +81,10 @@ Value wholeAux(ImplicitLocOpBuilder &b, KernelBuilder &kb, RouteOp op) {
   };
   stats = place(sums[0], kb.idx(0));
   stats = place(sums[1], E);
-  Value tokensAt = affineIndex(kb, E, 2, 0);
-  stats = kb.store(kb.indexToF32(T), stats, {tokensAt});
   stats = sumOverRanks(b, stats);
-  Value tokens =
-      arith::FPToSIOp::create(b, b.getI64Type(), kb.load(stats, {tokensAt}));
-  return routeAuxLoss(kb, op.getAuxLossCoef().convertToDouble(), E,
-                      arith::IndexCastOp::create(b, b.getIndexType(), tokens),
+  Value tokens = sumOfCounts(b, kb, gatherCounts(b, kb, T, ranks), kb.idx(0),
+                             kb.idx(ranks));
+  return routeAuxLoss(kb, op.getAuxLossCoef().convertToDouble(), E, tokens,
                       part(b, stats, kb.idx(0), E), part(b, stats, E, E),
                       cast<RankedTensorType>(op.getAux().getType()));
 }
@@ -153,7 +152,7 @@ void seqc::distributeLocalRoute(RouteOp op, int64_t ranks) {
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
   KernelBuilder kb(b);
   kb.checksFor(op);
-  Value aux = wholeAux(b, kb, op);
+  Value aux = wholeAux(b, kb, op, ranks);
   rewriter.replaceAllUsesWith(op.getAux(), aux);
 }
 

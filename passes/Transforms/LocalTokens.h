@@ -7,7 +7,7 @@
 //
 //  - seq.route's aux loss (its first-choice counts and mean probabilities
 //    over all tokens): each rank sums its tokens' and one all-reduce of
-//    2 E + 1 floats adds them up.
+//    2 E floats and an all-gather of the token counts add them up.
 //  - seq.moe_ffn's load and capacity (every expert takes ceil(C k T / E)
 //    choices of all T tokens, in token order): one all-gather of each
 //    rank's choices per expert and token count. A rank's choices of expert

@@ -18,6 +18,11 @@ namespace seqc {
 
 inline constexpr llvm::StringLiteral kRankGridName = "seq_ranks";
 
+/// Marks a moe_ffn whose tokens seq-distribute-steps local=1 found to be
+/// each rank's own and left (leave-experts) to seq-distribute-experts
+/// local=1, which must split it, and alone may.
+inline constexpr llvm::StringLiteral kLocalTokensAttrName = "seq.local_tokens";
+
 /// Whether `pass` has work in `module` under `ranks`: an error (failure)
 /// for ranks < 1; false for one rank or no op to split (`hasOps`); else
 /// true, the grid created if the module lacks it.

@@ -133,6 +133,10 @@ public:
         return failure();
     } while (changed);
     joinFullSlices();
+    // A concatenation that mixes steps explains the slices of it that the
+    // checks would name otherwise.
+    if (!mixingConcats.empty())
+      return explainMixingConcat(mixingConcats.front());
     WalkResult walk = func.walk([&](Operation *op) {
       return failed(check(op)) ? WalkResult::interrupt()
                                : WalkResult::advance();
@@ -199,6 +203,7 @@ private:
   LogicalResult checkShiftSlice(tensor::ExtractSliceOp slice,
                                 tensor::ConcatOp shift);
   LogicalResult checkShiftUses(tensor::ConcatOp shift);
+  LogicalResult explainMixingConcat(tensor::ConcatOp concat);
   LogicalResult checkCountUses(Value count, bool derived);
   LogicalResult checkDecisionUses(Value decision);
   bool isCountSize(Operation *user, Value count);
@@ -219,6 +224,8 @@ private:
   llvm::EquivalenceClasses<Value> extents;
   /// The token shifts found (see StepAxes::shifts).
   llvm::SetVector<tensor::ConcatOp> shifts;
+  /// Concatenations along the steps that are no token shift.
+  llvm::SetVector<tensor::ConcatOp> mixingConcats;
   bool changed = false;
 
   friend class StepAxes;
@@ -448,27 +455,12 @@ LogicalResult StepAxes::Solver::relateConcat(tensor::ConcatOp concat) {
   }
   if (filled.size() == 1)
     return same(filled.front(), concat.getResult(), concat);
-  std::optional<int64_t> k;
-  if (filled.size() == 2)
-    k = staticLengthAlong(filled[0], dim);
-  if (filled.size() == 2 && !k && !stepped(filled[0])) {
-    error(concat) << "concatenates steps after a tensor of dynamic length "
-                     "without steps (a KV cache): every rank would see it "
-                     "before its own steps; an empty one, or a token "
-                     "shift's state of static length, runs rank-local";
-    return failure();
-  }
-  if (!k || stepped(filled[0]) || a->rows != 1) {
-    error(concat) << "concatenates along the steps, which is not a token "
-                     "shift (a state of static length without steps, then "
-                     "the steps, one row a step): each rank holds only its "
-                     "own steps";
-    return failure();
-  }
-  if (concat.getInputs().size() != 2) {
-    error(concat) << "concatenates a token shift's state and steps with "
-                     "empty tensors; write concat(state, steps)";
-    return failure();
+  bool shift = concat.getInputs().size() == 2 && a->rows == 1 &&
+               staticLengthAlong(filled[0], dim) && !stepped(filled[0]);
+  if (!shift) {
+    // Which rule it breaks is named once the fixpoint knows its inputs.
+    mixingConcats.insert(concat);
+    return success();
   }
   if (failed(setNone(filled[0], concat)) ||
       failed(set(filled[1], *a, concat)) ||
@@ -476,6 +468,23 @@ LogicalResult StepAxes::Solver::relateConcat(tensor::ConcatOp concat) {
     return failure();
   shifts.insert(concat);
   return success();
+}
+
+LogicalResult StepAxes::Solver::explainMixingConcat(tensor::ConcatOp concat) {
+  Value first = concat.getInputs().front();
+  if (concat.getInputs().size() == 2 && !stepped(first) &&
+      !staticLengthAlong(first, concat.getDim())) {
+    error(concat) << "concatenates steps after a tensor of dynamic length "
+                     "without steps (a KV cache): every rank would see it "
+                     "before its own steps; an empty one, or a token "
+                     "shift's state of static length, runs rank-local";
+    return failure();
+  }
+  error(concat) << "concatenates along the steps, which is not a token "
+                   "shift (concat(state, steps): a state of static length "
+                   "without steps, then the steps, one row a step): each "
+                   "rank holds only its own steps";
+  return failure();
 }
 
 bool StepAxes::Solver::takesConcatTail(tensor::ExtractSliceOp slice) const {
@@ -764,8 +773,8 @@ LogicalResult StepAxes::Solver::checkShiftUses(tensor::ConcatOp shift) {
       continue;
     error(user) << user->getName()
                 << " takes a token shift's concatenation whole; only its "
-                   "slices [0, T) (the steps shifted) and [T, T + k) (the "
-                   "state after them) run rank-local";
+                   "slices [0, T) (the steps shifted) and [T, T + s), s <= "
+                   "k (the state after them) run rank-local";
     return failure();
   }
   return success();
@@ -788,7 +797,9 @@ LogicalResult StepAxes::Solver::checkShiftSlice(tensor::ExtractSliceOp slice,
     return checkStepSize(size, x, {dim, 1}, slice, "a token shift's steps");
   auto offsetValue = dyn_cast<Value>(offset);
   std::optional<int64_t> tail = getConstantIntValue(size);
-  if (offsetValue && countsStepsOf(offsetValue, x) && tail && *tail <= k)
+  // T: x's own number of steps (its step dimension's size, a row a step).
+  if (offsetValue && stepCountRows(axes, offsetValue) == 1 &&
+      countsStepsOf(offsetValue, x) && tail && *tail <= k)
     return success();
   error(slice) << "takes a token shift at neither [0, T) (the steps shifted) "
                << "nor [T, T + s) with s <= " << k

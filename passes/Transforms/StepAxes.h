@@ -16,8 +16,8 @@
 // One pattern that looks across steps is known: a token shift (RWKV's),
 // `tensor.concat` of a state holding k steps (static, no steps of its own)
 // and then the steps x along their dimension, whose slice [0, T) is x
-// shifted by k and [T, T + k) the state after x. Its slices are the only
-// uses allowed; the distribution gives each rank the state entering it.
+// shifted by k and [T, T + s), s <= k, the state after x. Its slices are the
+// only uses allowed; the distribution gives each rank the state entering it.
 //
 //===----------------------------------------------------------------------===//
 

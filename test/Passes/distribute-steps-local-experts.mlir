@@ -24,3 +24,9 @@ func.func @experts(%x: tensor<?x4xf32>, %w: tensor<?x2xf32>, %i: tensor<?x2xi32>
   %y, %load = seq.moe_ffn %x, %w, %i, %up, %down : (tensor<?x4xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<4x4x8xf32>, tensor<4x8x4xf32>) -> (tensor<?x4xf32>, tensor<4xi64>)
   return %y : tensor<?x4xf32>
 }
+
+// The experts' local split takes only the tokens the steps' pass found.
+// RUN: not seqc-opt %s --seq-distribute-experts="ranks=2 local=1" 2>&1 | FileCheck %s --check-prefix=ALONE
+// ALONE: error: seq-distribute-experts local=1 splits the moe_ffn whose tokens seq-distribute-steps local=1 leave-experts=1 found to be each rank's own; run it first
+// RUN: not seqc-opt %s --seq-distribute-steps="ranks=2 local=1 leave-experts=1" --seq-distribute-experts=ranks=2 2>&1 | FileCheck %s --check-prefix=WHOLE
+// WHOLE: error: this moe_ffn's tokens are each rank's own (seq-distribute-steps local=1 leave-experts=1): seq-distribute-experts needs local=1

@@ -123,7 +123,7 @@ func.func @shift(%x: tensor<1x?x4xf32>, %s: tensor<1x2x4xf32>) -> (tensor<1x?x8x
 // Steps after steps: the second sequence's would start on rank 0.
 func.func @steps_after_steps(%x: tensor<1x?x4xf32>) -> tensor<1x?x4xf32> {
   %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
-  // expected-error @below {{rank-local steps: concatenates along the steps, which is not a token shift (a state of static length without steps, then the steps, one row a step): each rank holds only its own steps}}
+  // expected-error @below {{rank-local steps: concatenates along the steps, which is not a token shift (concat(state, steps): a state of static length without steps, then the steps, one row a step): each rank holds only its own steps}}
   %cat = tensor.concat dim(1) %x, %y : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> tensor<1x?x4xf32>
   return %cat : tensor<1x?x4xf32>
 }
@@ -164,7 +164,7 @@ func.func @empty_cache(%x: tensor<1x?x4xf32>) -> tensor<1x?x4xf32> {
 func.func @shift_whole(%x: tensor<1x?x4xf32>, %s: tensor<1x1x4xf32>) -> tensor<1x?x4xf32> {
   %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
   %cat = tensor.concat dim(1) %s, %y : (tensor<1x1x4xf32>, tensor<1x?x4xf32>) -> tensor<1x?x4xf32>
-  // expected-error @below {{rank-local steps: func.return takes a token shift's concatenation whole; only its slices [0, T) (the steps shifted) and [T, T + k) (the state after them) run rank-local}}
+  // expected-error @below {{rank-local steps: func.return takes a token shift's concatenation whole; only its slices [0, T) (the steps shifted) and [T, T + s), s <= k (the state after them) run rank-local}}
   return %cat : tensor<1x?x4xf32>
 }
 
@@ -179,6 +179,31 @@ func.func @shift_past(%x: tensor<1x?x4xf32>, %s: tensor<1x1x4xf32>) -> tensor<1x
   // expected-error @below {{rank-local steps: takes a token shift at neither [0, T) (the steps shifted) nor [T, T + s) with s <= 1 (the state after them), T the number of its steps}}
   %next = tensor.extract_slice %cat[0, %T, 0] [1, 2, 4] [1, 1, 1] : tensor<1x?x4xf32> to tensor<1x2x4xf32>
   return %next : tensor<1x2x4xf32>
+}
+
+// -----
+
+// The state after the steps is at T, x's own number of steps: not at
+// another size of x (here one chosen at run time).
+func.func @shift_elsewhere(%x: tensor<1x?x4xf32>, %s: tensor<1x2x4xf32>, %i: index) -> tensor<1x1x4xf32> {
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  %n = tensor.dim %y, %i : tensor<1x?x4xf32>
+  %cat = tensor.concat dim(1) %s, %y : (tensor<1x2x4xf32>, tensor<1x?x4xf32>) -> tensor<1x?x4xf32>
+  // expected-error @below {{rank-local steps: takes a token shift at neither [0, T) (the steps shifted) nor [T, T + s) with s <= 2 (the state after them), T the number of its steps}}
+  %b = tensor.extract_slice %cat[0, %n, 0] [1, 1, 4] [1, 1, 1] : tensor<1x?x4xf32> to tensor<1x1x4xf32>
+  return %b : tensor<1x1x4xf32>
+}
+
+// -----
+
+// A concatenation whose first input turns out to hold steps later in the
+// analysis is named as steps after steps, not as a cache.
+func.func @late_steps(%x: tensor<1x?x4xf32>, %a: tensor<1x?x4xf32>) -> tensor<1x?x4xf32> {
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  // expected-error @below {{rank-local steps: concatenates along the steps, which is not a token shift}}
+  %cat = tensor.concat dim(1) %a, %y : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> tensor<1x?x4xf32>
+  %z, %zl = seq.linear_scan %a, %a : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+  return %cat : tensor<1x?x4xf32>
 }
 
 // -----
@@ -312,12 +337,14 @@ func.func @experts(%x: tensor<?x4xf32>, %w: tensor<?x2xf32>, %i: tensor<?x2xi32>
 // -----
 
 // The router's aux loss: its first-choice counts, probability sums and
-// tokens over every rank (2 E + 1 = 9 floats, one all-reduce). Capacity:
+// tokens over every rank (2 E = 8 floats all-reduced, the token counts
+// all-gathered). Capacity:
 // the choices it drops, in token order from the ranks' before, get a
 // weight of 0 and the experts run without capacity.
 // CHECK-LABEL: func.func @routed
 // CHECK: %[[WR:.*]], %[[IR:.*]], %{{.*}} = seq.route
-// CHECK: shard.all_reduce {{.*}} : tensor<9xf32> -> tensor<9xf32>
+// CHECK: shard.all_reduce {{.*}} : tensor<8xf32> -> tensor<8xf32>
+// CHECK: shard.all_gather {{.*}} : tensor<1x1xi64> -> tensor<2x1xi64>
 // CHECK: %[[AUX:.*]] = tensor.insert {{.*}} : tensor<f32>
 // CHECK: shard.all_gather {{.*}} : tensor<1x6xi64> -> tensor<2x6xi64>
 // CHECK: %[[KEPT:.*]]:2 = scf.for
