@@ -262,7 +262,7 @@ LOCAL_SCRIPT = textwrap.dedent("""
                      local_steps=True)
         raise AssertionError("local steps compiled with experts")
     except seqc.CompileError as e:
-        assert "sequence parallelism only" in str(e), str(e)
+        assert "with the experts' split" in str(e), str(e)
     print("agree")
 """)
 
