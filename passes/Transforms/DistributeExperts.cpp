@@ -9,7 +9,7 @@
 //   1. Every rank checks every expert index, so a bad one fails all ranks
 //      alike before any exchange.
 //   2. Each rank counts its tokens' choices per expert (and its tokens,
-//      and its indices outside [0, E)); one all-reduce of the R x (E + 2)
+//      and its indices outside [0, E)); one all-gather of the R x (E + 2)
 //      counts tells every rank all of them.
 //   3. Capacity in token order across ranks: rank p's choices of expert e
 //      come after those of the ranks before it, so p keeps
@@ -36,7 +36,7 @@
 //
 // Rows of 16-bit floats travel as their bits (i16: MPI has no 16-bit float
 // datatype), routing weights as f32, the tokens' results gathered in f32.
-// The exchanges are `shard` ops on the grid @seq_ranks: all_reduce, and
+// The exchanges are `shard` ops on the grid @seq_ranks: all_gather, and
 // send / recv with a dynamic peer, which each target lowers to its engine
 // (CPU: MPI_Send / MPI_Recv; NCCL's grouped send / recv is the same shape).
 //
@@ -186,23 +186,9 @@ Value ExpertDistribution::sliceTokens(Value tensor, int64_t dim) {
 }
 
 /// R x (E + 2) counts on every rank: choices per rank and expert, then
-/// each rank's indices outside [0, E) and its tokens; the rank's row
-/// counted, the others zero, summed over the ranks.
+/// each rank's indices outside [0, E) and its tokens.
 Value ExpertDistribution::countChoices(Value localIndices) {
-  Value counts = counters({kb.idx(ranks), affineIndex(kb, E, 1, 2)});
-  counts = kb.nest({tokenCount, K}, {counts}, [&](ValueRange tj, ValueRange c) {
-    Value e = kb.i32ToIndex(kb.load(localIndices, tj));
-    Value inside = kb.andi(kb.cmp(CmpIPredicate::sge, e, kb.idx(0)),
-                           kb.cmp(CmpIPredicate::slt, e, E));
-    Value slot = kb.select(inside, e, E);
-    Value n = at(c[0], {rank, slot});
-    return SmallVector<Value>{put(kb.add(n, kb.idx(1)), c[0], {rank, slot})};
-  })[0];
-  counts = put(tokenCount, counts, {rank, affineIndex(kb, E, 1, 1)});
-  return shard::AllReduceOp::create(b, counts, kRankGridName,
-                                    ArrayRef<shard::GridAxis>{0},
-                                    shard::ReductionKind::Sum)
-      .getResult();
+  return gatherExpertCounts(b, kb, localIndices, tokenCount, K, E, ranks);
 }
 
 /// Capacity in token order: the ranks' choices of an expert come in rank
@@ -522,9 +508,7 @@ Value ExpertDistribution::expertLoad() {
 
 /// Column `column` of the counts, summed over the ranks.
 Value ExpertDistribution::sumColumn(Value counts, Value column) {
-  return kb.loop(kb.idx(ranks), {kb.idx(0)}, [&](Value p, ValueRange sum) {
-    return SmallVector<Value>{kb.add(sum[0], at(counts, {p, column}))};
-  })[0];
+  return sumColumnToRank(b, kb, counts, column, kb.idx(ranks));
 }
 
 SmallVector<Value> ExpertDistribution::distribute() {

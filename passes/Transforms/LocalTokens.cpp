@@ -93,31 +93,6 @@ Value wholeAux(ImplicitLocOpBuilder &b, KernelBuilder &kb, RouteOp op,
 // The experts' capacity and load
 //===----------------------------------------------------------------------===//
 
-/// The rank's choices per expert, then the indices outside [0, E) and the
-/// tokens: E + 2 counts.
-Value countChoices(ImplicitLocOpBuilder &b, KernelBuilder &kb, Value indices,
-                   Value T, Value K, Value E) {
-  Value size = affineIndex(kb, E, 1, 2);
-  Value counts = kb.zeros(vectorType(size, b.getI64Type()), {size});
-  counts = kb.nest({T, K}, {counts}, [&](ValueRange tj, ValueRange it) {
-    Value e = kb.i32ToIndex(kb.load(indices, tj));
-    Value inside = kb.andi(kb.cmp(CmpIPredicate::sge, e, kb.idx(0)),
-                           kb.cmp(CmpIPredicate::slt, e, E));
-    Value slot = kb.select(inside, e, E);
-    Value n = kb.add(at(b, kb, it[0], {slot}), kb.idx(1));
-    return SmallVector<Value>{put(kb, n, it[0], {slot})};
-  })[0];
-  return put(kb, T, counts, {affineIndex(kb, E, 1, 1)});
-}
-
-/// Column `column` of the R x (E + 2) table summed over ranks [0, to).
-Value sumColumn(ImplicitLocOpBuilder &b, KernelBuilder &kb, Value table,
-                Value column, Value to) {
-  return kb.loop(to, {kb.idx(0)}, [&](Value p, ValueRange sum) {
-    return SmallVector<Value>{kb.add(sum[0], at(b, kb, table, {p, column}))};
-  })[0];
-}
-
 /// The routing weights with the choices capacity drops set to 0: a choice
 /// of expert e is kept while e's count, over every choice before it in
 /// token order (the ranks' before this one first), is below `capacity`.
@@ -128,7 +103,7 @@ Value dropOverCapacity(ImplicitLocOpBuilder &b, KernelBuilder &kb, MoeFfnOp op,
   Value taken = kb.zeros(vectorType(E, b.getI64Type()), {E});
   taken = kb.loop(E, {taken}, [&](Value e, ValueRange it) {
     return SmallVector<Value>{
-        put(kb, sumColumn(b, kb, table, e, rank), it[0], {e})};
+        put(kb, sumColumnToRank(b, kb, table, e, rank), it[0], {e})};
   })[0];
   Value weights = op.getWeights();
   return kb.nest({T, K}, {weights, taken}, [&](ValueRange tj, ValueRange it) {
@@ -166,23 +141,22 @@ void seqc::distributeLocalExperts(MoeFfnOp op, int64_t ranks) {
   kb.checksFor(op);
   DimSizes dims = DimSizes::checkAndCollect(kb, op);
   Value T = dims["T"], K = dims["k"], E = dims["E"];
-  Value table =
-      gatherRows(b, countChoices(b, kb, op.getIndices(), T, K, E), ranks);
+  Value table = gatherExpertCounts(b, kb, op.getIndices(), T, K, E, ranks);
   // Every rank sees every rank's bad indices, so that all fail alike
   // before the next exchange.
   Value all = kb.idx(ranks);
-  Value bad = sumColumn(b, kb, table, E, all);
+  Value bad = sumColumnToRank(b, kb, table, E, all);
   kb.check(kb.cmp(CmpIPredicate::eq, bad, kb.idx(0)),
            "{0} expert indices of the ranks' tokens are outside [0, {1})",
            {bad, E});
-  Value tokens = sumColumn(b, kb, table, affineIndex(kb, E, 1, 1), all);
+  Value tokens = sumColumnToRank(b, kb, table, affineIndex(kb, E, 1, 1), all);
   Value capacity = expertCapacity(kb, op.getCapacityFactor().convertToDouble(),
                                   tokens, K, E);
   // load[e]: e's choices over every rank, up to the capacity.
   auto loadType = cast<RankedTensorType>(op.getLoad().getType());
   Value load =
       kb.loop(E, {kb.zeros(loadType, {E})}, [&](Value e, ValueRange it) {
-        Value choices = sumColumn(b, kb, table, e, all);
+        Value choices = sumColumnToRank(b, kb, table, e, all);
         return SmallVector<Value>{
             put(kb, kb.mins(choices, capacity), it[0], {e})};
       })[0];

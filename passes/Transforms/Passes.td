@@ -126,7 +126,7 @@ def SeqDistributeExperts : Pass<"seq-distribute-experts", "::mlir::ModuleOp"> {
   let description = [{
     Under `ranks = R`, rank `r` holds experts `[r E / R, (r + 1) E / R)` of
     every `seq.moe_ffn` and routes tokens `[r T / R, (r + 1) T / R)`. The
-    ranks all-reduce their R x E choice counts, so each knows how many of
+    ranks all-gather their choice counts (R x (E + 2)), so each knows how many of
     its choices every expert's capacity accepts (token order across ranks,
     as in the single-process op); the accepted rows go to their experts'
     ranks and back with pairwise `shard.send` / `shard.recv` (an
@@ -141,7 +141,7 @@ def SeqDistributeExperts : Pass<"seq-distribute-experts", "::mlir::ModuleOp"> {
     With `local` (after `seq-distribute-steps local=1 leave-experts=1`,
     which found the tokens), each rank's tokens are its own, any number on
     each (rank r's after rank r - 1's, as DeepEP has them): the counts'
-    all-reduce also carries each rank's tokens (capacity counts all of
+    all-gather also carries each rank's tokens (capacity counts all of
     them) and its indices outside `[0, E)` (so that one bad index fails
     every rank before the exchange), and each rank keeps its tokens'
     results instead of gathering them.

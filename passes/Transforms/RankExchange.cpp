@@ -294,3 +294,42 @@ Value seqc::foldTails(ImplicitLocOpBuilder &b, KernelBuilder &kb,
     return SmallVector<Value>{next};
   })[0];
 }
+
+//===----------------------------------------------------------------------===//
+// A MoE layer's counts
+//===----------------------------------------------------------------------===//
+
+namespace {
+Value indexAt(ImplicitLocOpBuilder &b, KernelBuilder &kb, Value table,
+              ValueRange ivs) {
+  return arith::IndexCastOp::create(b, b.getIndexType(), kb.load(table, ivs));
+}
+} // namespace
+
+Value seqc::gatherExpertCounts(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                               Value indices, Value T, Value K, Value E,
+                               int64_t ranks) {
+  Value size = affineIndex(kb, E, 1, 2);
+  std::optional<int64_t> known = getConstantIntValue(size);
+  auto type = RankedTensorType::get({known ? *known : ShapedType::kDynamic},
+                                    b.getI64Type());
+  Value counts = kb.zeros(type, {size});
+  counts = kb.nest({T, K}, {counts}, [&](ValueRange tj, ValueRange it) {
+    Value e = kb.i32ToIndex(kb.load(indices, tj));
+    Value inside = kb.andi(kb.cmp(arith::CmpIPredicate::sge, e, kb.idx(0)),
+                           kb.cmp(arith::CmpIPredicate::slt, e, E));
+    Value slot = kb.select(inside, e, E);
+    Value n = kb.add(indexAt(b, kb, it[0], {slot}), kb.idx(1));
+    return SmallVector<Value>{kb.store(kb.indexToI64(n), it[0], {slot})};
+  })[0];
+  counts = kb.store(kb.indexToI64(T), counts, {affineIndex(kb, E, 1, 1)});
+  return gatherRows(b, counts, ranks);
+}
+
+Value seqc::sumColumnToRank(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                            Value table, Value column, Value to) {
+  return kb.loop(to, {kb.idx(0)}, [&](Value p, ValueRange sum) {
+    return SmallVector<Value>{
+        kb.add(sum[0], indexAt(b, kb, table, {p, column}))};
+  })[0];
+}

@@ -81,6 +81,17 @@ mlir::Value gatherCountedSlices(mlir::ImplicitLocOpBuilder &b,
                                 mlir::RankedTensorType wholeType,
                                 mlir::ValueRange wholeSizes);
 
+/// A MoE layer's counts over the ranks, on every rank: R x (E + 2) i64,
+/// row p rank p's choices per expert of its `T` x `K` `indices`, then its
+/// indices outside [0, E) and its tokens (one all-gather).
+mlir::Value gatherExpertCounts(mlir::ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                               mlir::Value indices, mlir::Value T,
+                               mlir::Value K, mlir::Value E, int64_t ranks);
+/// Column `column` of such a table summed over ranks [0, to), an index.
+mlir::Value sumColumnToRank(mlir::ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                            mlir::Value table, mlir::Value column,
+                            mlir::Value to);
+
 /// What a causal window of `window` steps carries from each rank into the
 /// ranks after it under rank-local steps: every rank's last
 /// min(steps, window) steps of `local` along `axis`, gathered as rows

@@ -119,13 +119,13 @@ func.func @plane(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
 // kernels are in the GPU binary.
 // HOST: gpu.binary
 // HOST-DAG: llvm.call @MPI_Comm_rank
-// HOST-DAG: llvm.call @seqc_rt_nccl_all_reduce
+// HOST-DAG: llvm.call @seqc_rt_nccl_recv
 // HOST-DAG: llvm.call @seqc_rt_nccl_send
 // HOST-DAG: llvm.call @seqc_rt_nccl_recv
 // HOST-DAG: llvm.call @seqc_rt_nccl_all_gather
 // HOST-NOT: shard.
 // HOSTEMU-NOT: gpu.binary
-// HOSTEMU-DAG: llvm.call @seqc_rt_nccl_emulated_all_reduce
+// HOSTEMU-DAG: llvm.call @seqc_rt_nccl_emulated_recv
 // HOSTEMU-DAG: llvm.call @seqc_rt_nccl_emulated_send
 // HOSTEMU-DAG: llvm.call @seqc_rt_nccl_emulated_all_gather
-// HOSTEMU-NOT: llvm.call @seqc_rt_nccl_all_reduce
+// HOSTEMU-NOT: llvm.call @seqc_rt_nccl_all_gather

@@ -1,6 +1,6 @@
 // seq-distribute-experts: each of R ranks holds E / R experts of every
 // moe_ffn and routes T / R tokens. Every index is checked on every rank;
-// the ranks all-reduce their R x (E + 2) counts (choices per expert, bad
+// the ranks all-gather their R x (E + 2) counts (choices per expert, bad
 // indices, tokens); the accepted rows go to
 // their experts' ranks pairwise (step s: rank r with r xor s, the lower
 // one sends first) and come back the same way, around one moe_ffn over
@@ -17,7 +17,7 @@
 // CHECK: %[[R:.*]] = shard.process_linear_index on @seq_ranks : index
 // CHECK: seq_rt.check {{.*}}expert index {2} at indices[{0}, {1}] is outside [0, {3})
 // CHECK: %[[IDX:.*]] = tensor.extract_slice %arg2[%{{.*}}, 0] [%{{.*}}, 2] [1, 1]
-// CHECK: shard.all_reduce {{.*}} on @seq_ranks grid_axes = [0] : tensor<2x6xi64> -> tensor<2x6xi64>
+// CHECK: shard.all_gather {{.*}} on @seq_ranks grid_axes = [0] gather_axis = 0 : tensor<1x6xi64> -> tensor<2x6xi64>
 // The rows of x, then the routing weights, to the experts' ranks.
 // CHECK: %[[PEER:.*]] = arith.xori %[[R]], %{{.*}} : index
 // CHECK: arith.cmpi slt, %[[PEER]], %c2
@@ -43,7 +43,7 @@
 // CHECK: return
 
 // MPI: %[[WORLD:.*]] = mpi.comm_world
-// MPI: mpi.allreduce
+// MPI: call @seqc_rt_mpi_all_gather
 // MPI: mpi.send(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : memref<?xf32>, i32, i32
 // MPI: mpi.recv(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : memref<?xf32>, i32, i32
 // MPI: call @seqc_rt_mpi_all_gather(%{{.*}}, %{{.*}}, %{{.*}}, %c1216_i64)

@@ -4,7 +4,7 @@
 // RUN: not seqc-opt %s --seq-distribute-experts=ranks=2 --seq-distribute-steps="ranks=2 local=1" 2>&1 | FileCheck %s
 // The other way round (the pipelines' order under local steps with
 // parallel=sequence+experts), the experts split each rank's own tokens:
-// the counts' all-reduce carries each rank's choices per expert, its bad
+// the counts' all-gather carries each rank's choices per expert, its bad
 // indices and its tokens (E + 2 = 6 columns), the rows go to their
 // experts' ranks and back, and y is the rank's own: nothing is gathered.
 // RUN: seqc-opt %s --seq-distribute-steps="ranks=2 local=1 leave-experts=1" --seq-distribute-experts="ranks=2 local=1" | FileCheck %s --check-prefix=LOCAL
@@ -13,7 +13,7 @@
 
 // LOCAL-LABEL: func.func @experts
 // LOCAL-SAME: (%{{.*}}: tensor<?x4xf32> {seq.steps = 0 : i64}
-// LOCAL: shard.all_reduce {{.*}} : tensor<2x6xi64> -> tensor<2x6xi64>
+// LOCAL: shard.all_gather {{.*}} : tensor<1x6xi64> -> tensor<2x6xi64>
 // LOCAL: seq_rt.check {{.*}}expert indices of the ranks' tokens are outside
 // LOCAL: shard.send
 // LOCAL: shard.recv
