@@ -372,6 +372,21 @@ private:
     });
   }
 
+  /// One block of the delta rule's WY solve: its chunk, its shared buffers
+  /// by name, and the rows' norms where the form normalizes them.
+  struct WySolveBlock {
+    GpuBlock &blk;
+    const ChunkedArgs &a;
+    ChunkBlock cb;
+    /// [Q] cumulative log decays, weights, key norms and write strengths.
+    Value cs, ws, kn, beta;
+    /// [Q x KT] a tile of k'; [Q x Q] the Gram matrix, then -A; [Q x XT]
+    /// the tile being solved.
+    Value keys, gram, tile;
+    /// kn where the form normalizes rows, else null (keyPrime's argument).
+    Value norms;
+  };
+
   /// The delta rule, 1: per chunk, -A = strictly lower -beta_i exp(cs_i -
   /// cs_j) k'_i . k'_j (k'k'^T on tensor cores for bf16), then (I + A) [W | U0]
   /// = diag(beta) [exp(cs) o k' | v] solved in shared memory, a key or value
@@ -384,106 +399,145 @@ private:
         b, kernelName("wy_solve"), blocks, {weights, newValues, decays},
         {{Q}, {Q}, {Q}, {Q}, {Q * KT}, {Q * Q}, {Q * XT}},
         [&](GpuBlock &blk, const ChunkKernelArgs &in, ValueRange sh) {
+          Value weightsOut = in.own[0], newValuesOut = in.own[1],
+                chunkDecays = in.own[2];
+          WySolveBlock wy{blk, in.form,
+                          chunkBlock(blk.kb, blk.blockId, in.form)};
+          wy.cs = sh[0];
+          wy.ws = sh[1];
+          wy.kn = sh[2];
+          wy.beta = sh[3];
+          wy.keys = sh[4];
+          wy.gram = sh[5];
+          wy.tile = sh[6];
+          wy.norms = form.normalizeRows ? wy.kn : Value();
           KernelBuilder &k = blk.kb;
-          const ChunkedArgs &a = in.form;
-          Value w = in.own[0], u = in.own[1], chunkDecays = in.own[2];
-          Value cs = sh[0], ws = sh[1], kn = sh[2], beta = sh[3], ks = sh[4],
-                gm = sh[5], xs = sh[6];
-          ChunkBlock cb = chunkBlock(k, blk.blockId, a);
-          Value nT = k.mdim(a.value, 1), nK = k.mdim(a.query, 3),
-                nV = k.mdim(a.value, 3);
           blk.phase(
-              k.idx(Q * Q), [&](Value i) { k.mstore(k.f32(0.0), gm, {i}); },
+              k.idx(Q * Q),
+              [&](Value i) { k.mstore(k.f32(0.0), wy.gram, {i}); },
               /*barrier=*/false); // stageDecay ends with one
-          stageDecay(blk, a, cb, cs, ws);
-          blk.phase(k.idx(Q), [&](Value s) {
-            Value t = k.add(cb.t0, s);
-            Value bs = k.ifElse(
-                lt(k, t, nT), {k.f32Type()},
-                [&]() -> SmallVector<Value> {
-                  return {form.step(k, a, cb.bi, t, cb.h).writeStrength};
-                },
-                [&]() -> SmallVector<Value> { return {k.f32(0.0)}; })[0];
-            k.mstore(bs, beta, {s});
-            k.ifThen(k.cmp(CmpIPredicate::eq, s, k.idx(0)), [&] {
-              k.mstore(k.mload(cs, {k.idx(Q - 1)}), chunkDecays,
-                       {cb.bi, cb.h, cb.c, k.idx(0)});
-            });
-          });
+          stageDecay(blk, wy.a, wy.cb, wy.cs, wy.ws);
+          stageWriteStrengths(wy, chunkDecays);
           if (form.normalizeRows)
-            stageRowNorms(blk, a, cb, Value(), kn);
-          Value norms = form.normalizeRows ? kn : Value();
-          // k'k'^T over key tiles.
-          k.forEach(k.idx(0), nK, k.idx(KT), [&](Value k0) {
-            blk.phase2(k.idx(Q), k.idx(KT), [&](Value s, Value kk) {
-              k.mstore(keyPrime(k, a, cb, ws, s, k.add(k0, kk), norms), ks,
-                       {at(k, s, KT, kk)});
-            });
-            if (mmaType) {
-              mmaSharedProduct(
-                  blk, mmaType, Q, Q, KT,
-                  [&](Value t, Value kk) {
-                    return k.mload(ks, {at(k, t, KT, kk)});
-                  },
-                  [&](Value kk, Value s) {
-                    return k.mload(ks, {at(k, s, KT, kk)});
-                  },
-                  [&](Value t, Value s) {
-                    return k.mload(gm, {at(k, t, Q, s)});
-                  },
-                  [&](Value t, Value s, Value v) {
-                    k.mstore(v, gm, {at(k, t, Q, s)});
-                  });
-              return;
-            }
-            blk.phase2(k.idx(Q), k.idx(Q), [&](Value t, Value s) {
-              Value dot = k.sumOver(k.idx(KT), [&](Value kk) {
-                return k.fmul(k.mload(ks, {at(k, t, KT, kk)}),
-                              k.mload(ks, {at(k, s, KT, kk)}));
-              });
-              Value prev = k.mload(gm, {at(k, t, Q, s)});
-              k.mstore(k.fadd(prev, dot), gm, {at(k, t, Q, s)});
-            });
-          });
-          blk.phase2(k.idx(Q), k.idx(Q), [&](Value t, Value s) {
-            Value l = k.exp(k.fsub(k.mload(cs, {t}), k.mload(cs, {s})));
-            Value n = k.fmul(k.fneg(k.mload(beta, {t})),
-                             k.fmul(l, k.mload(gm, {at(k, t, Q, s)})));
-            k.mstore(k.select(k.cmp(CmpIPredicate::slt, s, t), n, k.f32(0.0)),
-                     gm, {at(k, t, Q, s)});
-          });
-          // W, a key tile at a time.
-          k.forEach(k.idx(0), nK, k.idx(KT), [&](Value k0) {
-            blk.phase2(k.idx(Q), k.idx(KT), [&](Value s, Value kk) {
-              Value f = k.fmul(k.mload(beta, {s}), k.exp(k.mload(cs, {s})));
-              Value key = keyPrime(k, a, cb, ws, s, k.add(k0, kk), norms);
-              k.mstore(k.fmul(f, key), xs, {at(k, s, KT, kk)});
-            });
-            forwardSubstitute(blk, gm, xs, KT);
-            blk.phase2(k.idx(Q), k.idx(KT), [&](Value s, Value kk) {
-              Value ch = k.add(k0, kk);
-              k.ifThen(lt(k, ch, nK), [&] {
-                k.mstore(k.mload(xs, {at(k, s, KT, kk)}), w,
-                         {cb.bi, cb.h, cb.c, s, ch});
-              });
-            });
-          });
-          // U0, a value tile at a time.
-          k.forEach(k.idx(0), nV, k.idx(VT), [&](Value v0) {
-            blk.phase2(k.idx(Q), k.idx(VT), [&](Value s, Value vv) {
-              Value v = value(k, a, cb, s, k.add(v0, vv));
-              k.mstore(k.fmul(k.mload(beta, {s}), v), xs, {at(k, s, VT, vv)});
-            });
-            forwardSubstitute(blk, gm, xs, VT);
-            blk.phase2(k.idx(Q), k.idx(VT), [&](Value s, Value vv) {
-              Value col = k.add(v0, vv);
-              k.ifThen(lt(k, col, nV), [&] {
-                k.mstore(k.mload(xs, {at(k, s, VT, vv)}), u,
-                         {cb.bi, cb.h, cb.c, s, col});
-              });
-            });
-          });
+            stageRowNorms(blk, wy.a, wy.cb, Value(), wy.kn);
+          accumulateKeyGram(wy);
+          maskKeyGram(wy);
+          solveKeyTiles(wy, weightsOut);
+          solveValueTiles(wy, newValuesOut);
         });
+  }
+
+  /// beta[s], each step's write strength (0 past the chunk's end); the
+  /// chunk's total log decay into `chunkDecays`.
+  void stageWriteStrengths(WySolveBlock &wy, Value chunkDecays) const {
+    KernelBuilder &k = wy.blk.kb;
+    Value nT = k.mdim(wy.a.value, 1);
+    wy.blk.phase(k.idx(Q), [&](Value s) {
+      Value t = k.add(wy.cb.t0, s);
+      Value strength = k.ifElse(
+          lt(k, t, nT), {k.f32Type()},
+          [&]() -> SmallVector<Value> {
+            return {form.step(k, wy.a, wy.cb.bi, t, wy.cb.h).writeStrength};
+          },
+          [&]() -> SmallVector<Value> { return {k.f32(0.0)}; })[0];
+      k.mstore(strength, wy.beta, {s});
+      k.ifThen(k.cmp(CmpIPredicate::eq, s, k.idx(0)), [&] {
+        k.mstore(k.mload(wy.cs, {k.idx(Q - 1)}), chunkDecays,
+                 {wy.cb.bi, wy.cb.h, wy.cb.c, k.idx(0)});
+      });
+    });
+  }
+
+  /// gram += k' k'^T, a key tile at a time (on tensor cores for bf16).
+  void accumulateKeyGram(WySolveBlock &wy) const {
+    KernelBuilder &k = wy.blk.kb;
+    Value nK = k.mdim(wy.a.query, 3);
+    k.forEach(k.idx(0), nK, k.idx(KT), [&](Value k0) {
+      wy.blk.phase2(k.idx(Q), k.idx(KT), [&](Value s, Value kk) {
+        k.mstore(keyPrime(k, wy.a, wy.cb, wy.ws, s, k.add(k0, kk), wy.norms),
+                 wy.keys, {at(k, s, KT, kk)});
+      });
+      auto keyAt = [&](Value s, Value kk) {
+        return k.mload(wy.keys, {at(k, s, KT, kk)});
+      };
+      if (mmaType) {
+        mmaSharedProduct(
+            wy.blk, mmaType, Q, Q, KT, keyAt,
+            [&](Value kk, Value s) { return keyAt(s, kk); },
+            [&](Value t, Value s) {
+              return k.mload(wy.gram, {at(k, t, Q, s)});
+            },
+            [&](Value t, Value s, Value v) {
+              k.mstore(v, wy.gram, {at(k, t, Q, s)});
+            });
+        return;
+      }
+      wy.blk.phase2(k.idx(Q), k.idx(Q), [&](Value t, Value s) {
+        Value dot = k.sumOver(k.idx(KT), [&](Value kk) {
+          return k.fmul(keyAt(t, kk), keyAt(s, kk));
+        });
+        Value prev = k.mload(wy.gram, {at(k, t, Q, s)});
+        k.mstore(k.fadd(prev, dot), wy.gram, {at(k, t, Q, s)});
+      });
+    });
+  }
+
+  /// gram <- -A: -beta_t exp(cs_t - cs_s) gram[t, s] below the diagonal,
+  /// 0 on and above it.
+  void maskKeyGram(WySolveBlock &wy) const {
+    KernelBuilder &k = wy.blk.kb;
+    wy.blk.phase2(k.idx(Q), k.idx(Q), [&](Value t, Value s) {
+      Value l = k.exp(k.fsub(k.mload(wy.cs, {t}), k.mload(wy.cs, {s})));
+      Value n = k.fmul(k.fneg(k.mload(wy.beta, {t})),
+                       k.fmul(l, k.mload(wy.gram, {at(k, t, Q, s)})));
+      k.mstore(k.select(k.cmp(CmpIPredicate::slt, s, t), n, k.f32(0.0)),
+               wy.gram, {at(k, t, Q, s)});
+    });
+  }
+
+  /// W = (I + A)^-1 diag(beta) (exp(cs) o k'), a key tile at a time, into
+  /// `weightsOut` [B, H, chunks, Q, K].
+  void solveKeyTiles(WySolveBlock &wy, Value weightsOut) const {
+    KernelBuilder &k = wy.blk.kb;
+    Value nK = k.mdim(wy.a.query, 3);
+    k.forEach(k.idx(0), nK, k.idx(KT), [&](Value k0) {
+      wy.blk.phase2(k.idx(Q), k.idx(KT), [&](Value s, Value kk) {
+        Value f = k.fmul(k.mload(wy.beta, {s}), k.exp(k.mload(wy.cs, {s})));
+        Value key = keyPrime(k, wy.a, wy.cb, wy.ws, s, k.add(k0, kk), wy.norms);
+        k.mstore(k.fmul(f, key), wy.tile, {at(k, s, KT, kk)});
+      });
+      forwardSubstitute(wy.blk, wy.gram, wy.tile, KT);
+      storeSolvedTile(wy, weightsOut, k0, KT, nK);
+    });
+  }
+
+  /// U0 = (I + A)^-1 diag(beta) v, a value tile at a time, into
+  /// `newValuesOut` [B, H, chunks, Q, V].
+  void solveValueTiles(WySolveBlock &wy, Value newValuesOut) const {
+    KernelBuilder &k = wy.blk.kb;
+    Value nV = k.mdim(wy.a.value, 3);
+    k.forEach(k.idx(0), nV, k.idx(VT), [&](Value v0) {
+      wy.blk.phase2(k.idx(Q), k.idx(VT), [&](Value s, Value vv) {
+        Value v = value(k, wy.a, wy.cb, s, k.add(v0, vv));
+        k.mstore(k.fmul(k.mload(wy.beta, {s}), v), wy.tile, {at(k, s, VT, vv)});
+      });
+      forwardSubstitute(wy.blk, wy.gram, wy.tile, VT);
+      storeSolvedTile(wy, newValuesOut, v0, VT, nV);
+    });
+  }
+
+  /// Columns [col0, col0 + width) of the solved tile into `out` [B, H,
+  /// chunks, Q, cols] (those below `cols`).
+  void storeSolvedTile(WySolveBlock &wy, Value out, Value col0, int64_t width,
+                       Value cols) const {
+    KernelBuilder &k = wy.blk.kb;
+    wy.blk.phase2(k.idx(Q), k.idx(width), [&](Value s, Value j) {
+      Value col = k.add(col0, j);
+      k.ifThen(lt(k, col, cols), [&] {
+        k.mstore(k.mload(wy.tile, {at(k, s, width, j)}), out,
+                 {wy.cb.bi, wy.cb.h, wy.cb.c, s, col});
+      });
+    });
   }
 
   /// The delta rule, 2: a block per (batch, head) walks its chunks in

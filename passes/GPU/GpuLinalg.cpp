@@ -28,54 +28,172 @@ using namespace seqc;
 
 namespace {
 
+/// Why a generic op cannot run as a thread per output element, or null if it
+/// can: each thread owns the output elements of its parallel indices, so
+/// every output must be indexed by every parallel dimension and by nothing
+/// else (linalg's rule for reductions).
+static const char *threadPerElementRefusal(linalg::GenericOp op) {
+  if (!op.hasPureTensorSemantics() || op.getNumResults() == 0 ||
+      !RegionCaptures::of(op.getRegion()).scalarOnly())
+    return "needs tensor operands and a body that captures no tensors";
+  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+  size_t numParallel = llvm::count(iters, utils::IteratorType::parallel);
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    AffineMap map = op.getMatchingIndexingMap(&init);
+    if (!map.isProjectedPermutation() || map.getNumResults() != numParallel)
+      return "an output is not indexed by every parallel dimension";
+    for (AffineExpr e : map.getResults())
+      if (iters[cast<AffineDimExpr>(e).getPosition()] !=
+          utils::IteratorType::parallel)
+        return "an output is indexed by a reduction dimension";
+  }
+  return nullptr;
+}
+
+/// The kernel arguments of a generic op, in the order they travel: its
+/// inputs, its inits, the result buffers, the loop sizes, the body's
+/// captured values.
+struct GenericArgs {
+  GenericArgs(ValueRange all, linalg::GenericOp op, size_t numLoops,
+              size_t numCaptured)
+      : all(all), numIn(op.getNumDpsInputs()), numOut(op.getNumDpsInits()),
+        numLoops(numLoops), numCaptured(numCaptured) {}
+
+  ValueRange all;
+  size_t numIn, numOut, numLoops, numCaptured;
+
+  ValueRange inputs() const { return all.take_front(numIn); }
+  ValueRange inits() const { return all.slice(numIn, numOut); }
+  ValueRange results() const { return all.slice(numIn + numOut, numOut); }
+  ValueRange loopSizes() const {
+    return all.slice(numIn + 2 * numOut, numLoops);
+  }
+  ValueRange captured() const { return all.take_back(numCaptured); }
+};
+
+/// One thread's elements of a generic op's outputs: the op's loop indices,
+/// its operands read through their indexing maps, the body inlined once per
+/// step of the reduction loops (in order), the outputs stored at the end.
+class GenericElement {
+public:
+  GenericElement(linalg::GenericOp op, KernelBuilder &k, GenericArgs args,
+                 IRMapping captures)
+      : op(op), k(k), args(args), captures(std::move(captures)),
+        maps(op.getIndexingMapsArray()), loopIdx(args.numLoops) {
+    for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray()))
+      (it == utils::IteratorType::parallel ? parallel : reduction).push_back(d);
+  }
+
+  /// Emits the thread of output element `item` (row-major over the
+  /// parallel dimensions).
+  void emit(Value item) {
+    SmallVector<Value> parallelSizes, reductionSizes;
+    for (int64_t d : parallel)
+      parallelSizes.push_back(args.loopSizes()[d]);
+    for (int64_t d : reduction)
+      reductionSizes.push_back(args.loopSizes()[d]);
+    for (auto [d, v] : llvm::zip(parallel, delinearize(k, item, parallelSizes)))
+      loopIdx[d] = v;
+    SmallVector<Value> out =
+        reduction.empty()
+            ? applyBody(readInits())
+            : k.nest(reductionSizes, readInits(),
+                     [&](ValueRange rIdx, ValueRange current) {
+                       for (auto [d, v] : llvm::zip(reduction, rIdx))
+                         loopIdx[d] = v;
+                       return applyBody(current);
+                     });
+    // Outputs use parallel dimensions only: any reduction index will do.
+    resetReductionIndices();
+    for (auto [o, value] : llvm::enumerate(out))
+      memref::StoreOp::create(k.builder(), value, args.results()[o],
+                              indicesOf(args.numIn + o));
+  }
+
+private:
+  /// The outputs' starting values, the inits' elements of this thread.
+  SmallVector<Value> readInits() {
+    resetReductionIndices();
+    SmallVector<Value> inits;
+    for (auto [o, init] : llvm::enumerate(args.inits()))
+      inits.push_back(read(args.numIn + o, init));
+    return inits;
+  }
+
+  void resetReductionIndices() {
+    for (int64_t d : reduction)
+      loopIdx[d] = k.idx(0);
+  }
+
+  /// The indices of operand `operand` at the current loop indices.
+  SmallVector<Value> indicesOf(unsigned operand) {
+    ImplicitLocOpBuilder &b = k.builder();
+    return *affine::expandAffineMap(b, b.getLoc(), maps[operand], loopIdx);
+  }
+
+  /// Operand `operand`'s element at the current loop indices (a scalar
+  /// operand is its own element).
+  Value read(unsigned operand, Value source) {
+    if (!isa<MemRefType>(source.getType()))
+      return source;
+    return memref::LoadOp::create(k.builder(), source, indicesOf(operand));
+  }
+
+  /// One step of the body from the outputs' current values: the inputs'
+  /// elements and `current` as its arguments, linalg.index as the loop
+  /// indices; returns the values it yields.
+  SmallVector<Value> applyBody(ValueRange current) {
+    Block &body = op.getRegion().front();
+    IRMapping map = captures;
+    for (auto [i, input] : llvm::enumerate(args.inputs()))
+      map.map(body.getArgument(i), read(i, input));
+    for (auto [arg, value] :
+         llvm::zip(body.getArguments().drop_front(args.numIn), current))
+      map.map(arg, value);
+    for (Operation &inner : body.without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(inner))
+        map.map(index.getResult(), loopIdx[index.getDim()]);
+      else
+        k.builder().clone(inner, map);
+    }
+    return llvm::map_to_vector(body.getTerminator()->getOperands(),
+                               [&](Value v) { return map.lookupOrDefault(v); });
+  }
+
+  linalg::GenericOp op;
+  KernelBuilder &k;
+  GenericArgs args;
+  IRMapping captures;
+  SmallVector<AffineMap> maps;
+  SmallVector<int64_t> parallel, reduction;
+  SmallVector<Value> loopIdx;
+};
+
 struct GpuGeneric : OpRewritePattern<linalg::GenericOp> {
   GpuGeneric(MLIRContext *ctx, const GpuTarget &target)
       : OpRewritePattern(ctx, /*benefit=*/1), target(target) {}
 
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!op.hasPureTensorSemantics() || op.getNumResults() == 0 ||
-        !RegionCaptures::of(op.getRegion()).scalarOnly())
-      return rewriter.notifyMatchFailure(
-          op, "needs tensor operands and a body that captures no tensors");
-    SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
-    // Outputs must be indexed by parallel dimensions only (linalg's rule for
-    // reductions); their maps must be projected permutations to give each
-    // thread its own elements.
-    size_t numParallel = llvm::count(iters, utils::IteratorType::parallel);
-    for (OpOperand &init : op.getDpsInitsMutable()) {
-      AffineMap map = op.getMatchingIndexingMap(&init);
-      // Each thread owns the output elements of its parallel indices: every
-      // parallel dimension must index each output (else threads would share
-      // an element).
-      if (!map.isProjectedPermutation() || map.getNumResults() != numParallel)
-        return rewriter.notifyMatchFailure(
-            op, "an output is not indexed by every parallel dimension");
-      for (AffineExpr e : map.getResults())
-        if (iters[cast<AffineDimExpr>(e).getPosition()] !=
-            utils::IteratorType::parallel)
-          return rewriter.notifyMatchFailure(
-              op, "an output is indexed by a reduction dimension");
-    }
+    if (const char *refusal = threadPerElementRefusal(op))
+      return rewriter.notifyMatchFailure(op, refusal);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
-    SmallVector<Range> ranges = cast<linalg::LinalgOp>(op.getOperation())
-                                    .createLoopRanges(rewriter, op.getLoc());
-    SmallVector<Value> sizes;
-    for (Range &r : ranges)
-      sizes.push_back(getValueOrCreateConstantIndexOp(b, op.getLoc(), r.size));
-    SmallVector<int64_t> parallel, reduction;
-    for (auto [i, it] : llvm::enumerate(iters))
-      (it == utils::IteratorType::parallel ? parallel : reduction).push_back(i);
+    SmallVector<Value> sizes = llvm::map_to_vector(
+        cast<linalg::LinalgOp>(op.getOperation())
+            .createLoopRanges(rewriter, op.getLoc()),
+        [&](Range &r) {
+          return getValueOrCreateConstantIndexOp(b, op.getLoc(), r.size);
+        });
     Value count = kb.idx(1);
-    for (int64_t d : parallel)
-      count = kb.mul(count, sizes[d]);
+    for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray()))
+      if (it == utils::IteratorType::parallel)
+        count = kb.mul(count, sizes[d]);
 
-    SmallVector<Value> args;
+    SmallVector<Value> args, results;
     for (Value in : op.getDpsInputs())
       args.push_back(isa<RankedTensorType>(in.getType()) ? readBuffer(b, in)
                                                          : in);
-    SmallVector<Value> results;
     for (auto [init, res] : llvm::zip(op.getDpsInits(), op.getResults())) {
       auto type = cast<RankedTensorType>(res.getType());
       SmallVector<Value> dims;
@@ -84,86 +202,20 @@ struct GpuGeneric : OpRewritePattern<linalg::GenericOp> {
       args.push_back(readBuffer(b, init));
       results.push_back(allocBuffer(b, type, dims));
     }
-    size_t numIn = op.getNumDpsInputs(), numOut = op.getNumDpsInits();
     args.append(results);
+    args.append(sizes);
     // Values the body uses from above: constants are recreated in the
     // kernel, anything else travels as an argument (after the sizes).
     RegionCaptures captures = RegionCaptures::of(op.getRegion());
-    SmallVector<Value> &captured = captures.values;
-    args.append(sizes);
-    args.append(captured);
-    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-    Block &body = op.getRegion().front();
+    args.append(captures.values);
 
     emitItemKernel(
         b, target, "linalg", kb, count, args,
         [&](KernelBuilder &k, Value item, ValueRange in) {
-          ImplicitLocOpBuilder &kbld = k.builder();
-          ValueRange loopSizes =
-              in.drop_back(captured.size()).take_back(sizes.size());
-          IRMapping outside = captures.map(kbld, in.take_back(captured.size()));
-          SmallVector<Value> parallelSizes;
-          for (int64_t d : parallel)
-            parallelSizes.push_back(loopSizes[d]);
-          SmallVector<Value> pIdx = delinearize(k, item, parallelSizes);
-          SmallVector<Value> loopIdx(sizes.size());
-          for (auto [d, v] : llvm::zip(parallel, pIdx))
-            loopIdx[d] = v;
-          auto access = [&](unsigned operand) {
-            auto idx = affine::expandAffineMap(kbld, kbld.getLoc(),
-                                               maps[operand], loopIdx);
-            return *idx;
-          };
-          auto element = [&](unsigned operand, Value source) -> Value {
-            if (!isa<MemRefType>(source.getType()))
-              return source; // a scalar operand
-            return memref::LoadOp::create(kbld, source, access(operand));
-          };
-          // Outputs start from their inits (read once, at the first
-          // reduction step's indices: outputs use parallel dims only).
-          SmallVector<Value> acc;
-          for (size_t o = 0; o < numOut; ++o) {
-            for (int64_t d : reduction)
-              loopIdx[d] = k.idx(0);
-            acc.push_back(element(numIn + o, in[numIn + o]));
-          }
-          SmallVector<Value> reductionSizes;
-          for (int64_t d : reduction)
-            reductionSizes.push_back(loopSizes[d]);
-          auto step = [&](ValueRange current) {
-            SmallVector<Value> blockArgs;
-            for (size_t i = 0; i < numIn; ++i)
-              blockArgs.push_back(element(i, in[i]));
-            blockArgs.append(current.begin(), current.end());
-            IRMapping map = outside;
-            for (auto [arg, v] : llvm::zip(body.getArguments(), blockArgs))
-              map.map(arg, v);
-            for (Operation &inner : body.without_terminator()) {
-              if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-                map.map(index.getResult(), loopIdx[index.getDim()]);
-                continue;
-              }
-              kbld.clone(inner, map);
-            }
-            SmallVector<Value> next;
-            for (Value v : body.getTerminator()->getOperands())
-              next.push_back(map.lookupOrDefault(v));
-            return next;
-          };
-          SmallVector<Value> out =
-              reduction.empty()
-                  ? step(acc)
-                  : k.nest(reductionSizes, acc,
-                           [&](ValueRange rIdx, ValueRange current) {
-                             for (auto [d, v] : llvm::zip(reduction, rIdx))
-                               loopIdx[d] = v;
-                             return step(current);
-                           });
-          for (int64_t d : reduction)
-            loopIdx[d] = k.idx(0);
-          for (size_t o = 0; o < numOut; ++o)
-            memref::StoreOp::create(kbld, out[o], in[numIn + numOut + o],
-                                    access(numIn + o));
+          GenericArgs named(in, op, sizes.size(), captures.values.size());
+          GenericElement element(op, k, named,
+                                 captures.map(k.builder(), named.captured()));
+          element.emit(item);
         });
 
     SmallVector<Value> tensors;
@@ -177,18 +229,95 @@ struct GpuGeneric : OpRewritePattern<linalg::GenericOp> {
   GpuTarget target;
 };
 
-/// linalg.matmul / batch_matmul (row-major, float): a block per 64 x 64
-/// output tile; 16-deep tiles of A and B staged in shared memory, the tile's
-/// f32 accumulator in shared memory from the init's values.
+/// The operands of a matmul kernel, in the order they travel.
+struct MatmulArgs {
+  Value a, b, init, out;
+  explicit MatmulArgs(ValueRange in)
+      : a(in[0]), b(in[1]), init(in[2]), out(in[3]) {}
+};
+
+/// The output tile one block computes of a row-major (batch) matmul: its
+/// batch and origin, and the operands' elements read with the matrices'
+/// edges guarded (zero outside), as both the FMA and the tensor-core
+/// kernels take them.
+class MatmulTile {
+public:
+  MatmulTile(KernelBuilder &k, Value blockId, bool batched, int64_t tileM,
+             int64_t tileN, const MatmulArgs &args)
+      : k(k), args(args), batched(batched) {
+    int64_t r = batched ? 1 : 0; // the rank offset of M, N
+    rows = k.mdim(args.out, r);
+    cols = k.mdim(args.out, r + 1);
+    depth = k.mdim(args.a, r + 1);
+    Value tilesN = k.divs(k.add(cols, k.idx(tileN - 1)), k.idx(tileN));
+    Value tilesM = k.divs(k.add(rows, k.idx(tileM - 1)), k.idx(tileM));
+    Value rest = k.divs(blockId, tilesN);
+    n0 = k.mul(k.rems(blockId, tilesN), k.idx(tileN));
+    m0 = k.mul(k.rems(rest, tilesM), k.idx(tileM));
+    batch = k.divs(rest, tilesM);
+  }
+
+  /// The depth K of the product.
+  Value depth;
+
+  /// A's element at row i of the tile and depth kc.
+  Value readA(Value i, Value kc) {
+    Value m = k.add(m0, i);
+    return k.loadIf(k.andi(below(m, rows), below(kc, depth)), args.a,
+                    index(m, kc), k.f32(0.0));
+  }
+  /// B's element at depth kc and column j of the tile.
+  Value readB(Value kc, Value j) {
+    Value n = k.add(n0, j);
+    return k.loadIf(k.andi(below(kc, depth), below(n, cols)), args.b,
+                    index(kc, n), k.f32(0.0));
+  }
+  /// The init's element at (i, j) of the tile.
+  Value readInit(Value i, Value j) {
+    Value m = k.add(m0, i), n = k.add(n0, j);
+    return k.loadIf(inside(m, n), args.init, index(m, n), k.f32(0.0));
+  }
+  /// Stores the result at (i, j) of the tile where it is inside the output.
+  void write(Value value, Value i, Value j) {
+    Value m = k.add(m0, i), n = k.add(n0, j);
+    k.ifThen(inside(m, n), [&] { k.mstore(value, args.out, index(m, n)); });
+  }
+
+private:
+  Value below(Value x, Value limit) {
+    return k.cmp(arith::CmpIPredicate::slt, x, limit);
+  }
+  Value inside(Value m, Value n) {
+    return k.andi(below(m, rows), below(n, cols));
+  }
+  SmallVector<Value> index(Value row, Value col) {
+    SmallVector<Value> i;
+    if (batched)
+      i.push_back(batch);
+    i.append({row, col});
+    return i;
+  }
+
+  KernelBuilder &k;
+  MatmulArgs args;
+  bool batched;
+  Value rows, cols, batch, m0, n0;
+};
+
+/// linalg.matmul / batch_matmul (row-major, float): a block per output tile;
+/// bf16 and f16 products on tensor cores (GpuGemm.h), others with f32 FMAs
+/// on 64 x 64 tiles whose 16-deep slices of A and B are staged in shared
+/// memory, the tile's f32 accumulators in shared memory from the init's
+/// values.
 template <typename OpTy> struct GpuMatmul : OpRewritePattern<OpTy> {
   GpuMatmul(MLIRContext *ctx, const GpuTarget &target)
       : OpRewritePattern<OpTy>(ctx, /*benefit=*/2), target(target) {}
 
+  static constexpr bool batched = std::is_same_v<OpTy, linalg::BatchMatmulOp>;
   static constexpr int64_t TM = 64, TN = 64, TK = 16;
 
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
-    constexpr bool batched = std::is_same_v<OpTy, linalg::BatchMatmulOp>;
     if (!op.hasPureTensorSemantics() || op->getNumResults() != 1)
       return rewriter.notifyMatchFailure(
           op, "needs tensor operands and one result");
@@ -197,154 +326,111 @@ template <typename OpTy> struct GpuMatmul : OpRewritePattern<OpTy> {
     if (op.getIndexingMapsArray() != defaults)
       return rewriter.notifyMatchFailure(
           op, "needs the default indexing maps (no transposed operands)");
-    Value A = op.getDpsInputs()[0], B = op.getDpsInputs()[1];
-    Value init = op.getDpsInits()[0];
     if (!allFloat(op))
       return rewriter.notifyMatchFailure(
           op, "needs float (f32, f16, bf16) operands");
+    Value A = op.getDpsInputs()[0], B = op.getDpsInputs()[1];
+    Value init = op.getDpsInits()[0];
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
     auto type = cast<RankedTensorType>(op->getResult(0).getType());
     SmallVector<Value> dims;
     for (int64_t d = 0; d < type.getRank(); ++d)
       dims.push_back(kb.dim(init, d));
-    int64_t r = batched ? 1 : 0; // the rank offset of M, N
-    Value M = dims[r], N = dims[r + 1];
-    Value batch = batched ? dims[0] : kb.idx(1);
     // Dynamic sizes that disagree were caught before the op by
     // generate-runtime-verification.
     Value out = allocBuffer(b, type, dims);
-    Value tilesM = kb.divs(kb.add(M, kb.idx(TM - 1)), kb.idx(TM));
-    Value tilesN = kb.divs(kb.add(N, kb.idx(TN - 1)), kb.idx(TN));
-    Value blocks = kb.mul(kb.mul(batch, tilesM), tilesN);
     SmallVector<Value> args = {readBuffer(b, A), readBuffer(b, B),
                                readBuffer(b, init), out};
     // A and B are the graph's own operands (nothing rounded): f16 is safe.
-    if (Type mmaType = target.tensorCoreType({A, B}, /*allowF16=*/true)) {
-      emitMmaMatmul(b, batched, mmaType, blocks, args);
-      rewriter.replaceOp(op, asTensor(b, out, type));
-      return success();
-    }
+    if (Type mmaType = target.tensorCoreType({A, B}, /*allowF16=*/true))
+      emitMmaMatmul(b, mmaType, dims, args);
+    else
+      emitFmaMatmul(b, dims, args);
+    rewriter.replaceOp(op, asTensor(b, out, type));
+    return success();
+  }
+
+  /// The number of blocks: one per tile of the output (dims) of every batch.
+  static Value tileCount(KernelBuilder &kb, ArrayRef<Value> dims, int64_t tileM,
+                         int64_t tileN) {
+    int64_t r = batched ? 1 : 0;
+    Value tilesM = kb.divs(kb.add(dims[r], kb.idx(tileM - 1)), kb.idx(tileM));
+    Value tilesN =
+        kb.divs(kb.add(dims[r + 1], kb.idx(tileN - 1)), kb.idx(tileN));
+    Value batch = batched ? dims[0] : kb.idx(1);
+    return kb.mul(kb.mul(batch, tilesM), tilesN);
+  }
+
+  /// The FMA kernel: the accumulators from the init, then for every TK-deep
+  /// slice of K: stage A's and B's slices, add their products; then store.
+  void emitFmaMatmul(ImplicitLocOpBuilder &b, ArrayRef<Value> dims,
+                     ValueRange args) const {
+    KernelBuilder kb(b);
     emitGpuKernel(
-        b, target, "matmul", blocks, args, {{TM * TK}, {TK * TN}, {TM * TN}},
-        [&](GpuBlock &blk, ValueRange in, ValueRange sh) {
+        b, target, "matmul", tileCount(kb, dims, TM, TN), args,
+        {{TM * TK}, {TK * TN}, {TM * TN}},
+        [&](GpuBlock &blk, ValueRange in, ValueRange shared) {
           KernelBuilder &k = blk.kb;
-          Value a = in[0], bm = in[1], c = in[2], o = in[3];
-          Value nM = k.mdim(o, r), nN = k.mdim(o, r + 1), nK = k.mdim(a, r + 1);
-          Value nTN = k.divs(k.add(nN, k.idx(TN - 1)), k.idx(TN));
-          Value nTM = k.divs(k.add(nM, k.idx(TM - 1)), k.idx(TM));
-          Value tn = k.rems(blk.blockId, nTN), rest = k.divs(blk.blockId, nTN);
-          Value tm = k.rems(rest, nTM), bi = k.divs(rest, nTM);
-          Value m0 = k.mul(tm, k.idx(TM)), n0 = k.mul(tn, k.idx(TN));
-          auto lt = [&](Value x, Value y) {
-            return k.cmp(arith::CmpIPredicate::slt, x, y);
-          };
-          auto idx = [&](Value row, Value col) {
-            SmallVector<Value> i;
-            if (batched)
-              i.push_back(bi);
-            i.append({row, col});
-            return i;
-          };
+          Value aSlice = shared[0], bSlice = shared[1], acc = shared[2];
+          MatmulTile tile(k, blk.blockId, batched, TM, TN, MatmulArgs(in));
           auto at = [&](Value row, int64_t ld, Value col) {
             return k.add(k.mul(row, k.idx(ld)), col);
           };
           blk.phase2(k.idx(TM), k.idx(TN), [&](Value i, Value j) {
-            Value m = k.add(m0, i), n = k.add(n0, j);
-            k.mstore(k.loadIf(k.andi(lt(m, nM), lt(n, nN)), c, idx(m, n),
-                              k.f32(0.0)),
-                     sh[2], {at(i, TN, j)});
+            k.mstore(tile.readInit(i, j), acc, {at(i, TN, j)});
           });
-          k.forEach(k.idx(0), nK, k.idx(TK), [&](Value k0) {
+          k.forEach(k.idx(0), tile.depth, k.idx(TK), [&](Value k0) {
             blk.phase2(k.idx(TM), k.idx(TK), [&](Value i, Value kk) {
-              Value m = k.add(m0, i), kc = k.add(k0, kk);
-              k.mstore(k.loadIf(k.andi(lt(m, nM), lt(kc, nK)), a, idx(m, kc),
-                                k.f32(0.0)),
-                       sh[0], {at(i, TK, kk)});
+              k.mstore(tile.readA(i, k.add(k0, kk)), aSlice, {at(i, TK, kk)});
             });
             blk.phase2(k.idx(TK), k.idx(TN), [&](Value kk, Value j) {
-              Value n = k.add(n0, j), kc = k.add(k0, kk);
-              k.mstore(k.loadIf(k.andi(lt(kc, nK), lt(n, nN)), bm, idx(kc, n),
-                                k.f32(0.0)),
-                       sh[1], {at(kk, TN, j)});
+              k.mstore(tile.readB(k.add(k0, kk), j), bSlice, {at(kk, TN, j)});
             });
             blk.phase2(k.idx(TM), k.idx(TN), [&](Value i, Value j) {
-              auto dot =
-                  k.loop(k.idx(TK), {k.mload(sh[2], {at(i, TN, j)})},
-                         [&](Value kk, ValueRange it) {
-                           return SmallVector<Value>{k.fadd(
-                               it[0], k.fmul(k.mload(sh[0], {at(i, TK, kk)}),
-                                             k.mload(sh[1], {at(kk, TN, j)})))};
-                         });
-              k.mstore(dot[0], sh[2], {at(i, TN, j)});
+              auto sum = k.loop(
+                  k.idx(TK), {k.mload(acc, {at(i, TN, j)})},
+                  [&](Value kk, ValueRange partial) {
+                    Value product = k.fmul(k.mload(aSlice, {at(i, TK, kk)}),
+                                           k.mload(bSlice, {at(kk, TN, j)}));
+                    return SmallVector<Value>{k.fadd(partial[0], product)};
+                  });
+              k.mstore(sum[0], acc, {at(i, TN, j)});
             });
           });
           blk.phase2(
               k.idx(TM), k.idx(TN),
               [&](Value i, Value j) {
-                Value m = k.add(m0, i), n = k.add(n0, j);
-                k.ifThen(k.andi(lt(m, nM), lt(n, nN)), [&] {
-                  k.mstore(k.mload(sh[2], {at(i, TN, j)}), o, idx(m, n));
-                });
+                tile.write(k.mload(acc, {at(i, TN, j)}), i, j);
               },
               /*barrier=*/false);
         });
-    rewriter.replaceOp(op, asTensor(b, out, type));
-    return success();
   }
 
   /// The same tiles on tensor cores (GpuGemm.h): the accumulators start
   /// from the init's values.
-  void emitMmaMatmul(ImplicitLocOpBuilder &b, bool batched, Type multiplicand,
-                     Value blocks, ValueRange args) const {
-    int64_t r = batched ? 1 : 0;
-    MmaTileGemm gemm;
-    gemm.multiplicand = multiplicand;
+  void emitMmaMatmul(ImplicitLocOpBuilder &b, Type multiplicand,
+                     ArrayRef<Value> dims, ValueRange args) const {
+    KernelBuilder kb(b);
+    constexpr int64_t tileM = MmaTileGemm::tileM, tileN = MmaTileGemm::tileN;
     emitGpuKernel(
-        b, target, "matmul_mma", blocks, args, MmaTileGemm::sharedShapes(1),
-        [&](GpuBlock &blk, ValueRange in, ValueRange sh) {
-          KernelBuilder &k = blk.kb;
-          Value a = in[0], bm = in[1], c = in[2], o = in[3];
-          Value nM = k.mdim(o, r), nN = k.mdim(o, r + 1), nK = k.mdim(a, r + 1);
-          constexpr int64_t TM = MmaTileGemm::tileM, TN = MmaTileGemm::tileN;
-          Value nTN = k.divs(k.add(nN, k.idx(TN - 1)), k.idx(TN));
-          Value nTM = k.divs(k.add(nM, k.idx(TM - 1)), k.idx(TM));
-          Value tn = k.rems(blk.blockId, nTN), rest = k.divs(blk.blockId, nTN);
-          Value tm = k.rems(rest, nTM), bi = k.divs(rest, nTM);
-          Value m0 = k.mul(tm, k.idx(TM)), n0 = k.mul(tn, k.idx(TN));
-          auto lt = [&](Value x, Value y) {
-            return k.cmp(arith::CmpIPredicate::slt, x, y);
-          };
-          auto idx = [&](Value row, Value col) {
-            SmallVector<Value> i;
-            if (batched)
-              i.push_back(bi);
-            i.append({row, col});
-            return i;
-          };
-          auto inC = [&](Value m, Value n) {
-            return k.andi(lt(m, nM), lt(n, nN));
-          };
-          gemm.depth = nK;
-          gemm.a = [&](Value i, Value kc) {
-            Value m = k.add(m0, i);
-            return k.loadIf(k.andi(lt(m, nM), lt(kc, nK)), a, idx(m, kc),
-                            k.f32(0.0));
-          };
-          gemm.b = {[&](Value kc, Value j) {
-            Value n = k.add(n0, j);
-            return k.loadIf(k.andi(lt(kc, nK), lt(n, nN)), bm, idx(kc, n),
-                            k.f32(0.0));
-          }};
+        b, target, "matmul_mma", tileCount(kb, dims, tileM, tileN), args,
+        MmaTileGemm::sharedShapes(1),
+        [&](GpuBlock &blk, ValueRange in, ValueRange shared) {
+          MatmulTile tile(blk.kb, blk.blockId, batched, tileM, tileN,
+                          MatmulArgs(in));
+          MmaTileGemm gemm;
+          gemm.multiplicand = multiplicand;
+          gemm.depth = tile.depth;
+          gemm.a = [&](Value i, Value kc) { return tile.readA(i, kc); };
+          gemm.b = {[&](Value kc, Value j) { return tile.readB(kc, j); }};
           gemm.init = [&](int64_t, Value i, Value j) {
-            Value m = k.add(m0, i), n = k.add(n0, j);
-            return k.loadIf(inC(m, n), c, idx(m, n), k.f32(0.0));
+            return tile.readInit(i, j);
           };
           gemm.finish = [&](Value i, Value j, ArrayRef<Value> sums) {
-            Value m = k.add(m0, i), n = k.add(n0, j);
-            k.ifThen(inC(m, n), [&] { k.mstore(sums[0], o, idx(m, n)); });
+            tile.write(sums[0], i, j);
           };
-          gemm.emit(blk, sh);
+          gemm.emit(blk, shared);
         });
   }
 
