@@ -301,13 +301,88 @@ Status checkDistinct(const std::vector<NamedTensor> &tensors,
 // .safetensors
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// The error of a file that is not what its format says: "<what>:
+/// malformed <format> file: <why>".
+struct Malformed {
+  const std::string &what;
+  const char *format;
+  Status operator()(const std::string &why) const {
+    return Status::error(what + ": malformed " + format + " file: " + why);
+  }
+};
+
+/// One tensor of a safetensors header: its element type, shape and the byte
+/// range of its data in the payload.
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  int64_t begin = 0, end = 0;
+};
+
+/// The value of `key` in a JSON object, or null.
+const Json *member(const Json &object, const char *key) {
+  for (const auto &[k, v] : object.members)
+    if (k == key)
+      return &v;
+  return nullptr;
+}
+
+/// The header's entry `name`, checked against itself and a payload of
+/// `payloadSize` bytes.
+Expected<SafetensorsEntry> parseSafetensorsEntry(const std::string &name,
+                                                 const Json &info,
+                                                 size_t payloadSize,
+                                                 const Malformed &bad) {
+  if (info.kind != Json::Object)
+    return bad("entry '" + name + "' is not an object");
+  const Json *dt = member(info, "dtype"), *shape = member(info, "shape"),
+             *offsets = member(info, "data_offsets");
+  if (!dt || dt->kind != Json::String)
+    return bad("tensor '" + name + "' has no dtype string");
+  std::optional<DType> dtype = safetensorsDType(dt->text);
+  if (!dtype)
+    return Status::error(bad.what + ": tensor '" + name +
+                         "' has element type " + dt->text +
+                         ", which seqc does not take (F32, F16, BF16, I32, "
+                         "I64)");
+  if (!shape || shape->kind != Json::Array || shape->items.size() > 32)
+    return bad("tensor '" + name + "' has no valid shape");
+  SafetensorsEntry e{name, *dtype, {}, 0, 0};
+  for (const Json &d : shape->items) {
+    int64_t v;
+    if (!toIndex(d, v))
+      return bad("tensor '" + name +
+                 "' has a shape entry that is not a non-negative integer");
+    e.shape.push_back(v);
+  }
+  if (!offsets || offsets->kind != Json::Array || offsets->items.size() != 2 ||
+      !toIndex(offsets->items[0], e.begin) ||
+      !toIndex(offsets->items[1], e.end) || e.end < e.begin)
+    return bad("tensor '" + name + "' has invalid data_offsets");
+  std::optional<int64_t> n = checkedNumel(e.shape);
+  size_t elt = dtypeSize(e.dtype);
+  if (!n || static_cast<uint64_t>(*n) > SIZE_MAX / elt)
+    return bad("tensor '" + name + "' is too large");
+  if (static_cast<uint64_t>(e.end) > payloadSize)
+    return bad("tensor '" + name + "' ends at byte " + std::to_string(e.end) +
+               " of the data, which has " + std::to_string(payloadSize));
+  uint64_t needed = static_cast<uint64_t>(*n) * elt;
+  if (static_cast<uint64_t>(e.end - e.begin) != needed)
+    return bad("tensor '" + name + "' has " + std::to_string(e.end - e.begin) +
+               " bytes of data but its shape needs " + std::to_string(needed));
+  return e;
+}
+
+} // namespace
+
 Expected<std::vector<NamedTensor>>
 weights::parseSafetensors(const void *data, size_t size,
                           const std::string &what) {
   const auto *bytes = static_cast<const unsigned char *>(data);
-  auto bad = [&](const std::string &why) {
-    return Status::error(what + ": malformed .safetensors file: " + why);
-  };
+  Malformed bad{what, ".safetensors"};
   if (size < 8)
     return bad("shorter than its 8-byte header length");
   uint64_t headerLen = readLE(bytes, 8);
@@ -326,77 +401,31 @@ weights::parseSafetensors(const void *data, size_t size,
   const unsigned char *payload = bytes + 8 + headerLen;
   size_t payloadSize = size - 8 - headerLen;
 
-  struct Entry {
-    std::string name;
-    DType dtype;
-    std::vector<int64_t> shape;
-    int64_t begin, end;
-  };
-  std::vector<Entry> entries;
+  std::vector<SafetensorsEntry> entries;
   std::set<std::string> names;
   for (const auto &[name, info] : root.members) {
     if (name == "__metadata__")
       continue; // free-form strings
     if (!names.insert(name).second)
       return bad("tensor '" + name + "' appears twice");
-    auto field = [&](const char *key) -> const Json * {
-      for (const auto &[k, v] : info.members)
-        if (k == key)
-          return &v;
-      return nullptr;
-    };
-    if (info.kind != Json::Object)
-      return bad("entry '" + name + "' is not an object");
-    const Json *dt = field("dtype"), *shape = field("shape"),
-               *offsets = field("data_offsets");
-    if (!dt || dt->kind != Json::String)
-      return bad("tensor '" + name + "' has no dtype string");
-    std::optional<DType> dtype = safetensorsDType(dt->text);
-    if (!dtype)
-      return Status::error(what + ": tensor '" + name + "' has element type " +
-                           dt->text +
-                           ", which seqc does not take (F32, F16, BF16, I32, "
-                           "I64)");
-    if (!shape || shape->kind != Json::Array || shape->items.size() > 32)
-      return bad("tensor '" + name + "' has no valid shape");
-    Entry e{name, *dtype, {}, 0, 0};
-    for (const Json &d : shape->items) {
-      int64_t v;
-      if (!toIndex(d, v))
-        return bad("tensor '" + name +
-                   "' has a shape entry that is not a "
-                   "non-negative integer");
-      e.shape.push_back(v);
-    }
-    if (!offsets || offsets->kind != Json::Array ||
-        offsets->items.size() != 2 || !toIndex(offsets->items[0], e.begin) ||
-        !toIndex(offsets->items[1], e.end) || e.end < e.begin)
-      return bad("tensor '" + name + "' has invalid data_offsets");
-    std::optional<int64_t> n = checkedNumel(e.shape);
-    size_t elt = dtypeSize(e.dtype);
-    if (!n || static_cast<uint64_t>(*n) > SIZE_MAX / elt)
-      return bad("tensor '" + name + "' is too large");
-    if (static_cast<uint64_t>(e.end) > payloadSize)
-      return bad("tensor '" + name + "' ends at byte " + std::to_string(e.end) +
-                 " of the data, which has " + std::to_string(payloadSize));
-    if (static_cast<uint64_t>(e.end - e.begin) !=
-        static_cast<uint64_t>(*n) * elt)
-      return bad("tensor '" + name + "' has " +
-                 std::to_string(e.end - e.begin) +
-                 " bytes of data but its shape needs " +
-                 std::to_string(static_cast<uint64_t>(*n) * elt));
-    entries.push_back(std::move(e));
+    Expected<SafetensorsEntry> entry =
+        parseSafetensorsEntry(name, info, payloadSize, bad);
+    if (!entry)
+      return entry.status();
+    entries.push_back(entry.take());
   }
   // The data of different tensors must not overlap.
   std::sort(entries.begin(), entries.end(),
-            [](const Entry &a, const Entry &b) { return a.begin < b.begin; });
+            [](const SafetensorsEntry &a, const SafetensorsEntry &b) {
+              return a.begin < b.begin;
+            });
   for (size_t i = 1; i < entries.size(); ++i)
     if (entries[i].begin < entries[i - 1].end)
       return bad("the data of '" + entries[i - 1].name + "' and '" +
                  entries[i].name + "' overlap");
 
   std::vector<NamedTensor> out;
-  for (const Entry &e : entries) {
+  for (const SafetensorsEntry &e : entries) {
     Expected<Tensor> t = Tensor::zeros(e.dtype, e.shape);
     if (!t)
       return Status::error(what + ": tensor '" + e.name + "': " + t.message());
@@ -463,14 +492,18 @@ Status weights::writeSafetensors(const std::string &path,
 // .npz (a zip archive of .npy members)
 //===----------------------------------------------------------------------===//
 
-Expected<std::vector<NamedTensor>>
-weights::parseNpz(const void *data, size_t size, const std::string &what) {
-  const auto *bytes = static_cast<const unsigned char *>(data);
-  auto bad = [&](const std::string &why) {
-    return Status::error(what + ": malformed .npz file: " + why);
-  };
-  // The end-of-central-directory record: 22 bytes plus a comment of up to
-  // 64 KiB, found by scanning back from the end.
+namespace {
+
+/// Where a zip archive's central directory lies, and its entries' number.
+struct ZipDirectory {
+  uint64_t count = 0, size = 0, offset = 0;
+};
+
+/// The central directory, from the end-of-central-directory record (22
+/// bytes and a comment of up to 64 KiB, found by scanning back from the
+/// end) or, for zip64, the record its locator points at.
+Expected<ZipDirectory> findZipDirectory(const unsigned char *bytes, size_t size,
+                                        const Malformed &bad) {
   if (size < 22)
     return bad("too short for a zip archive");
   size_t eocd = SIZE_MAX;
@@ -482,112 +515,176 @@ weights::parseNpz(const void *data, size_t size, const std::string &what) {
     }
   if (eocd == SIZE_MAX)
     return bad("no end-of-central-directory record");
-  uint64_t count = readLE(bytes + eocd + 10, 2);
-  uint64_t dirSize = readLE(bytes + eocd + 12, 4);
-  uint64_t dirOffset = readLE(bytes + eocd + 16, 4);
+  ZipDirectory dir{readLE(bytes + eocd + 10, 2), readLE(bytes + eocd + 12, 4),
+                   readLE(bytes + eocd + 16, 4)};
   // Zip64: the real values are in the zip64 end record, located by the
   // locator just before the classic record.
-  if (count == 0xFFFF || dirSize == 0xFFFFFFFF || dirOffset == 0xFFFFFFFF) {
+  if (dir.count == 0xFFFF || dir.size == 0xFFFFFFFF ||
+      dir.offset == 0xFFFFFFFF) {
     if (eocd < 20 || readLE(bytes + eocd - 20, 4) != 0x07064b50)
       return bad("zip64 archive without a zip64 locator");
     uint64_t rec = readLE(bytes + eocd - 20 + 8, 8);
     if (rec > size || size - rec < 56 || readLE(bytes + rec, 4) != 0x06064b50)
       return bad("invalid zip64 end record");
-    count = readLE(bytes + rec + 32, 8);
-    dirSize = readLE(bytes + rec + 40, 8);
-    dirOffset = readLE(bytes + rec + 48, 8);
+    dir = {readLE(bytes + rec + 32, 8), readLE(bytes + rec + 40, 8),
+           readLE(bytes + rec + 48, 8)};
   }
-  if (dirOffset > size || dirSize > size - dirOffset)
+  if (dir.offset > size || dir.size > size - dir.offset)
     return bad("central directory lies outside the file");
+  return dir;
+}
 
+/// A member of a zip archive as its central directory entry describes it.
+struct ZipMember {
+  std::string name;
+  unsigned flags = 0, method = 0;
+  uint32_t crc = 0;
+  uint64_t compressedSize = 0, size = 0, localHeader = 0;
+};
+
+/// The sizes and local header offset a zip64 extra field holds: each of
+/// the entry's fields that read 0xFFFFFFFF, in order.
+Status applyZip64Extra(ZipMember &m, const unsigned char *extra,
+                       size_t extraLen, const Malformed &bad) {
+  for (size_t e = 0; e + 4 <= extraLen;) {
+    unsigned id = readLE(extra + e, 2), len = readLE(extra + e + 2, 2);
+    if (e + 4 + len > extraLen)
+      break;
+    if (id == 0x0001) {
+      size_t q = e + 4;
+      for (uint64_t *field : {&m.size, &m.compressedSize, &m.localHeader})
+        if (*field == 0xFFFFFFFF) {
+          if (q + 8 > e + 4 + len)
+            return bad("short zip64 field for '" + m.name + "'");
+          *field = readLE(extra + q, 8);
+          q += 8;
+        }
+    }
+    e += 4 + len;
+  }
+  return Status::ok();
+}
+
+/// Central directory entry `index` at `p` (before `dirEnd`); advances `p`
+/// past it.
+Expected<ZipMember> readZipEntry(const unsigned char *bytes, size_t &p,
+                                 size_t dirEnd, uint64_t index,
+                                 const Malformed &bad) {
+  if (p > dirEnd || dirEnd - p < 46 || readLE(bytes + p, 4) != 0x02014b50)
+    return bad("corrupt central directory entry " + std::to_string(index));
+  ZipMember m;
+  m.flags = readLE(bytes + p + 8, 2);
+  m.method = readLE(bytes + p + 10, 2);
+  m.crc = readLE(bytes + p + 16, 4);
+  m.compressedSize = readLE(bytes + p + 20, 4);
+  m.size = readLE(bytes + p + 24, 4);
+  size_t nameLen = readLE(bytes + p + 28, 2);
+  size_t extraLen = readLE(bytes + p + 30, 2);
+  size_t commentLen = readLE(bytes + p + 32, 2);
+  m.localHeader = readLE(bytes + p + 42, 4);
+  if (dirEnd - p - 46 < nameLen + extraLen + commentLen)
+    return bad("corrupt central directory entry " + std::to_string(index));
+  m.name.assign(reinterpret_cast<const char *>(bytes + p + 46), nameLen);
+  if (Status s = applyZip64Extra(m, bytes + p + 46 + nameLen, extraLen, bad);
+      !s)
+    return s;
+  p += 46 + nameLen + extraLen + commentLen;
+  return m;
+}
+
+/// `compressedSize` deflated bytes at `in` inflated into `out` (sized).
+bool inflateRaw(const unsigned char *in, uint64_t compressedSize,
+                std::string &out) {
+  z_stream zs{};
+  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK)
+    return false;
+  zs.next_in = const_cast<Bytef *>(in);
+  zs.avail_in =
+      static_cast<uInt>(std::min<uint64_t>(compressedSize, UINT32_MAX));
+  zs.next_out = reinterpret_cast<Bytef *>(out.data());
+  zs.avail_out = static_cast<uInt>(std::min<uint64_t>(out.size(), UINT32_MAX));
+  int rc = inflate(&zs, Z_FINISH);
+  uint64_t produced = zs.total_out;
+  inflateEnd(&zs);
+  return rc == Z_STREAM_END && produced == out.size();
+}
+
+/// The CRC-32 of `data`, in pieces zlib's `uInt` can count.
+uint32_t crc32Of(const std::string &data) {
+  uLong sum = crc32(0L, Z_NULL, 0);
+  for (size_t off = 0; off < data.size(); off += 1u << 30) {
+    size_t n = std::min<size_t>(data.size() - off, 1u << 30);
+    sum = crc32(sum, reinterpret_cast<const Bytef *>(data.data() + off),
+                static_cast<uInt>(n));
+  }
+  return static_cast<uint32_t>(sum);
+}
+
+/// A member's bytes, stored or deflated, checked against its sizes and
+/// CRC-32.
+Expected<std::string> extractZipMember(const unsigned char *bytes, size_t size,
+                                       const ZipMember &m,
+                                       const Malformed &bad) {
+  const std::string &what = bad.what;
+  if (m.flags & 1)
+    return Status::error(what + ": member '" + m.name + "' is encrypted");
+  uint64_t local = m.localHeader;
+  if (local > size || size - local < 30 ||
+      readLE(bytes + local, 4) != 0x04034b50)
+    return bad("member '" + m.name + "' has no local header");
+  size_t dataStart = local + 30 + readLE(bytes + local + 26, 2) +
+                     readLE(bytes + local + 28, 2);
+  if (dataStart > size || m.compressedSize > size - dataStart)
+    return bad("member '" + m.name + "' extends past the end of the file");
+  // Deflate expands at most ~1032:1: a larger claim is a corrupt (or
+  // hostile) header, refused before anything that size is allocated.
+  if (m.size > m.compressedSize * 1032 + 1024)
+    return bad("member '" + m.name + "' claims " + std::to_string(m.size) +
+               " bytes from " + std::to_string(m.compressedSize) +
+               " compressed");
+  std::string raw;
+  if (m.method == 0) {
+    if (m.compressedSize != m.size)
+      return bad("stored member '" + m.name + "' has two sizes");
+    raw.assign(reinterpret_cast<const char *>(bytes + dataStart), m.size);
+  } else if (m.method == 8) {
+    raw.resize(m.size);
+    if (!inflateRaw(bytes + dataStart, m.compressedSize, raw))
+      return bad("member '" + m.name + "' does not inflate to its size");
+  } else {
+    return Status::error(
+        what + ": member '" + m.name + "' uses zip compression method " +
+        std::to_string(m.method) + " (seqc reads stored and deflated members)");
+  }
+  if (crc32Of(raw) != m.crc)
+    return bad("member '" + m.name + "' fails its CRC-32 check");
+  return raw;
+}
+
+} // namespace
+
+Expected<std::vector<NamedTensor>>
+weights::parseNpz(const void *data, size_t size, const std::string &what) {
+  const auto *bytes = static_cast<const unsigned char *>(data);
+  Malformed bad{what, ".npz"};
+  Expected<ZipDirectory> dir = findZipDirectory(bytes, size, bad);
+  if (!dir)
+    return dir.status();
   std::vector<NamedTensor> out;
-  size_t p = dirOffset, dirEnd = dirOffset + dirSize;
-  for (uint64_t i = 0; i < count; ++i) {
-    if (p > dirEnd || dirEnd - p < 46 || readLE(bytes + p, 4) != 0x02014b50)
-      return bad("corrupt central directory entry " + std::to_string(i));
-    unsigned flags = readLE(bytes + p + 8, 2);
-    unsigned method = readLE(bytes + p + 10, 2);
-    uint32_t crc = readLE(bytes + p + 16, 4);
-    uint64_t csize = readLE(bytes + p + 20, 4);
-    uint64_t usize = readLE(bytes + p + 24, 4);
-    size_t nameLen = readLE(bytes + p + 28, 2);
-    size_t extraLen = readLE(bytes + p + 30, 2);
-    size_t commentLen = readLE(bytes + p + 32, 2);
-    uint64_t local = readLE(bytes + p + 42, 4);
-    if (dirEnd - p - 46 < nameLen + extraLen + commentLen)
-      return bad("corrupt central directory entry " + std::to_string(i));
-    std::string name(reinterpret_cast<const char *>(bytes + p + 46), nameLen);
-    // Zip64 extra field: the 0xFFFFFFFF fields, in order.
-    const unsigned char *extra = bytes + p + 46 + nameLen;
-    for (size_t e = 0; e + 4 <= extraLen;) {
-      unsigned id = readLE(extra + e, 2), len = readLE(extra + e + 2, 2);
-      if (e + 4 + len > extraLen)
-        break;
-      if (id == 0x0001) {
-        size_t q = e + 4;
-        for (uint64_t *field : {&usize, &csize, &local})
-          if (*field == 0xFFFFFFFF) {
-            if (q + 8 > e + 4 + len)
-              return bad("short zip64 field for '" + name + "'");
-            *field = readLE(extra + q, 8);
-            q += 8;
-          }
-      }
-      e += 4 + len;
-    }
-    p += 46 + nameLen + extraLen + commentLen;
-
-    std::string member = "'" + name + "' in " + what;
-    if (flags & 1)
-      return Status::error(what + ": member '" + name + "' is encrypted");
-    if (local > size || size - local < 30 ||
-        readLE(bytes + local, 4) != 0x04034b50)
-      return bad("member '" + name + "' has no local header");
-    size_t dataStart = local + 30 + readLE(bytes + local + 26, 2) +
-                       readLE(bytes + local + 28, 2);
-    if (dataStart > size || csize > size - dataStart)
-      return bad("member '" + name + "' extends past the end of the file");
-    // Deflate expands at most ~1032:1: a larger claim is a corrupt (or
-    // hostile) header, refused before anything that size is allocated.
-    if (usize > csize * 1032 + 1024)
-      return bad("member '" + name + "' claims " + std::to_string(usize) +
-                 " bytes from " + std::to_string(csize) + " compressed");
-    std::string raw;
-    if (method == 0) {
-      if (csize != usize)
-        return bad("stored member '" + name + "' has two sizes");
-      raw.assign(reinterpret_cast<const char *>(bytes + dataStart), csize);
-    } else if (method == 8) {
-      raw.resize(usize);
-      z_stream zs{};
-      if (inflateInit2(&zs, -MAX_WBITS) != Z_OK)
-        return Status::error(what + ": cannot start inflating '" + name + "'");
-      zs.next_in = const_cast<Bytef *>(bytes + dataStart);
-      zs.avail_in = static_cast<uInt>(std::min<uint64_t>(csize, UINT32_MAX));
-      zs.next_out = reinterpret_cast<Bytef *>(raw.data());
-      zs.avail_out = static_cast<uInt>(std::min<uint64_t>(usize, UINT32_MAX));
-      int rc = inflate(&zs, Z_FINISH);
-      uint64_t produced = zs.total_out;
-      inflateEnd(&zs);
-      if (rc != Z_STREAM_END || produced != usize)
-        return bad("member '" + name + "' does not inflate to its size");
-    } else {
-      return Status::error(
-          what + ": member '" + name + "' uses zip compression method " +
-          std::to_string(method) + " (seqc reads stored and deflated members)");
-    }
-    uLong sum = crc32(0L, Z_NULL, 0);
-    for (size_t off = 0; off < raw.size(); off += 1u << 30) {
-      size_t n = std::min<size_t>(raw.size() - off, 1u << 30);
-      sum = crc32(sum, reinterpret_cast<const Bytef *>(raw.data() + off),
-                  static_cast<uInt>(n));
-    }
-    if (static_cast<uint32_t>(sum) != crc)
-      return bad("member '" + name + "' fails its CRC-32 check");
+  size_t p = dir->offset, dirEnd = dir->offset + dir->size;
+  for (uint64_t i = 0; i < dir->count; ++i) {
+    Expected<ZipMember> m = readZipEntry(bytes, p, dirEnd, i, bad);
+    if (!m)
+      return m.status();
+    Expected<std::string> raw = extractZipMember(bytes, size, *m, bad);
+    if (!raw)
+      return raw.status();
+    const std::string &name = m->name;
     if (name.size() < 4 || name.compare(name.size() - 4, 4, ".npy") != 0)
       return Status::error(what + ": member '" + name +
                            "' is not a .npy array");
-    Expected<Tensor> t = npy::parse(raw.data(), raw.size(), member);
+    Expected<Tensor> t =
+        npy::parse(raw->data(), raw->size(), "'" + name + "' in " + what);
     if (!t)
       return t.status();
     out.push_back({name.substr(0, name.size() - 4), t.take()});
