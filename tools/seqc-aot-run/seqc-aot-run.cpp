@@ -17,7 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Arguments.h"
-#include "CudaDriver.h"
+#include "ToolSupport.h"
 #include "seqc/Npy.h"
 #include "seqc/Signature.h"
 #include "seqc/Tensor.h"
@@ -67,13 +67,6 @@ const char *kUsage =
     "  --output-dir DIR   writes result0.npy, result1.npy, ...\n"
     "  --bench N          N timed calls after the first; prints the median\n";
 
-bool parseCount(const std::string &s, uint64_t &out) {
-  if (s.empty() || s.size() > 18 || !std::all_of(s.begin(), s.end(), ::isdigit))
-    return false;
-  out = std::stoull(s);
-  return true;
-}
-
 /// The library's C API (its own copy of the runtime made the tensors).
 struct Library {
   void *handle = nullptr;
@@ -87,164 +80,195 @@ struct Library {
   }
 };
 
-} // namespace
-
-int main(int argc, char **argv) {
-  std::string lib, entry, prefix = "seqc_", outDir;
+/// What the command line asks for.
+struct Options {
+  std::string library, entry, prefix = "seqc_", outputDir;
   ArgumentSources sources;
   uint64_t bench = 0;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc)
-        fail("option " + a + " needs a value");
-      return argv[++i];
-    };
+};
+
+Options parseArgs(int argc, char **argv) {
+  Options o;
+  tools::CommandLine cl(argc, argv, [](const std::string &m) { fail(m); });
+  auto count = [&](const char *message) {
+    uint64_t n;
+    if (!tools::parseUnsigned(cl.value(), n))
+      fail(message);
+    return n;
+  };
+  while (cl.next()) {
+    const std::string &a = cl.arg();
     if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
-      return 0;
+      std::exit(0);
     } else if (a == "-e") {
-      entry = value();
+      o.entry = cl.value();
     } else if (a == "--prefix") {
-      prefix = value();
+      o.prefix = cl.value();
     } else if (a == "--input") {
-      sources.inputFiles.push_back(value());
+      o.sources.inputFiles.push_back(cl.value());
     } else if (a == "--weights") {
-      sources.weightFiles.push_back(value());
+      o.sources.weightFiles.push_back(cl.value());
     } else if (a == "--random-inputs") {
-      sources.random = true;
+      o.sources.random = true;
     } else if (a == "--seed") {
-      if (!parseCount(value(), sources.seed))
-        fail("--seed needs a non-negative integer");
+      o.sources.seed = count("--seed needs a non-negative integer");
     } else if (a == "--dynamic-size") {
-      uint64_t n;
-      if (!parseCount(value(), n) || n > (1u << 30))
+      uint64_t n =
+          count("--dynamic-size needs a non-negative size (at most 2^30)");
+      if (n > (1u << 30))
         fail("--dynamic-size needs a non-negative size (at most 2^30)");
-      sources.dynamicSize = static_cast<int64_t>(n);
+      o.sources.dynamicSize = static_cast<int64_t>(n);
     } else if (a == "--output-dir") {
-      outDir = value();
+      o.outputDir = cl.value();
     } else if (a == "--bench") {
-      if (!parseCount(value(), bench) || bench == 0)
+      o.bench = count("--bench needs a positive integer");
+      if (o.bench == 0)
         fail("--bench needs a positive integer");
     } else if (!a.empty() && a[0] == '-') {
       fail("unknown option '" + a + "'");
-    } else if (lib.empty()) {
-      lib = a;
+    } else if (o.library.empty()) {
+      o.library = a;
     } else {
       fail("more than one library");
     }
   }
-  if (lib.empty())
+  if (o.library.empty())
     fail(std::string("no library\n") + kUsage);
-  Expected<LoadedArguments> loaded = loadArguments(sources);
-  if (!loaded)
-    fail(loaded.message());
+  return o;
+}
 
-  Library L;
+/// The library at `path` and its runtime's calls; fails naming what is
+/// missing.
+Library openLibrary(const std::string &path, const std::string &prefix,
+                    const char *&signatures) {
+  Library lib;
   // A path without a slash would be searched for, not opened.
-  std::string path = lib.find('/') == std::string::npos ? "./" + lib : lib;
-  L.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!L.handle) {
+  std::string file = path.find('/') == std::string::npos ? "./" + path : path;
+  lib.handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib.handle) {
     const char *why = dlerror();
-    fail("cannot load " + lib + ": " + (why ? why : "unknown error"));
+    fail("cannot load " + path + ": " + (why ? why : "unknown error"));
   }
-  auto text = L.find<const char *>(prefix + "signatures");
-  L.lastError = L.find<const char *(*)()>("seqc_last_error");
-  L.view = L.find<seqc_view (*)(const seqc_tensor *)>("seqc_tensor_view");
-  L.destroy = L.find<void (*)(seqc_tensor *)>("seqc_tensor_destroy");
-  if (!text || !L.lastError || !L.view || !L.destroy)
-    fail(lib + " is not a library made by seqc-compile with prefix '" + prefix +
-         "' (no " + prefix + "signatures)");
-  Expected<std::vector<FunctionSignature>> sigs = parseSignatures(text);
-  if (!sigs)
-    fail(lib + ": " + sigs.message());
+  signatures = lib.find<const char *>(prefix + "signatures");
+  lib.lastError = lib.find<const char *(*)()>("seqc_last_error");
+  lib.view = lib.find<seqc_view (*)(const seqc_tensor *)>("seqc_tensor_view");
+  lib.destroy = lib.find<void (*)(seqc_tensor *)>("seqc_tensor_destroy");
+  if (!signatures || !lib.lastError || !lib.view || !lib.destroy)
+    fail(path + " is not a library made by seqc-compile with prefix '" +
+         prefix + "' (no " + prefix + "signatures)");
+  return lib;
+}
+
+/// The signature of -e NAME, else of @main or the library's only function.
+FunctionSignature pickFunction(const std::vector<FunctionSignature> &sigs,
+                               const Options &o) {
   const FunctionSignature *sig = nullptr;
   std::string known;
-  for (const FunctionSignature &s : *sigs) {
+  for (const FunctionSignature &s : sigs) {
     known += (known.empty() ? "@" : ", @") + s.name;
-    if (entry.empty() ? (s.name == "main" || sigs->size() == 1)
-                      : s.name == entry)
+    if (o.entry.empty() ? (s.name == "main" || sigs.size() == 1)
+                        : s.name == o.entry)
       sig = &s;
   }
   if (!sig)
-    fail("no function @" + (entry.empty() ? std::string("main") : entry) +
-         " in " + lib + " (it has " + known + ")");
-  auto fn = L.find<Library::Entry>(prefix + cIdentifier(sig->name));
-  if (!fn)
-    fail(lib + " has no entry point " + prefix + cIdentifier(sig->name));
+    fail("no function @" + (o.entry.empty() ? std::string("main") : o.entry) +
+         " in " + o.library + " (it has " + known + ")");
+  return *sig;
+}
 
-  Expected<std::vector<Tensor>> args = bindArguments(*sig, *loaded);
-  if (!args)
-    fail(args.message());
-
-  // CUDA functions: the inputs go to managed memory once, here.
-  std::vector<std::unique_ptr<void, void (*)(void *)>> managed;
+/// The C API's views of the arguments; a CUDA function's inputs go to
+/// managed memory once, here (`managed` owns the copies).
+std::vector<seqc_view>
+argumentViews(const FunctionSignature &sig, const std::vector<Tensor> &args,
+              std::vector<tools::ManagedBuffer> &managed) {
   std::vector<seqc_view> views;
-  for (const Tensor &t : *args) {
-    TensorView v = t.view();
-    void *data = v.data;
-    if (sig->cuda && t.byteSize() > 0) {
-      std::string error;
-      data = rt::cudaManagedAlloc(t.byteSize(), error);
-      if (!data)
-        fail(error);
-      managed.emplace_back(data, &rt::cudaManagedFree);
-      std::memcpy(data, v.data, t.byteSize());
+  for (const Tensor &t : args) {
+    void *data = t.view().data;
+    if (sig.cuda && t.byteSize() > 0) {
+      Expected<tools::ManagedBuffer> copy = tools::copyToManagedMemory(t);
+      if (!copy)
+        fail(copy.message());
+      data = copy->get();
+      managed.push_back(copy.take());
     }
     views.push_back(seqc_view{static_cast<seqc_dtype>(t.dtype()), data,
                               static_cast<int32_t>(t.shape().size()),
                               t.shape().data(), nullptr});
   }
+  return views;
+}
 
-  size_t numOut = sig->outputs.size();
-  std::vector<seqc_tensor *> outs(numOut, nullptr);
-  auto call = [&] {
-    if (fn(views.data(), views.size(), outs.data(), numOut) != SEQC_OK)
-      fail(L.lastError());
-  };
+/// Copies of the library's result tensors (its runtime owns them).
+std::vector<Tensor> copyResults(const Library &lib,
+                                const std::vector<seqc_tensor *> &outs) {
+  std::vector<Tensor> results;
+  for (seqc_tensor *out : outs) {
+    seqc_view v = lib.view(out);
+    std::vector<int64_t> shape(v.shape, v.shape + v.rank);
+    Expected<Tensor> copy = Tensor::zeros(static_cast<DType>(v.dtype), shape);
+    if (!copy)
+      fail(copy.message());
+    if (copy->byteSize())
+      std::memcpy(copy->data(), v.data, copy->byteSize());
+    results.push_back(copy.take());
+  }
+  return results;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options opts = parseArgs(argc, argv);
+  Expected<LoadedArguments> loaded = loadArguments(opts.sources);
+  if (!loaded)
+    fail(loaded.message());
+  const char *signatures = nullptr;
+  Library lib = openLibrary(opts.library, opts.prefix, signatures);
+  Expected<std::vector<FunctionSignature>> sigs = parseSignatures(signatures);
+  if (!sigs)
+    fail(opts.library + ": " + sigs.message());
+  FunctionSignature sig = pickFunction(*sigs, opts);
+  std::string symbol = opts.prefix + cIdentifier(sig.name);
+  auto fn = lib.find<Library::Entry>(symbol);
+  if (!fn)
+    fail(opts.library + " has no entry point " + symbol);
+  Expected<std::vector<Tensor>> args = bindArguments(sig, *loaded);
+  if (!args)
+    fail(args.message());
+  std::vector<tools::ManagedBuffer> managed;
+  std::vector<seqc_view> views = argumentViews(sig, *args, managed);
+
+  std::vector<seqc_tensor *> outs(sig.outputs.size(), nullptr);
   auto release = [&] {
     for (seqc_tensor *&t : outs) {
-      L.destroy(t);
+      lib.destroy(t);
       t = nullptr;
     }
   };
+  auto call = [&] {
+    if (fn(views.data(), views.size(), outs.data(), outs.size()) != SEQC_OK)
+      fail(lib.lastError());
+  };
   call();
-  if (bench) {
+  if (opts.bench) {
     std::vector<double> ms;
-    for (uint64_t r = 0; r < bench; ++r) {
+    for (uint64_t r = 0; r < opts.bench; ++r) {
       release();
       auto t0 = std::chrono::steady_clock::now();
       call();
       auto t1 = std::chrono::steady_clock::now();
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     }
-    std::vector<double> sorted = ms;
-    std::sort(sorted.begin(), sorted.end());
-    std::printf("bench: median_ms=%g min_ms=%g runs=%llu\n",
-                sorted[sorted.size() / 2], sorted.front(),
-                static_cast<unsigned long long>(bench));
+    std::printf("bench: median_ms=%g min_ms=%g runs=%llu\n", tools::median(ms),
+                *std::min_element(ms.begin(), ms.end()),
+                static_cast<unsigned long long>(opts.bench));
   }
-  if (!outDir.empty()) {
-    // mkdir -p: every missing folder of the path.
-    for (size_t at = outDir.find('/', 1);; at = outDir.find('/', at + 1)) {
-      mkdir(outDir.substr(0, at).c_str(), 0755);
-      if (at == std::string::npos)
-        break;
-    }
-    for (size_t i = 0; i < numOut; ++i) {
-      seqc_view v = L.view(outs[i]);
-      std::vector<int64_t> shape(v.shape, v.shape + v.rank);
-      Expected<Tensor> copy = Tensor::zeros(static_cast<DType>(v.dtype), shape);
-      if (!copy)
-        fail(copy.message());
-      if (copy->byteSize())
-        std::memcpy(copy->data(), v.data, copy->byteSize());
-      std::string file = outDir + "/result" + std::to_string(i) + ".npy";
-      Status s = npy::write(file, *copy);
-      if (!s)
-        fail(s.message());
-    }
-  }
+  if (!opts.outputDir.empty())
+    if (Status s =
+            tools::writeResultFiles(opts.outputDir, copyResults(lib, outs));
+        !s)
+      fail(s.message());
   release();
   return 0;
 }

@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FileIO.h"
+#include "ToolSupport.h"
 #include "seqc/Aot.h"
 #include "seqc/Weights.h"
 
@@ -49,105 +50,127 @@ static std::string runtimeDir() {
   return bin.substr(0, bin.rfind('/')) + "/lib";
 }
 
-int main(int argc, char **argv) {
+static const char *kUsage =
+    "usage: seqc-compile FILE.mlir -o OUT.o|OUT.so [--header "
+    "OUT.h] [--prefix P] [--reference] [-O N]\n"
+    "                    [--target cpu|cuda] [--chip SM] "
+    "[--cpu NAME] [--fallback-cpu NAME|none] [--strict]\n"
+    "                    [--bind-weights FILE]...\n"
+    "  --strict       an op without the target's fast lowering "
+    "is an error (else a remark)\n"
+    "  --target cuda  GPU kernels as an embedded cubin (the "
+    "CUDA toolkit's ptxas; PTX without it)\n"
+    "  --chip SM      the GPU architecture (default sm_90a)\n"
+    "  --cpu NAME     the x86-64 CPU or level (x86-64-v3, ...) "
+    "the host code may use\n"
+    "                 (default: this machine's)\n"
+    "  --fallback-cpu NAME|none  CPU objects also carry the "
+    "functions compiled for\n"
+    "                 NAME (default x86-64-v2, bf16 products "
+    "widened), which the entry\n"
+    "                 points call on a CPU without a feature "
+    "of the main code; none:\n"
+    "                 no fallback (such a call fails naming "
+    "the feature)\n"
+    "  --bind-weights FILE  the tensors of a .safetensors or "
+    ".npz file become constants\n"
+    "                 of the object, binding the arguments "
+    "their names name (seq.name);\n"
+    "                 the entry points no longer take them "
+    "(repeatable)";
+
+namespace {
+
+/// What the command line asks for.
+struct Options {
   std::string input;
-  AotOptions opts;
-  std::vector<weights::NamedTensor> bound;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc)
-        fail("option " + a + " needs a value");
-      return argv[++i];
-    };
+  AotOptions aot;
+  std::vector<std::string> boundWeightFiles;
+};
+
+Target parseTarget(const std::string &name) {
+  if (name == "cpu")
+    return Target::CPU;
+  if (name == "cuda")
+    return Target::CUDA;
+  fail("unknown target '" + name + "' (expected cpu or cuda)");
+}
+
+Options parseArgs(int argc, char **argv) {
+  Options o;
+  AotOptions &aot = o.aot;
+  tools::CommandLine cl(argc, argv, [](const std::string &m) { fail(m); });
+  while (cl.next()) {
+    const std::string &a = cl.arg();
     if (a == "-h" || a == "--help") {
-      std::puts("usage: seqc-compile FILE.mlir -o OUT.o|OUT.so [--header "
-                "OUT.h] [--prefix P] [--reference] [-O N]\n"
-                "                    [--target cpu|cuda] [--chip SM] "
-                "[--cpu NAME] [--fallback-cpu NAME|none] [--strict]\n"
-                "                    [--bind-weights FILE]...\n"
-                "  --strict       an op without the target's fast lowering "
-                "is an error (else a remark)\n"
-                "  --target cuda  GPU kernels as an embedded cubin (the "
-                "CUDA toolkit's ptxas; PTX without it)\n"
-                "  --chip SM      the GPU architecture (default sm_90a)\n"
-                "  --cpu NAME     the x86-64 CPU or level (x86-64-v3, ...) "
-                "the host code may use\n"
-                "                 (default: this machine's)\n"
-                "  --fallback-cpu NAME|none  CPU objects also carry the "
-                "functions compiled for\n"
-                "                 NAME (default x86-64-v2, bf16 products "
-                "widened), which the entry\n"
-                "                 points call on a CPU without a feature "
-                "of the main code; none:\n"
-                "                 no fallback (such a call fails naming "
-                "the feature)\n"
-                "  --bind-weights FILE  the tensors of a .safetensors or "
-                ".npz file become constants\n"
-                "                 of the object, binding the arguments "
-                "their names name (seq.name);\n"
-                "                 the entry points no longer take them "
-                "(repeatable)");
-      return 0;
+      std::puts(kUsage);
+      std::exit(0);
     } else if (a == "-o") {
-      opts.output = value();
+      aot.output = cl.value();
     } else if (a == "--header") {
-      opts.header = value();
+      aot.header = cl.value();
     } else if (a == "--prefix") {
-      opts.prefix = value();
+      aot.prefix = cl.value();
     } else if (a == "--reference") {
-      opts.compile.reference = true;
+      aot.compile.reference = true;
     } else if (a == "--strict") {
-      opts.compile.strict = true;
+      aot.compile.strict = true;
     } else if (a == "--target") {
-      std::string t = value();
-      if (t == "cpu")
-        opts.compile.target = Target::CPU;
-      else if (t == "cuda")
-        opts.compile.target = Target::CUDA;
-      else
-        fail("unknown target '" + t + "' (expected cpu or cuda)");
+      aot.compile.target = parseTarget(cl.value());
     } else if (a == "--chip") {
       // Checked by the GPU lowering (seq-lower-to-gpu), which names it.
-      opts.compile.cudaChip = value();
+      aot.compile.cudaChip = cl.value();
     } else if (a == "--bind-weights") {
-      Expected<std::vector<weights::NamedTensor>> file = weights::read(value());
-      if (!file)
-        fail(file.message());
-      bound.insert(bound.end(), file->begin(), file->end());
+      o.boundWeightFiles.push_back(cl.value());
     } else if (a == "--cpu") {
-      opts.cpu = value();
+      aot.cpu = cl.value();
     } else if (a == "--fallback-cpu") {
-      std::string cpu = value();
-      opts.fallbackCpu = cpu == "none" ? "" : cpu;
+      std::string cpu = cl.value();
+      aot.fallbackCpu = cpu == "none" ? "" : cpu;
     } else if (a == "-O") {
-      std::string v = value();
+      std::string v = cl.value();
       if (v.size() != 1 || v[0] < '0' || v[0] > '3')
         fail("-O needs 0, 1, 2 or 3");
-      opts.compile.optLevel = v[0] - '0';
+      aot.compile.optLevel = v[0] - '0';
     } else if (!a.empty() && a[0] == '-') {
       fail("unknown option '" + a + "'");
-    } else if (input.empty()) {
-      input = a;
+    } else if (o.input.empty()) {
+      o.input = a;
     } else {
       fail("more than one input file");
     }
   }
-  if (input.empty())
+  if (o.input.empty())
     fail("no input file (usage: seqc-compile FILE.mlir -o OUT.o)");
-  if (opts.output.empty())
+  if (aot.output.empty())
     fail("no output file (-o OUT.o or -o OUT.so)");
-  Expected<std::string> source = readFile(input);
+  return o;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options opts = parseArgs(argc, argv);
+  Expected<std::string> source = readFile(opts.input);
   if (!source)
     fail(source.message());
-  opts.runtimeLibraryDir = runtimeDir();
+  // The tensors live until the compile is done: the options view them.
+  std::vector<weights::NamedTensor> bound;
+  for (const std::string &path : opts.boundWeightFiles) {
+    Expected<std::vector<weights::NamedTensor>> file = weights::read(path);
+    if (!file)
+      fail(file.message());
+    bound.insert(bound.end(), file->begin(), file->end());
+  }
+  AotOptions &aot = opts.aot;
+  aot.runtimeLibraryDir = runtimeDir();
   for (const weights::NamedTensor &w : bound)
-    opts.compile.boundWeights.push_back({w.name, w.tensor.view()});
-  opts.compile.onEvent = [](const CompileEvent &e) {
+    aot.compile.boundWeights.push_back({w.name, w.tensor.view()});
+  aot.compile.onEvent = [](const CompileEvent &e) {
     if (e.kind == CompileEvent::Kind::Remark)
       std::fprintf(stderr, "remark: %s\n", e.what.c_str());
   };
-  Status s = compileAheadOfTime(*source, input, opts);
+  Status s = compileAheadOfTime(*source, opts.input, aot);
   if (!s)
     fail(s.message());
   return 0;

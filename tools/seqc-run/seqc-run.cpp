@@ -15,6 +15,7 @@
 #include "Arguments.h"
 #include "CudaDriver.h"
 #include "Mpi.h"
+#include "ToolSupport.h"
 #include "seqc/Engine.h"
 #include "seqc/Npy.h"
 #include "seqc/Weights.h"
@@ -186,166 +187,128 @@ bool distributedRun = false;
   std::exit(1);
 }
 
-bool parseUnsigned(const std::string &s, uint64_t &out) {
-  if (s.empty() || s.size() > 19)
-    return false;
-  for (char c : s)
-    if (c < '0' || c > '9')
-      return false;
-  out = std::stoull(s);
-  return true;
-}
-
-/// A byte count, with an optional K, M or G suffix (powers of 1024).
-bool parseSize(const std::string &s, size_t &out) {
-  if (s.empty())
-    return false;
-  uint64_t scale = 1;
-  std::string digits = s;
-  switch (s.back()) {
-  case 'K':
-  case 'k':
-    scale = 1ull << 10;
-    digits.pop_back();
-    break;
-  case 'M':
-  case 'm':
-    scale = 1ull << 20;
-    digits.pop_back();
-    break;
-  case 'G':
-  case 'g':
-    scale = 1ull << 30;
-    digits.pop_back();
-    break;
-  default:
-    break;
-  }
+/// `text` as a number in [lo, hi], else fails with `message`.
+uint64_t unsignedIn(const std::string &text, uint64_t lo, uint64_t hi,
+                    const char *message) {
   uint64_t n;
-  if (!parseUnsigned(digits, n) || n > (UINT64_MAX >> 30))
+  if (!tools::parseUnsigned(text, n) || n < lo || n > hi)
+    fail(message);
+  return n;
+}
+
+Target parseTarget(const std::string &name) {
+  if (name == "cpu")
+    return Target::CPU;
+  if (name == "cuda")
+    return Target::CUDA;
+  if (name == "cuda-emulated")
+    return Target::CUDAEmulated;
+  fail("unknown target '" + name + "' (expected cpu, cuda or cuda-emulated)");
+}
+
+Parallelism parseParallelism(const std::string &mode) {
+  if (mode == "sequence")
+    return Parallelism::Sequence;
+  if (mode == "experts")
+    return Parallelism::Experts;
+  if (mode == "sequence+experts")
+    return Parallelism::SequenceAndExperts;
+  fail("--parallel takes sequence, experts or sequence+experts, not '" + mode +
+       "'");
+}
+
+/// The options that say where the arguments come from; false if `cl`'s
+/// argument is not one of them.
+bool parseArgumentOption(tools::CommandLine &cl, Options &o) {
+  const std::string &arg = cl.arg();
+  if (arg == "--input")
+    o.inputs.push_back(cl.value());
+  else if (arg == "--weights")
+    o.weights.push_back(cl.value());
+  else if (arg == "--bind-weights")
+    o.boundWeights.push_back(cl.value());
+  else if (arg == "--random-inputs")
+    o.randomInputs = true;
+  else if (arg == "--seed")
+    o.seed = unsignedIn(cl.value(), 0, UINT64_MAX,
+                        "--seed needs a non-negative integer");
+  else if (arg == "--dynamic-size")
+    o.dynamicSize =
+        unsignedIn(cl.value(), 0, 1u << 30,
+                   "--dynamic-size needs a non-negative size (at most 2^30)");
+  else
     return false;
-  out = static_cast<size_t>(n * scale);
   return true;
 }
 
-Options parseArgs(int argc, char **argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool hasInline = false;
-    if (arg.rfind("--", 0) == 0) {
-      size_t eq = arg.find('=');
-      if (eq != std::string::npos) {
-        value = arg.substr(eq + 1);
-        arg = arg.substr(0, eq);
-        hasInline = true;
-      }
-    }
-    auto takeValue = [&]() -> std::string {
-      if (hasInline)
-        return value;
-      if (i + 1 >= argc)
-        fail("option " + arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (arg == "-e" || arg == "--entry") {
-      o.entry = takeValue();
-    } else if (arg == "--target") {
-      std::string t = takeValue();
-      if (t == "cpu")
-        o.target = Target::CPU;
-      else if (t == "cuda")
-        o.target = Target::CUDA;
-      else if (t == "cuda-emulated")
-        o.target = Target::CUDAEmulated;
-      else
-        fail("unknown target '" + t +
-             "' (expected cpu, cuda or cuda-emulated)");
-    } else if (arg == "--input") {
-      o.inputs.push_back(takeValue());
-    } else if (arg == "--weights") {
-      o.weights.push_back(takeValue());
-    } else if (arg == "--bind-weights") {
-      o.boundWeights.push_back(takeValue());
-    } else if (arg == "--random-inputs") {
-      o.randomInputs = true;
-    } else if (arg == "--seed") {
-      if (!parseUnsigned(takeValue(), o.seed))
-        fail("--seed needs a non-negative integer");
-    } else if (arg == "--output-dir") {
-      o.outputDir = takeValue();
-      if (o.outputDir.empty())
-        fail("--output-dir needs a directory");
-    } else if (arg == "--print") {
-      o.print = true;
-    } else if (arg == "--bench") {
-      uint64_t n;
-      if (!parseUnsigned(takeValue(), n) || n == 0 || n > 1000000)
-        fail("--bench needs a positive number of runs");
-      o.bench = static_cast<int>(n);
-    } else if (arg == "--reference") {
-      o.reference = true;
-    } else if (arg == "--no-fuse") {
-      o.fuse = false;
-    } else if (arg == "--strict") {
-      o.strict = true;
-    } else if (arg == "-v" || arg == "--verbose") {
-      o.verbose = true;
-    } else if (arg == "--threads") {
-      uint64_t n;
-      if (!parseUnsigned(takeValue(), n) || n == 0 || n > 4096)
-        fail("--threads needs a number of threads from 1 to 4096");
-      o.threads = static_cast<int>(n);
-    } else if (arg == "--memory-limit") {
-      std::string v = takeValue();
-      if (!parseSize(v, o.memoryLimit) || o.memoryLimit == 0)
-        fail("--memory-limit needs a positive size in bytes, or with K, M "
-             "or G (512M, 4G), not '" +
-             v + "'");
-    } else if (arg == "--dynamic-size") {
-      uint64_t n;
-      if (!parseUnsigned(takeValue(), n) || n > (1u << 30))
-        fail("--dynamic-size needs a non-negative size (at most 2^30)");
-      o.dynamicSize = static_cast<int64_t>(n);
-    } else if (arg == "--parallel") {
-      std::string mode = takeValue();
-      if (mode == "sequence")
-        o.parallelism = Parallelism::Sequence;
-      else if (mode == "experts")
-        o.parallelism = Parallelism::Experts;
-      else if (mode == "sequence+experts")
-        o.parallelism = Parallelism::SequenceAndExperts;
-      else
-        fail("--parallel takes sequence, experts or sequence+experts, not '" +
-             mode + "'");
-      o.parallel = true;
-    } else if (arg == "--local-steps") {
-      o.localSteps = true;
-    } else if (arg == "--timeout") {
-      if (!parseUnsigned(takeValue(), o.timeoutSeconds) ||
-          o.timeoutSeconds == 0 || o.timeoutSeconds > 86400)
-        fail("--timeout needs a number of seconds from 1 to 86400");
-    } else if (arg == "--profile") {
-      if (!hasInline)
-        o.profile = Profile::Calls;
-      else if (value == "ops")
-        o.profile = Profile::Ops;
-      else if (value == "calls")
-        o.profile = Profile::Calls;
-      else
-        fail("--profile takes calls or ops, not '" + value + "'");
-    } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
-      fail("unknown option '" + arg + "' (see --help)");
-    } else if (o.file.empty()) {
-      o.file = arg;
-    } else {
-      fail("more than one input file ('" + o.file + "' and '" + arg + "')");
-    }
+/// The options of the compile: target, lowering, threads, memory.
+bool parseCompileOption(tools::CommandLine &cl, Options &o) {
+  const std::string &arg = cl.arg();
+  if (arg == "--target") {
+    o.target = parseTarget(cl.value());
+  } else if (arg == "--reference") {
+    o.reference = true;
+  } else if (arg == "--no-fuse") {
+    o.fuse = false;
+  } else if (arg == "--strict") {
+    o.strict = true;
+  } else if (arg == "--threads") {
+    o.threads = static_cast<int>(
+        unsignedIn(cl.value(), 1, 4096,
+                   "--threads needs a number of threads from 1 to 4096"));
+  } else if (arg == "--memory-limit") {
+    std::string v = cl.value();
+    if (!tools::parseSize(v, o.memoryLimit) || o.memoryLimit == 0)
+      fail("--memory-limit needs a positive size in bytes, or with K, M or G "
+           "(512M, 4G), not '" +
+           v + "'");
+  } else if (arg == "--profile") {
+    if (!cl.hasInlineValue() || cl.value() == "calls")
+      o.profile = Profile::Calls;
+    else if (cl.value() == "ops")
+      o.profile = Profile::Ops;
+    else
+      fail("--profile takes calls or ops, not '" + cl.value() + "'");
+  } else {
+    return false;
   }
+  return true;
+}
+
+/// The options of the run: which function, what to do with its results,
+/// how often, over how many processes.
+bool parseRunOption(tools::CommandLine &cl, Options &o) {
+  const std::string &arg = cl.arg();
+  if (arg == "-e" || arg == "--entry") {
+    o.entry = cl.value();
+  } else if (arg == "--output-dir") {
+    o.outputDir = cl.value();
+    if (o.outputDir.empty())
+      fail("--output-dir needs a directory");
+  } else if (arg == "--print") {
+    o.print = true;
+  } else if (arg == "--bench") {
+    o.bench = static_cast<int>(unsignedIn(
+        cl.value(), 1, 1000000, "--bench needs a positive number of runs"));
+  } else if (arg == "-v" || arg == "--verbose") {
+    o.verbose = true;
+  } else if (arg == "--parallel") {
+    o.parallelism = parseParallelism(cl.value());
+    o.parallel = true;
+  } else if (arg == "--local-steps") {
+    o.localSteps = true;
+  } else if (arg == "--timeout") {
+    o.timeoutSeconds =
+        unsignedIn(cl.value(), 1, 86400,
+                   "--timeout needs a number of seconds from 1 to 86400");
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/// What the options say together.
+void checkOptions(const Options &o) {
   if (o.file.empty())
     fail("no input file (usage: seqc-run FILE.mlir [options], see --help)");
   if (o.localSteps && (!o.parallel || o.parallelism == Parallelism::Experts))
@@ -359,6 +322,27 @@ Options parseArgs(int argc, char **argv) {
     fail("--local-steps needs {rank} in the path of the inputs with steps "
          "(--input 'u.{rank}.npy'), or --random-inputs: each rank reads its "
          "own steps");
+}
+
+Options parseArgs(int argc, char **argv) {
+  Options o;
+  tools::CommandLine cl(argc, argv, [](const std::string &m) { fail(m); });
+  while (cl.next()) {
+    const std::string &arg = cl.arg();
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (parseArgumentOption(cl, o) || parseCompileOption(cl, o) ||
+        parseRunOption(cl, o))
+      continue;
+    if (!arg.empty() && arg[0] == '-' && arg != "-")
+      fail("unknown option '" + arg + "' (see --help)");
+    if (!o.file.empty())
+      fail("more than one input file ('" + o.file + "' and '" + arg + "')");
+    o.file = arg;
+  }
+  checkOptions(o);
   return o;
 }
 
@@ -402,12 +386,6 @@ std::string pickEntry(const CompiledModule &module, const std::string &asked) {
        ") and none is @main: choose one with -e");
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /// Whether a region is one op outlined by --profile=ops ("fn:3 op.name").
 bool isOpRegion(const std::string &name) {
   size_t colon = name.find(':'), space = name.find(' ');
@@ -423,7 +401,7 @@ bool isOpRegion(const std::string &name) {
 void printProfile(const FunctionSignature &sig,
                   const std::vector<CallStats> &calls,
                   const std::vector<double> &totalsMs) {
-  double total = median(totalsMs);
+  double total = tools::median(totalsMs);
   std::printf("profile of @%s: median of %zu call%s\n", sig.name.c_str(),
               calls.size(), calls.size() == 1 ? "" : "s");
   size_t width = 16;
@@ -438,7 +416,7 @@ void printProfile(const FunctionSignature &sig,
     std::vector<double> ms;
     for (const CallStats &s : calls)
       ms.push_back(s.regionSeconds[i] * 1e3);
-    double m = median(ms);
+    double m = tools::median(ms);
     int64_t runs = calls.empty() ? 0 : calls[0].regionCalls[i];
     if (runs == 0)
       continue; // not reached by this function
@@ -464,35 +442,7 @@ void printProfile(const FunctionSignature &sig,
     peak.push_back(double(s.peakBytes));
   }
   std::printf("  allocated per call: %.2f MB (at most %.2f MB at once)\n",
-              median(bytes) / 1e6, median(peak) / 1e6);
-}
-
-/// Writes every result, or none: files written before a failure are removed.
-void writeResults(const std::string &dir, const std::vector<Tensor> &results) {
-  struct stat st;
-  if (stat(dir.c_str(), &st) != 0) {
-    // With its parents (DIR/rank<r> under --local-steps; the ranks may
-    // create DIR at the same time).
-    for (size_t at = dir.find('/', 1); at != std::string::npos;
-         at = dir.find('/', at + 1))
-      mkdir(dir.substr(0, at).c_str(), 0755);
-    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-      fail("cannot create output directory '" + dir +
-           "': " + std::strerror(errno));
-  } else if (!S_ISDIR(st.st_mode)) {
-    fail("'" + dir + "' is not a directory");
-  }
-  std::vector<std::string> written;
-  for (size_t i = 0; i < results.size(); ++i) {
-    std::string path = dir + "/result" + std::to_string(i) + ".npy";
-    Status s = npy::write(path, results[i]);
-    if (!s) {
-      for (const std::string &w : written)
-        std::remove(w.c_str());
-      fail(s.message());
-    }
-    written.push_back(path);
-  }
+              tools::median(bytes) / 1e6, tools::median(peak) / 1e6);
 }
 
 /// What the user sees while a compile runs: after a second of compiling,
@@ -627,48 +577,41 @@ void startWatchdog(const StartedWorld &started, uint64_t seconds) {
     rt::mpiAbort(1);
   }).detach();
 }
-} // namespace
-
-int main(int argc, char **argv) {
-  Options opts = parseArgs(argc, argv);
+/// Starts MPI for --parallel (the watchdog first), or returns a world of
+/// one.
+rt::MpiWorld startRanks(const Options &opts) {
   rt::MpiWorld world;
-  if (opts.parallel) {
-    static StartedWorld started;
-    startWatchdog(started, opts.timeoutSeconds);
-    std::string error;
-    if (!rt::mpiInit(world, error))
-      fail(error);
-    started.world = world;
-    started.up.store(true, std::memory_order_release);
-    distributedRun = true;
-  }
-  // Rank 0 writes, prints and reports; with local steps every rank, its own.
-  bool reports = world.rank == 0 || opts.localSteps;
-  if (opts.localSteps)
-    useRankFiles(opts, world.rank);
+  if (!opts.parallel)
+    return world;
+  static StartedWorld started;
+  startWatchdog(started, opts.timeoutSeconds);
+  std::string error;
+  if (!rt::mpiInit(world, error))
+    fail(error);
+  started.world = world;
+  started.up.store(true, std::memory_order_release);
+  distributedRun = true;
+  return world;
+}
 
-  // Files are read before compiling: a bad one is reported at once.
-  ArgumentSources sources;
-  sources.weightFiles = opts.weights;
-  sources.inputFiles = opts.inputs;
-  sources.random = opts.randomInputs;
-  sources.seed = opts.seed;
-  sources.dynamicSize = opts.dynamicSize;
-  Expected<LoadedArguments> loaded = loadArguments(sources);
-  if (!loaded)
-    fail(loaded.message());
+/// The tensors of the --bind-weights files.
+std::vector<weights::NamedTensor>
+readBoundWeights(const std::vector<std::string> &paths) {
   std::vector<weights::NamedTensor> bound;
-  for (const std::string &path : opts.boundWeights) {
+  for (const std::string &path : paths) {
     Expected<std::vector<weights::NamedTensor>> file = weights::read(path);
     if (!file)
       fail(file.message());
     bound.insert(bound.end(), file->begin(), file->end());
   }
+  return bound;
+}
 
-  if (opts.target == Target::CUDA && !cudaDeviceAvailable())
-    fail("no CUDA device");
-
-  Engine engine;
+/// The module of --target and the options, with the compile's progress
+/// shown.
+std::shared_ptr<CompiledModule>
+compileModule(Engine &engine, const Options &opts, const rt::MpiWorld &world,
+              const std::vector<weights::NamedTensor> &bound) {
   CompileOptions copts;
   copts.target = opts.target;
   copts.reference = opts.reference;
@@ -685,6 +628,7 @@ int main(int argc, char **argv) {
     copts.localSteps = opts.localSteps;
   }
   Expected<std::shared_ptr<CompiledModule>> module = [&] {
+    // Gone before an error is reported: no "compiling..." line after it.
     CompileProgress progress(opts.file, opts.verbose);
     copts.onEvent = [&](const CompileEvent &e) { progress.event(e); };
     return engine.compileFile(opts.file, copts);
@@ -694,102 +638,161 @@ int main(int argc, char **argv) {
   if (opts.verbose && !(*module)->cacheNote().empty())
     std::fprintf(stderr, "seqc-run: cache: %s\n",
                  (*module)->cacheNote().c_str());
+  return *module;
+}
 
-  std::string entry = pickEntry(**module, opts.entry);
-  Expected<Function> fn = (*module)->function(entry);
+/// Under --parallel, checks that the ranks run the same module on the same
+/// whole arguments. The bound weights are part of the module. With local
+/// steps each rank's own steps differ (the arguments with a dynamic
+/// dimension); the whole ones must agree.
+void checkRanksRunAlike(const Options &opts, const rt::MpiWorld &world,
+                        const FunctionSignature &sig,
+                        const std::vector<Tensor> &args,
+                        const std::vector<weights::NamedTensor> &bound) {
+  std::vector<Tensor> digested;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!opts.localSteps || std::count(sig.inputs[i].shape.begin(),
+                                       sig.inputs[i].shape.end(), -1) == 0)
+      digested.push_back(args[i]);
+  for (const weights::NamedTensor &w : bound)
+    digested.push_back(w.tensor);
+  checkRanksAgree(world, runDigest(opts.file, sig.name, digested));
+}
+
+/// The calls' views of the arguments. On the GPU the inputs are placed in
+/// managed memory once (`managed` owns the copies): calls then use them in
+/// place, and timed calls time the kernels, not the staging.
+std::vector<TensorView>
+argumentViews(const Options &opts, const std::vector<Tensor> &args,
+              std::vector<tools::ManagedBuffer> &managed) {
+  std::vector<TensorView> views;
+  for (const Tensor &t : args) {
+    views.push_back(t.view());
+    if (opts.target != Target::CUDA || t.byteSize() == 0)
+      continue;
+    Expected<tools::ManagedBuffer> copy = tools::copyToManagedMemory(t);
+    if (!copy)
+      fail(copy.message());
+    views.back().data = copy->get();
+    managed.push_back(copy.take());
+  }
+  return views;
+}
+
+/// The calls of a run: the first (a warm-up under --bench), then --bench
+/// timed ones.
+struct CallRecord {
+  std::vector<Tensor> results;
+  std::vector<double> timesMs;
+  std::vector<CallStats> profiles;
+};
+
+CallRecord runCalls(Function &fn, const std::vector<TensorView> &views,
+                    int bench) {
+  CallRecord record;
+  auto timedCall = [&] {
+    CallStats stats;
+    auto start = std::chrono::steady_clock::now();
+    Expected<std::vector<Tensor>> r = fn.call(views, stats);
+    auto end = std::chrono::steady_clock::now();
+    if (!r)
+      fail(r.message());
+    record.timesMs.push_back(
+        std::chrono::duration<double, std::milli>(end - start).count());
+    record.profiles.push_back(std::move(stats));
+    return r.take();
+  };
+  record.results = timedCall();
+  if (bench > 0) {
+    record.timesMs.clear();
+    record.profiles.clear();
+  }
+  for (int r = 0; r < bench; ++r)
+    timedCall();
+  return record;
+}
+
+/// --print: every result, one write per rank so that ranks' lines do not
+/// interleave.
+void printResults(const Options &opts, const rt::MpiWorld &world,
+                  const std::vector<Tensor> &results) {
+  std::string text;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Tensor &t = results[i];
+    if (opts.localSteps)
+      text += "rank " + std::to_string(world.rank) + " ";
+    text += "result" + std::to_string(i) + ": " + t.typeString() + "\n" +
+            formatTensor(t) + "\n";
+  }
+  std::fflush(stdout);
+  if (::write(STDOUT_FILENO, text.data(), text.size()) < 0)
+    fail(std::string("cannot print the results: ") + std::strerror(errno));
+}
+
+/// What the run reports: its result files and printout (rank 0's, or with
+/// local steps every rank's own), and rank 0's timings (every rank waits
+/// for the others' exchanges).
+void report(const Options &opts, const rt::MpiWorld &world,
+            const FunctionSignature &sig, const CallRecord &calls) {
+  if (world.rank != 0 && !opts.localSteps)
+    return;
+  if (!opts.outputDir.empty())
+    if (Status s = tools::writeResultFiles(opts.outputDir, calls.results); !s)
+      fail(s.message());
+  if (opts.print)
+    printResults(opts, world, calls.results);
+  if (world.rank != 0)
+    return;
+  if (opts.profile != Profile::None)
+    printProfile(sig, calls.profiles, calls.timesMs);
+  if (opts.bench > 0)
+    std::printf("bench: median_ms=%.4f min_ms=%.4f runs=%d\n",
+                tools::median(calls.timesMs),
+                *std::min_element(calls.timesMs.begin(), calls.timesMs.end()),
+                opts.bench);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options opts = parseArgs(argc, argv);
+  rt::MpiWorld world = startRanks(opts);
+  if (opts.localSteps)
+    useRankFiles(opts, world.rank);
+
+  // Files are read before compiling: a bad one is reported at once.
+  ArgumentSources sources;
+  sources.weightFiles = opts.weights;
+  sources.inputFiles = opts.inputs;
+  sources.random = opts.randomInputs;
+  sources.seed = opts.seed;
+  sources.dynamicSize = opts.dynamicSize;
+  Expected<LoadedArguments> loaded = loadArguments(sources);
+  if (!loaded)
+    fail(loaded.message());
+  std::vector<weights::NamedTensor> bound = readBoundWeights(opts.boundWeights);
+  if (opts.target == Target::CUDA && !cudaDeviceAvailable())
+    fail("no CUDA device");
+
+  Engine engine;
+  std::shared_ptr<CompiledModule> module =
+      compileModule(engine, opts, world, bound);
+  Expected<Function> fn = module->function(pickEntry(*module, opts.entry));
   if (!fn)
     fail(fn.message());
   const FunctionSignature &sig = fn->signature();
-
   // Arguments named in --weights first, then --input files (or random
   // data) for the rest, in order.
   Expected<std::vector<Tensor>> args = bindArguments(sig, *loaded);
   if (!args)
     fail(args.message());
+  if (opts.parallel)
+    checkRanksRunAlike(opts, world, sig, *args, bound);
 
-  if (opts.parallel) {
-    // The bound weights are part of the module. With local steps each
-    // rank's own steps differ (the arguments with a dynamic dimension); the
-    // whole ones must agree.
-    std::vector<Tensor> digested;
-    for (size_t i = 0; i < args->size(); ++i)
-      if (!opts.localSteps || std::count(sig.inputs[i].shape.begin(),
-                                         sig.inputs[i].shape.end(), -1) == 0)
-        digested.push_back((*args)[i]);
-    for (const weights::NamedTensor &w : bound)
-      digested.push_back(w.tensor);
-    checkRanksAgree(world, runDigest(opts.file, entry, digested));
-  }
-
-  std::vector<TensorView> views;
-  for (const Tensor &t : *args)
-    views.push_back(t.view());
-  // On the GPU, the inputs are placed in managed memory once: calls then
-  // use them in place (timed calls time the kernels, not the staging).
-  std::vector<std::unique_ptr<void, void (*)(void *)>> managed;
-  if (opts.target == Target::CUDA)
-    for (size_t i = 0; i < views.size(); ++i) {
-      size_t bytes = (*args)[i].byteSize();
-      if (bytes == 0)
-        continue;
-      std::string error;
-      void *copy = rt::cudaManagedAlloc(bytes, error);
-      if (!copy)
-        fail(error);
-      managed.emplace_back(copy, &rt::cudaManagedFree);
-      std::memcpy(copy, views[i].data, bytes);
-      views[i].data = copy;
-    }
-
-  std::vector<CallStats> profiles;
-  std::vector<double> times;
-  auto timedCall = [&]() {
-    CallStats stats;
-    auto start = std::chrono::steady_clock::now();
-    Expected<std::vector<Tensor>> r = fn->call(views, stats);
-    auto end = std::chrono::steady_clock::now();
-    if (!r)
-      fail(r.message());
-    times.push_back(
-        std::chrono::duration<double, std::milli>(end - start).count());
-    profiles.push_back(std::move(stats));
-    return r.take();
-  };
-  std::vector<Tensor> results = timedCall();
-  if (opts.bench > 0) {
-    // The first call was the warm-up.
-    times.clear();
-    profiles.clear();
-  }
-  for (int r = 0; r < opts.bench; ++r)
-    timedCall();
-
-  if (!reports) {
-    rt::mpiFinalize();
-    return 0;
-  }
-  if (!opts.outputDir.empty())
-    writeResults(opts.outputDir, results);
-  if (opts.print) {
-    // One write per rank, so that ranks' lines do not interleave.
-    std::string text;
-    for (size_t i = 0; i < results.size(); ++i) {
-      const Tensor &t = results[i];
-      if (opts.localSteps)
-        text += "rank " + std::to_string(world.rank) + " ";
-      text += "result" + std::to_string(i) + ": " + t.typeString() + "\n" +
-              formatTensor(t) + "\n";
-    }
-    std::fflush(stdout);
-    if (::write(STDOUT_FILENO, text.data(), text.size()) < 0)
-      fail(std::string("cannot print the results: ") + std::strerror(errno));
-  }
-  // Timings from rank 0 (every rank waits for the others' exchanges).
-  if (opts.profile != Profile::None && world.rank == 0)
-    printProfile(sig, profiles, times);
-  if (opts.bench > 0 && world.rank == 0)
-    std::printf("bench: median_ms=%.4f min_ms=%.4f runs=%d\n", median(times),
-                *std::min_element(times.begin(), times.end()), opts.bench);
+  std::vector<tools::ManagedBuffer> managed;
+  std::vector<TensorView> views = argumentViews(opts, *args, managed);
+  CallRecord calls = runCalls(*fn, views, opts.bench);
+  report(opts, world, sig, calls);
   if (opts.parallel)
     rt::mpiFinalize();
   return 0;
