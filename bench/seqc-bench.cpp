@@ -607,357 +607,413 @@ void packedBatch(Engine &engine, bool quick, int runs) {
   }
 }
 
-} // namespace
+//===----------------------------------------------------------------------===//
+// The cases, one builder per op family
+//===----------------------------------------------------------------------===//
 
-int main(int argc, char **argv) {
+Case linearScanCase(bool quick) {
+  int64_t B = 4, T = quick ? 1024 : 4096, S = 2048;
+  auto t = tensorType({B, T, S}), l = tensorType({B, S});
+  return {"linear_scan", "B=4 T=" + std::to_string(T) + " S=2048",
+          graph("linear_scan", {t, t}, {t, l}, "", ""), 0, 12.0 * B * T * S};
+}
+
+/// `elt` is the element type of the streamed operands (x, dt, B, C and y);
+/// A and the state stay f32. chunk 0: the cost model's choice.
+Case ssdCase(const std::string &name, int64_t chunk, int64_t T,
+             const char *elt = "f32") {
+  int64_t H = 16, P = 64, N = 128;
+  std::string attrs = "dt_softplus = true";
+  if (chunk > 0)
+    attrs += ", chunk_size = " + std::to_string(chunk) + " : i64";
+  return Case{name,
+              "B=1 T=" + std::to_string(T) + " H=16 P=64 N=128 G=1 " + elt,
+              graph("ssd",
+                    {tensorType({1, T, H, P}, elt), tensorType({1, T, H}, elt),
+                     tensorType({H}), tensorType({1, T, 1, N}, elt),
+                     tensorType({1, T, 1, N}, elt)},
+                    {tensorType({1, T, H, P}, elt), tensorType({1, H, P, N})},
+                    "", attrs),
+              4.0 * T * H * P * N,
+              0,
+              4,
+              chunk == 0};
+}
+
+/// `elt` is the element type of q, k, v, the decay and o; the state stays
+/// f32. chunk 0: the cost model's choice; < 0: the recurrent plan, forced.
+Case linearAttentionCase(const std::string &name, int64_t chunk, int64_t T,
+                         const char *elt = "f32") {
+  int64_t H = 16, K = 64, V = 64;
+  std::string attrs =
+      chunk > 0 ? "chunk_size = " + std::to_string(chunk) + " : i64" : "";
+  if (chunk < 0)
+    attrs = "seq.plan = #seq.plan<recurrent>";
+  return Case{
+      name,
+      "B=1 T=" + std::to_string(T) + " H=16 K=V=64 decay BxTxH " + elt +
+          (chunk < 0 ? " recurrent" : ""),
+      graph("linear_attention",
+            {tensorType({1, T, H, K}, elt), tensorType({1, T, H, K}, elt),
+             tensorType({1, T, H, V}, elt), tensorType({1, T, H}, elt)},
+            {tensorType({1, T, H, V}, elt), tensorType({1, H, K, V})},
+            "decay(%a3)", attrs),
+      4.0 * T * H * K * V,
+      0,
+      4,
+      chunk == 0};
+}
+
+/// The delta rules at the shape (B1 H16 K=V=64), f32, counting the
+/// 6 K V FLOPs per step and value head of the recurrence (S^T k, the rank-1
+/// update, S^T q). q and k are L2-normed by the op; beta is in (0, 1) and
+/// the log decays in (-1, 0), so the state stays bounded. `form` is "gdn"
+/// (a decay per head) or "kda" (per key channel); chunk < 0: the recurrent
+/// plan, forced.
+Case deltaRuleCase(const std::string &name, const std::string &form, int64_t T,
+                   int64_t chunk) {
+  int64_t H = 16, K = 64, V = 64;
+  std::string attrs = "qk_l2norm = true, scale = 0.125 : f32";
+  if (chunk > 0)
+    attrs += ", chunk_size = " + std::to_string(chunk) + " : i64";
+  if (chunk < 0)
+    attrs += ", seq.plan = #seq.plan<recurrent>";
+  std::vector<std::string> args{
+      tensorType({1, T, H, K}), tensorType({1, T, H, K}),
+      tensorType({1, T, H, V}), tensorType({1, T, H})};
+  args.push_back(form == "kda" ? tensorType({1, T, H, K})
+                               : tensorType({1, T, H}));
+  std::string shape =
+      "B=1 T=" + std::to_string(T) + " H=16 K=V=64 " +
+      (form == "kda" ? "KDA decay BxTxHxK" : "Gated DeltaNet decay BxTxH");
+  if (chunk != 0)
+    shape += chunk > 0 ? " chunk " + std::to_string(chunk) : " recurrent";
+  Case c{name, shape,
+         graph("delta_rule", args,
+               {tensorType({1, T, H, V}), tensorType({1, H, K, V})},
+               "decay(%a4)", attrs),
+         6.0 * T * H * K * V};
+  c.shapeInput = [](size_t index, float x) {
+    if (index == 3)
+      return 0.5f + 0.45f * x; // beta
+    if (index == 4)
+      return -0.5f * (x + 1.0f); // log decay
+    return x;
+  };
+  return c;
+}
+
+Case rwkv7Case(int64_t T) {
+  int64_t H = 16, K = 64, V = 64;
+  std::string t = tensorType({1, T, H, K});
+  Case c{"rwkv7", "B=1 T=" + std::to_string(T) + " H=16 K=V=64 DPLR",
+         graph("generalized_delta_rule",
+               {t, t, tensorType({1, T, H, V}), t, t, t},
+               {tensorType({1, T, H, V}), tensorType({1, H, K, V})},
+               "decay(%a5)", "scale = 0.125 : f32"),
+         8.0 * T * H * K * V};
+  // k, a, b small (|a| |b| K < 1 keeps the DPLR transition contracting),
+  // log decays in (-1, 0).
+  c.shapeInput = [](size_t index, float x) {
+    if (index == 1 || index == 3 || index == 4)
+      return 0.1f * x;
+    if (index == 5)
+      return -0.5f * (x + 1.0f);
+    return x;
+  };
+  return c;
+}
+
+Case selectiveScanCase(bool quick) {
+  int64_t T = quick ? 512 : 2048, D = 1536, N = 16;
+  return {"selective_scan",
+          "B=1 T=" + std::to_string(T) + " D=1536 N=16 (6 FLOPs per t,d,n)",
+          graph("selective_scan",
+                {tensorType({1, T, D}), tensorType({1, T, D}),
+                 tensorType({D, N}), tensorType({1, T, 1, N}),
+                 tensorType({1, T, 1, N}), tensorType({D})},
+                {tensorType({1, T, D}), tensorType({1, D, N})}, "skip(%a5)",
+                "delta_softplus = true"),
+          6.0 * T * D * N, 0};
+}
+
+/// The experts in f32 or bf16 (the target: bf16 at half the bf16
+/// matmul's rate or better, in the same run).
+Case moeCase(const std::string &elt, bool quick) {
+  int64_t T = quick ? 256 : 1024, D = 1024, F = 2048, E = 8, k = 2;
+  const char *e = elt.c_str();
+  return Case{"moe_ffn" + (elt == "f32" ? "" : "_" + elt),
+              "T=" + std::to_string(T) + " D=1024 F=2048 E=8 k=2 gated silu " +
+                  elt,
+              graph("moe_ffn",
+                    {tensorType({T, D}, e), tensorType({T, k}, e),
+                     tensorType({T, k}, "i32"), tensorType({E, D, F}, e),
+                     tensorType({E, F, D}, e), tensorType({E, D, F}, e)},
+                    {tensorType({T, D}, e), tensorType({E}, "i64")},
+                    "gate_proj(%a5)", ""),
+              2.0 * T * k * 3 * D * F,
+              0,
+              E};
+}
+
+Case attentionCase(const std::string &elt, bool quick) {
+  int64_t T = quick ? 1024 : 4096, H = 8, K = 64;
+  auto t = tensorType({1, T, H, K}, elt.c_str());
+  return {"attention" + (elt == "f32" ? "" : "_" + elt),
+          "B=1 T=" + std::to_string(T) + " H=8 K=V=64 causal " + elt,
+          graph("attention", {t, t, t}, {t}, "", "causal = true"),
+          2.0 * T * T * H * (K + K) / 2, 0};
+}
+
+Case ssdDecodeCase() {
+  int64_t H = 16, P = 64, N = 128;
+  return {"ssd_decode", "B=1 T=1 H=16 P=64 N=128, carried state",
+          graph("ssd",
+                {tensorType({1, 1, H, P}), tensorType({1, 1, H}),
+                 tensorType({H}), tensorType({1, 1, 1, N}),
+                 tensorType({1, 1, 1, N}), tensorType({1, H, P, N})},
+                {tensorType({1, 1, H, P}), tensorType({1, H, P, N})},
+                "init(%a5)", "dt_softplus = true"),
+          0, 2.0 * 4 * H * P * N};
+}
+
+/// linalg.matmul into a zero-filled f32 result (the CPU's register-blocked
+/// GEMM) of f32 or bf16 operands. Loops of the reference lowering would
+/// take minutes: no reference.
+Case matmulCase(const std::string &elt, bool quick) {
+  int64_t n = quick ? 512 : 2048;
+  std::string ta = tensorType({n, n}, elt.c_str()), tc = tensorType({n, n});
+  std::string mlir =
+      "func.func @main(%a: " + ta + ", %b: " + ta + ") -> " + tc +
+      " {\n  %z = arith.constant 0.0 : f32\n  %e = tensor.empty() : " + tc +
+      "\n  %f = linalg.fill ins(%z : f32) outs(%e : " + tc + ") -> " + tc +
+      "\n  %r = linalg.matmul ins(%a, %b : " + ta + ", " + ta +
+      ") outs(%f : " + tc + ") -> " + tc + "\n  return %r : " + tc + "\n}\n";
+  return {"matmul_" + elt,
+          "M=N=K=" + std::to_string(n) + " " + elt + " -> f32",
+          mlir,
+          2.0 * n * n * n,
+          0,
+          4,
+          /*reference=*/false};
+}
+
+/// The item kernels (Common/ItemKernels.cpp): one body for both targets, on
+/// the CPU a thread-pool task per item.
+Case semiseparableMaskCase(bool quick) {
+  int64_t H = 16, T = quick ? 512 : 1024;
+  return {"semiseparable_mask",
+          "B=1 H=16 T=" + std::to_string(T) + " (T x T mask written)",
+          graph("semiseparable_mask", {tensorType({1, H, T})},
+                {tensorType({1, H, T, T})}, "", ""),
+          0, 4.0 * H * T * T};
+}
+
+Case routeCase(bool quick) {
+  int64_t T = quick ? 4096 : 16384, E = 64;
+  return {"route", "T=" + std::to_string(T) + " E=64 k=2 softmax_topk",
+          graph("route", {tensorType({T, E})},
+                {tensorType({T, 2}), tensorType({T, 2}, "i32"), tensorType({})},
+                "", "k = 2 : i64"),
+          0, 4.0 * T * E};
+}
+
+/// Every case of the table, those whose name contains `only` (all if it is
+/// empty). bf16 operands take the same kernels as f32 with their products
+/// as the host allows (lowPrecisionPath), against their f32 forms.
+std::vector<Case> tableCases(bool quick, const std::string &only) {
+  int64_t seqT = quick ? 1024 : 4096;
+  std::vector<Case> all = {
+      linearScanCase(quick),
+      ssdCase("ssd", 0, seqT),
+      linearAttentionCase("linear_attention", 0, seqT),
+      linearAttentionCase("linear_attention_recurrent", -1, seqT),
+      ssdCase("ssd_bf16", 0, seqT, "bf16"),
+      linearAttentionCase("linear_attention_bf16", 0, seqT, "bf16"),
+      deltaRuleCase("delta_rule", "gdn", seqT, 0),
+      deltaRuleCase("delta_rule_recurrent", "gdn", seqT, -1),
+      deltaRuleCase("delta_rule_kda", "kda", seqT, 0),
+      rwkv7Case(seqT),
+      selectiveScanCase(quick),
+      moeCase("f32", quick),
+      moeCase("bf16", quick),
+      attentionCase("f32", quick),
+      attentionCase("bf16", quick),
+      ssdDecodeCase(),
+      matmulCase("f32", quick),
+      matmulCase("bf16", quick),
+      semiseparableMaskCase(quick),
+      routeCase(quick)};
+  std::vector<Case> chosen;
+  for (Case &c : all)
+    if (only.empty() || c.name.find(only) != std::string::npos)
+      chosen.push_back(std::move(c));
+  return chosen;
+}
+
+//===----------------------------------------------------------------------===//
+// The runs
+//===----------------------------------------------------------------------===//
+
+struct BenchOptions {
   bool quick = false;
   int runs = 7;
   std::string only, resultsPath;
+};
+
+BenchOptions parseBenchArgs(int argc, char **argv) {
+  BenchOptions o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick")
-      quick = true;
+      o.quick = true;
     else if (a == "--runs" && i + 1 < argc)
-      runs = std::max(1, std::atoi(argv[++i]));
+      o.runs = std::max(1, std::atoi(argv[++i]));
     else if (a == "--only" && i + 1 < argc)
-      only = argv[++i];
+      o.only = argv[++i];
     else if (a == "--results" && i + 1 < argc)
-      resultsPath = argv[++i];
+      o.resultsPath = argv[++i];
     else
       die("usage: seqc-bench [--quick] [--runs N] [--only NAME] "
           "[--results FILE]");
   }
-  int threads = static_cast<int>(seqc_rt_get_num_threads());
+  return o;
+}
 
+/// The machine's ceilings, measured in the same run as the cases.
+struct Ceilings {
+  double triadGBs = 0, fmaPeakGFLOPs = 0;
+};
+
+/// One row of the table: the case on all threads and on one, against its
+/// reference lowering (not with --quick) and the ceiling of its kind; the
+/// row also goes to `results` when there is one.
+void runCase(Engine &engine, const Case &c, const BenchOptions &opts,
+             const Ceilings &ceilings, int threads, FILE *results) {
+  Function fast = compile(engine, c.mlir, false, c.name);
+  Inputs in = makeInputs(fast.signature(), c.intRange, c.shapeInput);
+  Timing all = timeCalls(fast, in.views, opts.runs);
+  seqc_rt_set_num_threads(1);
+  Timing one = timeCalls(fast, in.views, std::max(1, opts.runs / 2));
+  seqc_rt_set_num_threads(threads);
+  std::string vsRef = "-";
+  if (c.reference && !opts.quick) {
+    Function ref = compile(engine, c.mlir, true, c.name);
+    Timing r = timeCalls(ref, in.views, 1);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1fx", r.median / all.median);
+    vsRef = buf;
+  }
+  bool computeBound = c.flops > 0;
+  double rate = (computeBound ? c.flops : c.bytes) / (all.median * 1e-3) / 1e9;
+  double ceiling = computeBound ? ceilings.fmaPeakGFLOPs : ceilings.triadGBs;
+  char achieved[32], fraction[32];
+  std::snprintf(achieved, sizeof achieved, "%.1f %s", rate,
+                computeBound ? "GF/s" : "GB/s");
+  std::snprintf(fraction, sizeof fraction, "%.2f", rate / ceiling);
+  std::printf("%-18s %-46s %10.3f %12s %9s %10s %8.2fx\n", c.name.c_str(),
+              c.shape.c_str(), all.median, achieved, fraction, vsRef.c_str(),
+              one.median / all.median);
+  if (results)
+    std::fprintf(results, "%s\t%.4f\t%.2f\t%s\n", c.name.c_str(), all.median,
+                 rate, c.shape.c_str());
+  std::fflush(stdout);
+}
+
+/// Automatic chunk size against every fixed one (and the recurrence where
+/// the family has it). The variants are timed in interleaved rounds (one
+/// call of each per round) so that a burst of machine noise lands on all of
+/// them rather than on one.
+void compareChunkSizes(Engine &engine, bool quick, int runs) {
+  int rounds = std::max(9, runs);
+  int64_t seqT = quick ? 1024 : 4096;
+  std::printf("\nautomatic chunk size vs fixed (median ms of %d interleaved "
+              "rounds):\n",
+              rounds);
+  const ChunkedFamily families[] = {ChunkedFamily::Ssd,
+                                    ChunkedFamily::LinearAttention,
+                                    ChunkedFamily::DeltaRule};
+  const char *names[] = {"ssd", "linear_attention", "delta_rule"};
+  for (ChunkedFamily family : families) {
+    std::string name = names[static_cast<int>(family)];
+    // 0: the cost model's choice; -1: the recurrence (linear attention and
+    // the delta rule).
+    std::vector<int64_t> chunks{0, 16, 32, 64, 128};
+    if (family != ChunkedFamily::Ssd)
+      chunks.push_back(-1);
+    std::vector<Function> fns;
+    std::vector<Inputs> ins;
+    for (int64_t q : chunks) {
+      Case c = family == ChunkedFamily::Ssd ? ssdCase(name, q, seqT)
+               : family == ChunkedFamily::LinearAttention
+                   ? linearAttentionCase(name, q, seqT)
+                   : deltaRuleCase(name, "gdn", seqT, q);
+      fns.push_back(compile(engine, c.mlir, false, c.name));
+      ins.push_back(makeInputs(fns.back().signature(), 4, c.shapeInput));
+      if (auto warm = fns.back().call(ins.back().views); !warm)
+        die(warm.message());
+    }
+    std::vector<std::vector<double>> times(fns.size());
+    for (int r = 0; r < rounds; ++r)
+      for (size_t i = 0; i < fns.size(); ++i) {
+        double t0 = now();
+        auto out = fns[i].call(ins[i].views);
+        times[i].push_back((now() - t0) * 1e3);
+        if (!out)
+          die(out.message());
+      }
+    // The state the cost model sees: N x P for ssd, K x V otherwise.
+    int64_t chosen = family == ChunkedFamily::Ssd
+                         ? hostModelChunkSize(family, 128, 64)
+                         : hostModelChunkSize(family, 64, 64);
+    std::printf("  %-18s", name.c_str());
+    double autoMs = median(times[0]), best = 1e30;
+    for (size_t i = 0; i < fns.size(); ++i) {
+      double ms = median(times[i]);
+      if (i > 0)
+        best = std::min(best, ms);
+      std::string label = i == 0          ? "auto"
+                          : chunks[i] < 0 ? "recurrent"
+                                          : std::to_string(chunks[i]);
+      std::printf(" %s=%.2f", label.c_str(), ms);
+    }
+    std::string choice =
+        chosen == 0 ? "the recurrence" : std::to_string(chosen);
+    std::printf("  auto/best=%.2f (auto chose %s)\n", autoMs / best,
+                choice.c_str());
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  BenchOptions opts = parseBenchArgs(argc, argv);
+  int threads = static_cast<int>(seqc_rt_get_num_threads());
   std::printf("seqc CPU benchmark: %d threads, %d-lane f32 vectors\n", threads,
               hostLanes());
-  double triad = triadGBs(threads);
-  double peak = fmaPeakGFLOPs(threads);
-  std::printf("ceilings: triad %.1f GB/s, fp32 FMA peak %.1f GFLOP/s\n", triad,
-              peak);
+  Ceilings ceilings{triadGBs(threads), fmaPeakGFLOPs(threads)};
+  std::printf("ceilings: triad %.1f GB/s, fp32 FMA peak %.1f GFLOP/s\n",
+              ceilings.triadGBs, ceilings.fmaPeakGFLOPs);
   std::printf("bf16/f16 products: %s\n\n", lowPrecisionPath().c_str());
   std::unique_ptr<FILE, int (*)(FILE *)> results(nullptr, std::fclose);
-  if (!resultsPath.empty()) {
-    results.reset(std::fopen(resultsPath.c_str(), "w"));
+  if (!opts.resultsPath.empty()) {
+    results.reset(std::fopen(opts.resultsPath.c_str(), "w"));
     if (!results)
-      die("cannot write " + resultsPath);
+      die("cannot write " + opts.resultsPath);
   }
 
-  std::vector<Case> cases;
-  auto add = [&](Case c) {
-    if (only.empty() || c.name.find(only) != std::string::npos)
-      cases.push_back(std::move(c));
-  };
-  {
-    int64_t B = 4, T = quick ? 1024 : 4096, S = 2048;
-    auto t = tensorType({B, T, S}), l = tensorType({B, S});
-    add({"linear_scan", "B=4 T=" + std::to_string(T) + " S=2048",
-         graph("linear_scan", {t, t}, {t, l}, "", ""), 0, 12.0 * B * T * S});
-  }
-  // `elt` is the element type of the streamed operands (x, dt, B, C and
-  // y); A and the state stay f32.
-  auto ssdCase = [&](const std::string &name, int64_t chunk, int64_t T,
-                     const char *elt = "f32") {
-    int64_t H = 16, P = 64, N = 128;
-    std::string attrs = "dt_softplus = true";
-    if (chunk > 0)
-      attrs += ", chunk_size = " + std::to_string(chunk) + " : i64";
-    return Case{
-        name,
-        "B=1 T=" + std::to_string(T) + " H=16 P=64 N=128 G=1 " + elt,
-        graph("ssd",
-              {tensorType({1, T, H, P}, elt), tensorType({1, T, H}, elt),
-               tensorType({H}), tensorType({1, T, 1, N}, elt),
-               tensorType({1, T, 1, N}, elt)},
-              {tensorType({1, T, H, P}, elt), tensorType({1, H, P, N})}, "",
-              attrs),
-        4.0 * T * H * P * N,
-        0,
-        4,
-        chunk == 0};
-  };
-  // `elt` is the element type of q, k, v, the decay and o; the state stays
-  // f32.
-  // chunk < 0: the recurrent plan, forced.
-  auto laCase = [&](const std::string &name, int64_t chunk, int64_t T,
-                    const char *elt = "f32") {
-    int64_t H = 16, K = 64, V = 64;
-    std::string attrs =
-        chunk > 0 ? "chunk_size = " + std::to_string(chunk) + " : i64" : "";
-    if (chunk < 0)
-      attrs = "seq.plan = #seq.plan<recurrent>";
-    return Case{
-        name,
-        "B=1 T=" + std::to_string(T) + " H=16 K=V=64 decay BxTxH " + elt +
-            (chunk < 0 ? " recurrent" : ""),
-        graph("linear_attention",
-              {tensorType({1, T, H, K}, elt), tensorType({1, T, H, K}, elt),
-               tensorType({1, T, H, V}, elt), tensorType({1, T, H}, elt)},
-              {tensorType({1, T, H, V}, elt), tensorType({1, H, K, V})},
-              "decay(%a3)", attrs),
-        4.0 * T * H * K * V,
-        0,
-        4,
-        chunk == 0};
-  };
-  int64_t seqT = quick ? 1024 : 4096;
-  add(ssdCase("ssd", 0, seqT));
-  add(laCase("linear_attention", 0, seqT));
-  add(laCase("linear_attention_recurrent", -1, seqT));
-  // bf16 operands: the same kernels, loads widened to f32 (no AMX or
-  // AVX-512 BF16 products yet), against their f32 forms above.
-  add(ssdCase("ssd_bf16", 0, seqT, "bf16"));
-  add(laCase("linear_attention_bf16", 0, seqT, "bf16"));
-  // The delta rules at the shape (B1 H16 K=V=64), f32, counting
-  // the 6 K V FLOPs per step and value head of the recurrence (S^T k, the
-  // rank-1 update, S^T q). q and k are L2-normed by the op; beta is in
-  // (0, 1) and the log decays in (-1, 0), so the state stays bounded.
-  auto deltaCase = [&](const std::string &name, const std::string &form,
-                       int64_t T, int64_t chunk) {
-    int64_t H = 16, K = 64, V = 64;
-    // chunk < 0: the recurrent plan, forced.
-    std::string attrs = "qk_l2norm = true, scale = 0.125 : f32";
-    if (chunk > 0)
-      attrs += ", chunk_size = " + std::to_string(chunk) + " : i64";
-    if (chunk < 0)
-      attrs += ", seq.plan = #seq.plan<recurrent>";
-    std::vector<std::string> args{
-        tensorType({1, T, H, K}), tensorType({1, T, H, K}),
-        tensorType({1, T, H, V}), tensorType({1, T, H})};
-    args.push_back(form == "kda" ? tensorType({1, T, H, K})
-                                 : tensorType({1, T, H}));
-    std::string shape =
-        "B=1 T=" + std::to_string(T) + " H=16 K=V=64 " +
-        (form == "kda" ? "KDA decay BxTxHxK" : "Gated DeltaNet decay BxTxH");
-    if (chunk != 0)
-      shape += chunk > 0 ? " chunk " + std::to_string(chunk) : " recurrent";
-    Case c{name, shape,
-           graph("delta_rule", args,
-                 {tensorType({1, T, H, V}), tensorType({1, H, K, V})},
-                 "decay(%a4)", attrs),
-           6.0 * T * H * K * V};
-    c.shapeInput = [](size_t index, float x) {
-      if (index == 3)
-        return 0.5f + 0.45f * x; // beta
-      if (index == 4)
-        return -0.5f * (x + 1.0f); // log decay
-      return x;
-    };
-    return c;
-  };
-  auto rwkv7Case = [&](int64_t T) {
-    int64_t H = 16, K = 64, V = 64;
-    std::string t = tensorType({1, T, H, K});
-    Case c{"rwkv7", "B=1 T=" + std::to_string(T) + " H=16 K=V=64 DPLR",
-           graph("generalized_delta_rule",
-                 {t, t, tensorType({1, T, H, V}), t, t, t},
-                 {tensorType({1, T, H, V}), tensorType({1, H, K, V})},
-                 "decay(%a5)", "scale = 0.125 : f32"),
-           8.0 * T * H * K * V};
-    // k, a, b small (|a| |b| K < 1 keeps the DPLR transition contracting),
-    // log decays in (-1, 0).
-    c.shapeInput = [](size_t index, float x) {
-      if (index == 1 || index == 3 || index == 4)
-        return 0.1f * x;
-      if (index == 5)
-        return -0.5f * (x + 1.0f);
-      return x;
-    };
-    return c;
-  };
-  add(deltaCase("delta_rule", "gdn", seqT, 0));
-  add(deltaCase("delta_rule_recurrent", "gdn", seqT, -1));
-  add(deltaCase("delta_rule_kda", "kda", seqT, 0));
-  add(rwkv7Case(seqT));
-  {
-    int64_t T = quick ? 512 : 2048, D = 1536, N = 16;
-    add({"selective_scan",
-         "B=1 T=" + std::to_string(T) + " D=1536 N=16 (6 FLOPs per t,d,n)",
-         graph("selective_scan",
-               {tensorType({1, T, D}), tensorType({1, T, D}),
-                tensorType({D, N}), tensorType({1, T, 1, N}),
-                tensorType({1, T, 1, N}), tensorType({D})},
-               {tensorType({1, T, D}), tensorType({1, D, N})}, "skip(%a5)",
-               "delta_softplus = true"),
-         6.0 * T * D * N, 0});
-  }
-  // The experts in f32 and bf16 (the target: bf16 at half the bf16
-  // matmul's rate or better, in the same run).
-  for (const char *elt : {"f32", "bf16"}) {
-    int64_t T = quick ? 256 : 1024, D = 1024, F = 2048, E = 8, k = 2;
-    std::string e = elt, suffix = e == "f32" ? "" : "_" + e;
-    Case c{"moe_ffn" + suffix,
-           "T=" + std::to_string(T) + " D=1024 F=2048 E=8 k=2 gated silu " + e,
-           graph("moe_ffn",
-                 {tensorType({T, D}, elt), tensorType({T, k}, elt),
-                  tensorType({T, k}, "i32"), tensorType({E, D, F}, elt),
-                  tensorType({E, F, D}, elt), tensorType({E, D, F}, elt)},
-                 {tensorType({T, D}, elt), tensorType({E}, "i64")},
-                 "gate_proj(%a5)", ""),
-           2.0 * T * k * 3 * D * F,
-           0,
-           E};
-    add(c);
-  }
-  for (const char *elt : {"f32", "bf16"}) {
-    int64_t T = quick ? 1024 : 4096, H = 8, K = 64;
-    std::string name =
-        std::string("attention") + (std::string(elt) == "f32" ? "" : "_bf16");
-    auto t = tensorType({1, T, H, K}, elt);
-    add({name, "B=1 T=" + std::to_string(T) + " H=8 K=V=64 causal " + elt,
-         graph("attention", {t, t, t}, {t}, "", "causal = true"),
-         2.0 * T * T * H * (K + K) / 2, 0});
-  }
-  {
-    int64_t H = 16, P = 64, N = 128;
-    Case c{"ssd_decode", "B=1 T=1 H=16 P=64 N=128, carried state",
-           graph("ssd",
-                 {tensorType({1, 1, H, P}), tensorType({1, 1, H}),
-                  tensorType({H}), tensorType({1, 1, 1, N}),
-                  tensorType({1, 1, 1, N}), tensorType({1, H, P, N})},
-                 {tensorType({1, 1, H, P}), tensorType({1, H, P, N})},
-                 "init(%a5)", "dt_softplus = true"),
-           0, 2.0 * 4 * H * P * N};
-    add(c);
-  }
-
-  // linalg.matmul into a zero-filled f32 result (the CPU's register-blocked
-  // GEMM), f32 and bf16 operands (loads widened to f32: no AMX or AVX-512
-  // BF16 products yet). Loops of the reference lowering would take minutes.
-  for (const char *elt : {"f32", "bf16"}) {
-    int64_t n = quick ? 512 : 2048;
-    std::string ta = tensorType({n, n}, elt), tc = tensorType({n, n});
-    std::string mlir =
-        "func.func @main(%a: " + ta + ", %b: " + ta + ") -> " + tc +
-        " {\n  %z = arith.constant 0.0 : f32\n  %e = tensor.empty() : " + tc +
-        "\n  %f = linalg.fill ins(%z : f32) outs(%e : " + tc + ") -> " + tc +
-        "\n  %r = linalg.matmul ins(%a, %b : " + ta + ", " + ta +
-        ") outs(%f : " + tc + ") -> " + tc + "\n  return %r : " + tc + "\n}\n";
-    std::string size = std::to_string(n);
-    add({std::string("matmul_") + elt, "M=N=K=" + size + " " + elt + " -> f32",
-         mlir, 2.0 * n * n * n, 0, 4, /*reference=*/false});
-  }
-
-  // The item kernels (Common/ItemKernels.cpp): one body for both targets,
-  // on the CPU a thread-pool task per item.
-  {
-    int64_t H = 16, T = quick ? 512 : 1024;
-    add({"semiseparable_mask",
-         "B=1 H=16 T=" + std::to_string(T) + " (T x T mask written)",
-         graph("semiseparable_mask", {tensorType({1, H, T})},
-               {tensorType({1, H, T, T})}, "", ""),
-         0, 4.0 * H * T * T});
-  }
-  {
-    int64_t T = quick ? 4096 : 16384, E = 64;
-    add({"route", "T=" + std::to_string(T) + " E=64 k=2 softmax_topk",
-         graph("route", {tensorType({T, E})},
-               {tensorType({T, 2}), tensorType({T, 2}, "i32"), tensorType({})},
-               "", "k = 2 : i64"),
-         0, 4.0 * T * E});
-  }
-
+  std::vector<Case> cases = tableCases(opts.quick, opts.only);
   std::printf("%-18s %-46s %10s %12s %9s %10s %9s\n", "op", "shape",
               "median ms", "achieved", "of ceil", "vs ref", "1t/all");
   Engine engine;
-  for (const Case &c : cases) {
-    Function fast = compile(engine, c.mlir, false, c.name);
-    Inputs in = makeInputs(fast.signature(), c.intRange, c.shapeInput);
-    Timing all = timeCalls(fast, in.views, runs);
-    seqc_rt_set_num_threads(1);
-    Timing one = timeCalls(fast, in.views, std::max(1, runs / 2));
-    seqc_rt_set_num_threads(threads);
-    std::string vsRef = "-";
-    if (c.reference && !quick) {
-      Function ref = compile(engine, c.mlir, true, c.name);
-      Timing r = timeCalls(ref, in.views, 1);
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.1fx", r.median / all.median);
-      vsRef = buf;
-    }
-    char achieved[32], frac[32];
-    if (c.flops > 0) {
-      double g = c.flops / (all.median * 1e-3) / 1e9;
-      std::snprintf(achieved, sizeof achieved, "%.1f GF/s", g);
-      std::snprintf(frac, sizeof frac, "%.2f", g / peak);
-    } else {
-      double g = c.bytes / (all.median * 1e-3) / 1e9;
-      std::snprintf(achieved, sizeof achieved, "%.1f GB/s", g);
-      std::snprintf(frac, sizeof frac, "%.2f", g / triad);
-    }
-    std::printf("%-18s %-46s %10.3f %12s %9s %10s %8.2fx\n", c.name.c_str(),
-                c.shape.c_str(), all.median, achieved, frac, vsRef.c_str(),
-                one.median / all.median);
-    if (results)
-      std::fprintf(results.get(), "%s\t%.4f\t%.2f\t%s\n", c.name.c_str(),
-                   all.median,
-                   (c.flops > 0 ? c.flops : c.bytes) / (all.median * 1e6),
-                   c.shape.c_str());
-    std::fflush(stdout);
-  }
-
-  // Automatic chunk size against every fixed one. The variants are timed
-  // in interleaved rounds (one call of each per round) so that a burst of
-  // machine noise lands on all of them rather than on one.
-  if (only.empty() || only == "chunk") {
-    std::printf("\nautomatic chunk size vs fixed (median ms of %d interleaved "
-                "rounds):\n",
-                std::max(9, runs));
-    const char *families[] = {"ssd", "linear_attention", "delta_rule"};
-    for (int which = 0; which < 3; ++which) {
-      std::string name = families[which];
-      // 0: the cost model's choice; -1: the recurrence (linear attention
-      // and the delta rule).
-      std::vector<int64_t> chunks{0, 16, 32, 64, 128};
-      if (which > 0)
-        chunks.push_back(-1);
-      std::vector<Function> fns;
-      std::vector<Inputs> ins;
-      for (int64_t q : chunks) {
-        Case c = which == 0   ? ssdCase(name, q, seqT)
-                 : which == 1 ? laCase(name, q, seqT)
-                              : deltaCase(name, "gdn", seqT, q);
-        fns.push_back(compile(engine, c.mlir, false, c.name));
-        ins.push_back(makeInputs(fns.back().signature(), 4, c.shapeInput));
-        if (auto warm = fns.back().call(ins.back().views); !warm)
-          die(warm.message());
-      }
-      std::vector<std::vector<double>> times(fns.size());
-      for (int r = 0; r < std::max(9, runs); ++r)
-        for (size_t i = 0; i < fns.size(); ++i) {
-          double t0 = now();
-          auto out = fns[i].call(ins[i].views);
-          times[i].push_back((now() - t0) * 1e3);
-          if (!out)
-            die(out.message());
-        }
-      // The state the cost model sees: N x P for ssd, K x V otherwise.
-      int64_t chosen =
-          which == 0
-              ? hostModelChunkSize(ChunkedFamily::Ssd, 128, 64)
-              : hostModelChunkSize(static_cast<ChunkedFamily>(which), 64, 64);
-      std::printf("  %-18s", name.c_str());
-      double autoMs = median(times[0]), best = 1e30;
-      for (size_t i = 0; i < fns.size(); ++i) {
-        double ms = median(times[i]);
-        if (i > 0)
-          best = std::min(best, ms);
-        std::string label = i == 0          ? "auto"
-                            : chunks[i] < 0 ? "recurrent"
-                                            : std::to_string(chunks[i]);
-        std::printf(" %s=%.2f", label.c_str(), ms);
-      }
-      std::string choice =
-          chosen == 0 ? "the recurrence" : std::to_string(chosen);
-      std::printf("  auto/best=%.2f (auto chose %s)\n", autoMs / best,
-                  choice.c_str());
-    }
-  }
-
-  if (only.empty() || only == "packed")
-    packedBatch(engine, quick, runs);
-  if (only.empty() || only == "weights")
-    constantWeights(engine, quick, runs, triad);
-  compareLowPrecision(engine, cases, runs);
+  for (const Case &c : cases)
+    runCase(engine, c, opts, ceilings, threads, results.get());
+  if (opts.only.empty() || opts.only == "chunk")
+    compareChunkSizes(engine, opts.quick, opts.runs);
+  if (opts.only.empty() || opts.only == "packed")
+    packedBatch(engine, opts.quick, opts.runs);
+  if (opts.only.empty() || opts.only == "weights")
+    constantWeights(engine, opts.quick, opts.runs, ceilings.triadGBs);
+  compareLowPrecision(engine, cases, opts.runs);
   return 0;
 }
