@@ -54,18 +54,6 @@ Tensor zeros(DType dtype, std::vector<int64_t> shape) {
   return Tensor::zeros(dtype, shape).take();
 }
 
-// Calls `fn` on `args` followed by the weights (every function of
-// layer.mlir takes them last).
-std::vector<Tensor> call(const Function &fn, std::vector<TensorView> args,
-                         const std::vector<Tensor> &weights) {
-  for (const Tensor &w : weights)
-    args.push_back(w.view());
-  auto results = fn.call(args);
-  if (!results)
-    fail(results.message());
-  return results.take();
-}
-
 // The `n` floats from row `r` on of a row-major tensor whose first dimension
 // indexes sequences (a state) or steps (T x d_model outputs).
 std::vector<float> rows(const Tensor &t, int64_t r, int64_t n, int64_t width) {
@@ -115,90 +103,167 @@ bool check(int64_t seq, const char *what, const std::vector<float> &packed,
   return ok;
 }
 
-} // namespace
+// The layer's three functions and its weights (every function of
+// layer.mlir takes them last).
+struct Layer {
+  Function prefillPacked, step, prefill;
+  std::vector<Tensor> weights;
 
-int main() {
-  Engine engine;
+  // Calls `fn` on `args` followed by the weights.
+  std::vector<Tensor> call(const Function &fn,
+                           std::vector<TensorView> args) const {
+    for (const Tensor &w : weights)
+      args.push_back(w.view());
+    auto results = fn.call(args);
+    if (!results)
+      fail(results.message());
+    return results.take();
+  }
+};
+
+Function function(const CompiledModule &module, const char *name) {
+  auto fn = module.function(name);
+  if (!fn)
+    fail(fn.message());
+  return fn.take();
+}
+
+Layer loadLayer(Engine &engine) {
   auto module = engine.compileFile(LAYER_MLIR, {});
   if (!module)
     fail(module.message());
-  auto prefillPacked = (*module)->function("prefill_packed");
-  auto step = (*module)->function("step");
-  auto prefill = (*module)->function("prefill");
-  for (const auto *fn : {&prefillPacked, &step, &prefill})
-    if (!*fn)
-      fail(fn->message());
-
-  // Weights as in examples/host-cpp (scaled so activations stay O(1)).
-  std::vector<Tensor> weights = {
-      random({32, 164}, 1, 0.2f), random({96, 4}, 2, 0.5f),
-      random({4}, 3, 1.0f),       random({4}, 4, 1.0f),
-      random({4}, 5, 1.0f),       random({64, 32}, 6, 0.2f)};
+  Layer layer{function(**module, "prefill_packed"),
+              function(**module, "step"),
+              function(**module, "prefill"),
+              // Weights as in examples/host-cpp (scaled so activations stay
+              // O(1)).
+              {random({32, 164}, 1, 0.2f), random({96, 4}, 2, 0.5f),
+               random({4}, 3, 1.0f), random({4}, 4, 1.0f), random({4}, 5, 1.0f),
+               random({64, 32}, 6, 0.2f)}};
   for (int64_t i = 0; i < 4; ++i) // A < 0: decaying states
-    weights[3].dataAs<float>()[i] = -std::exp(weights[3].dataAs<float>()[i]);
+    layer.weights[3].dataAs<float>()[i] =
+        -std::exp(layer.weights[3].dataAs<float>()[i]);
+  return layer;
+}
 
-  // The requests. In a real server each decode input is the embedding of the
-  // token sampled from the previous output; this layer stands alone, so they
-  // are fixed random vectors, the same for the batched and the alone runs.
-  const int64_t S = static_cast<int64_t>(kLengths.size());
-  std::vector<Request> requests(S);
-  for (int64_t s = 0; s < S; ++s) {
+// The requests. In a real server each decode input is the embedding of the
+// token sampled from the previous output; this layer stands alone, so they
+// are fixed random vectors, the same for the batched and the alone runs.
+std::vector<Request> makeRequests() {
+  std::vector<Request> requests(kLengths.size());
+  for (size_t s = 0; s < requests.size(); ++s) {
     Request &r = requests[s];
     r.length = kLengths[s];
     r.prompt = random({1, r.length, kModel}, 100 + s, 1.0f);
     for (int64_t k = 0; k < kDecodeSteps; ++k)
       r.tokens.push_back(random({1, 1, kModel}, 1000 + 100 * s + k, 1.0f));
   }
+  return requests;
+}
 
-  // Prefill: the prompts back to back in one 1 x T x d_model tensor;
-  // cu[s] .. cu[s+1]-1 are sequence s's steps. New requests start from zero
-  // states, one row each.
+// The batch's conv and SSM states, row s sequence s's.
+struct BatchStates {
+  Tensor conv, ssm;
+};
+
+// Prefill: the prompts back to back in one 1 x T x d_model tensor; cu[s] ..
+// cu[s+1]-1 are sequence s's steps. New requests start from zero states,
+// one row each. Returns the states, which are already the decode batch's.
+BatchStates prefillPacked(const Layer &layer, std::vector<Request> &requests) {
+  const int64_t S = static_cast<int64_t>(requests.size());
   Tensor cu = zeros(DType::I32, {S + 1});
+  int32_t *offsets = cu.dataAs<int32_t>();
   for (int64_t s = 0; s < S; ++s)
-    cu.dataAs<int32_t>()[s + 1] =
-        cu.dataAs<int32_t>()[s] + static_cast<int32_t>(kLengths[s]);
-  const int64_t T = cu.dataAs<int32_t>()[S];
+    offsets[s + 1] = offsets[s] + static_cast<int32_t>(requests[s].length);
+  const int64_t T = offsets[S];
   Tensor packed = zeros(DType::F32, {1, T, kModel});
   for (int64_t s = 0; s < S; ++s)
-    std::memcpy(packed.dataAs<float>() + cu.dataAs<int32_t>()[s] * kModel,
+    std::memcpy(packed.dataAs<float>() + offsets[s] * kModel,
                 requests[s].prompt.data(), requests[s].prompt.byteSize());
   Tensor conv0 = zeros(DType::F32, {S, 96, 3});
   Tensor ssm0 = zeros(DType::F32, {S, 4, 16, 16});
   std::vector<Tensor> out =
-      call(*prefillPacked,
-           {packed.view(), cu.view(), conv0.view(), ssm0.view()}, weights);
+      layer.call(layer.prefillPacked,
+                 {packed.view(), cu.view(), conv0.view(), ssm0.view()});
   for (int64_t s = 0; s < S; ++s)
-    requests[s].outputs =
-        rows(out[0], cu.dataAs<int32_t>()[s], kLengths[s], kModel);
+    requests[s].outputs = rows(out[0], offsets[s], requests[s].length, kModel);
   std::printf("prefill: %lld sequences, %lld tokens (lengths",
               static_cast<long long>(S), static_cast<long long>(T));
-  for (int64_t length : kLengths)
-    std::printf(" %lld", static_cast<long long>(length));
+  for (const Request &r : requests)
+    std::printf(" %lld", static_cast<long long>(r.length));
   std::printf(") in one packed call\n");
+  return {out[1], out[2]};
+}
 
-  // Decode. The packed prefill's states are already the decode batch's
-  // states (row s is sequence s's), so they go straight into @step, and each
-  // step's states into the next.
-  Tensor conv = out[1], ssm = out[2];
+// Decode: every request advances by one token per call, each step's states
+// going into the next; the last ones become each request's final states.
+void decode(const Layer &layer, std::vector<Request> &requests,
+            BatchStates states) {
+  const int64_t S = static_cast<int64_t>(requests.size());
   for (int64_t k = 0; k < kDecodeSteps; ++k) {
     Tensor batch = zeros(DType::F32, {S, 1, kModel});
     for (int64_t s = 0; s < S; ++s)
       std::memcpy(batch.dataAs<float>() + s * kModel,
                   requests[s].tokens[k].data(), kModel * sizeof(float));
-    std::vector<Tensor> next =
-        call(*step, {batch.view(), conv.view(), ssm.view()}, weights);
+    std::vector<Tensor> next = layer.call(
+        layer.step, {batch.view(), states.conv.view(), states.ssm.view()});
     for (int64_t s = 0; s < S; ++s)
       append(requests[s].outputs, rows(next[0], s, 1, kModel));
-    conv = next[1];
-    ssm = next[2];
+    states = {next[1], next[2]};
   }
   for (int64_t s = 0; s < S; ++s) {
-    requests[s].conv = rows(conv, s, 1, kConvRow);
-    requests[s].ssm = rows(ssm, s, 1, kSsmRow);
+    requests[s].conv = rows(states.conv, s, 1, kConvRow);
+    requests[s].ssm = rows(states.ssm, s, 1, kSsmRow);
   }
   std::printf("decode: %lld steps of %lld sequences (B = %lld, T = 1)\n",
               static_cast<long long>(kDecodeSteps), static_cast<long long>(S),
               static_cast<long long>(S));
+}
+
+// Request `s` served alone (no segments, B = 1: a prefill, then steps) and
+// once more as one call over its prompt and decoded tokens (decoding must
+// continue a sequence exactly as a longer prefill would), both against what
+// the batched calls returned for it.
+bool checkAlone(const Layer &layer, const Request &r, int64_t s) {
+  Tensor conv = zeros(DType::F32, {1, 96, 3});
+  Tensor ssm = zeros(DType::F32, {1, 4, 16, 16});
+  std::vector<Tensor> alone =
+      layer.call(layer.prefill, {r.prompt.view(), conv.view(), ssm.view()});
+  std::vector<float> outputs = rows(alone[0], 0, r.length, kModel);
+  conv = alone[1];
+  ssm = alone[2];
+  for (const Tensor &token : r.tokens) {
+    std::vector<Tensor> next =
+        layer.call(layer.step, {token.view(), conv.view(), ssm.view()});
+    append(outputs, rows(next[0], 0, 1, kModel));
+    conv = next[1];
+    ssm = next[2];
+  }
+  Tensor whole = zeros(DType::F32, {1, r.length + kDecodeSteps, kModel});
+  std::memcpy(whole.data(), r.prompt.data(), r.prompt.byteSize());
+  for (int64_t k = 0; k < kDecodeSteps; ++k)
+    std::memcpy(whole.dataAs<float>() + (r.length + k) * kModel,
+                r.tokens[k].data(), kModel * sizeof(float));
+  Tensor conv1 = zeros(DType::F32, {1, 96, 3});
+  Tensor ssm1 = zeros(DType::F32, {1, 4, 16, 16});
+  std::vector<Tensor> once =
+      layer.call(layer.prefill, {whole.view(), conv1.view(), ssm1.view()});
+  bool ok = check(s, "outputs", r.outputs, outputs,
+                  rows(once[0], 0, r.length + kDecodeSteps, kModel));
+  ok &= check(s, "conv state", r.conv, rows(conv, 0, 1, kConvRow),
+              rows(once[1], 0, 1, kConvRow));
+  ok &= check(s, "ssm state", r.ssm, rows(ssm, 0, 1, kSsmRow),
+              rows(once[2], 0, 1, kSsmRow));
+  return ok;
+}
+
+} // namespace
+
+int main() {
+  Engine engine;
+  Layer layer = loadLayer(engine);
+  std::vector<Request> requests = makeRequests();
+  decode(layer, requests, prefillPacked(layer, requests));
 
   // Equal outputs must also be real ones: finite and not all zero.
   double norm = 0;
@@ -207,44 +272,8 @@ int main() {
       norm += double(x) * x;
   std::printf("output norm %.4f\n", std::sqrt(norm));
   bool ok = norm > 0 && std::isfinite(norm);
-
-  // Every request alone: no segments, B = 1.
-  for (int64_t s = 0; s < S; ++s) {
-    const Request &r = requests[s];
-    Tensor convAlone = zeros(DType::F32, {1, 96, 3});
-    Tensor ssmAlone = zeros(DType::F32, {1, 4, 16, 16});
-    std::vector<Tensor> alone =
-        call(*prefill, {r.prompt.view(), convAlone.view(), ssmAlone.view()},
-             weights);
-    std::vector<float> outputs = rows(alone[0], 0, r.length, kModel);
-    convAlone = alone[1];
-    ssmAlone = alone[2];
-    for (const Tensor &token : r.tokens) {
-      std::vector<Tensor> next = call(
-          *step, {token.view(), convAlone.view(), ssmAlone.view()}, weights);
-      append(outputs, rows(next[0], 0, 1, kModel));
-      convAlone = next[1];
-      ssmAlone = next[2];
-    }
-    // Once more as one call over the prompt and the decoded tokens: decoding
-    // must continue a sequence exactly as a longer prefill would.
-    Tensor whole = zeros(DType::F32, {1, r.length + kDecodeSteps, kModel});
-    std::memcpy(whole.data(), r.prompt.data(), r.prompt.byteSize());
-    for (int64_t k = 0; k < kDecodeSteps; ++k)
-      std::memcpy(whole.dataAs<float>() + (r.length + k) * kModel,
-                  r.tokens[k].data(), kModel * sizeof(float));
-    Tensor conv1 = zeros(DType::F32, {1, 96, 3});
-    Tensor ssm1 = zeros(DType::F32, {1, 4, 16, 16});
-    std::vector<Tensor> once =
-        call(*prefill, {whole.view(), conv1.view(), ssm1.view()}, weights);
-    ok &= check(s, "outputs", r.outputs, outputs,
-                rows(once[0], 0, r.length + kDecodeSteps, kModel));
-    ok &= check(s, "conv state", r.conv, rows(convAlone, 0, 1, kConvRow),
-                rows(once[1], 0, 1, kConvRow));
-    ok &= check(s, "ssm state", r.ssm, rows(ssmAlone, 0, 1, kSsmRow),
-                rows(once[2], 0, 1, kSsmRow));
-  }
-
+  for (size_t s = 0; s < requests.size(); ++s)
+    ok &= checkAlone(layer, requests[s], static_cast<int64_t>(s));
   std::printf("%s\n", ok ? "PASSED" : "FAILED");
   return ok ? 0 : 1;
 }
