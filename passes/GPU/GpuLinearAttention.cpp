@@ -36,14 +36,134 @@ struct LinearAttentionForm {
   int64_t decayRank;
 };
 
+/// One block of the recurrence: a (batch, head) pair's steps in order over
+/// its state S [K x C] (C = V, or V + 1 with `normalize`: column V is z,
+/// fed ones), with the kernel's arguments by name.
+class RecurrentBlock {
+public:
+  RecurrentBlock(GpuBlock &blk, const LinearAttentionForm &form,
+                 const LinearAttentionBuffers &present, ValueRange in)
+      : blk(blk), k(blk.kb), form(form), q(in[0]), keys(in[1]), values(in[2]),
+        out(in[3]), last(in[4]), state(in[5]), numerators(in[6]) {
+    size_t next = 7;
+    decay = present.decay ? in[next++] : Value();
+    bonus = present.bonus ? in[next++] : Value();
+    init = present.init ? in[next++] : Value();
+    nT = k.mdim(q, 1);
+    nH = k.mdim(q, 2);
+    nK = k.mdim(q, 3);
+    nV = k.mdim(values, 3);
+    nC = form.normalize ? k.add(nV, k.idx(1)) : nV;
+    h = k.rems(blk.blockId, nH);
+    bi = k.divs(blk.blockId, nH);
+  }
+
+  void emit() {
+    initState();
+    k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
+      // With a bonus the numerators read the state before the update.
+      if (bonus)
+        storeNumerators(t);
+      updateState(t);
+      if (!bonus)
+        storeNumerators(t);
+      storeOutputs(t);
+    });
+    storeLast();
+  }
+
+private:
+  Value below(Value a, Value c) { return k.cmp(CmpIPredicate::slt, a, c); }
+  Value queryPrime(Value t, Value kk) {
+    return k.fmul(k.featureMap(form.phi, k.mload(q, {bi, t, h, kk})),
+                  k.f32(form.scale));
+  }
+  Value keyPrime(Value t, Value kk) {
+    return k.featureMap(form.phi, k.mload(keys, {bi, t, h, kk}));
+  }
+
+  /// S from init's (0 where there is none, and in z's column).
+  void initState() {
+    blk.phase2(nK, nC, [&](Value kk, Value c) {
+      Value s0 = init ? k.loadIf(below(c, nV), init, {bi, h, kk, c}, k.f32(0.0))
+                      : k.f32(0.0);
+      k.mstore(s0, state, {bi, h, kk, c});
+    });
+  }
+
+  /// num[c] = sum_k q'[k] S[k, c] (a thread per c), plus with a bonus u the
+  /// current step's term (q' . (u o k')) v[c].
+  void storeNumerators(Value t) {
+    blk.phase(nC, [&](Value c) {
+      auto sums =
+          k.loop(nK, {k.f32(0.0), k.f32(0.0)}, [&](Value kk, ValueRange it) {
+            Value qp = queryPrime(t, kk);
+            Value fromState =
+                k.fadd(it[0], k.fmul(qp, k.mload(state, {bi, h, kk, c})));
+            if (!bonus)
+              return SmallVector<Value>{fromState, it[1]};
+            Value uk = k.fmul(k.mload(bonus, {h, kk}), keyPrime(t, kk));
+            return SmallVector<Value>{fromState, k.fadd(it[1], k.fmul(qp, uk))};
+          });
+      Value num = sums[0];
+      if (bonus)
+        num = k.fadd(num, k.fmul(sums[1], k.mload(values, {bi, t, h, c})));
+      k.mstore(num, numerators, {bi, h, c});
+    });
+  }
+
+  /// S[k, c] = exp(g_k) S[k, c] + k'[k] v[c] (a thread per (k, c)).
+  void updateState(Value t) {
+    blk.phase2(nK, nC, [&](Value kk, Value c) {
+      Value f = k.f32(1.0);
+      if (decay) {
+        SmallVector<Value> at{h};
+        if (form.decayRank == 3)
+          at = {bi, t, h};
+        else if (form.decayRank == 4)
+          at = {bi, t, h, kk};
+        f = k.exp(k.mload(decay, at));
+      }
+      Value v =
+          k.select(below(c, nV),
+                   k.loadIf(below(c, nV), values, {bi, t, h, c}, k.f32(0.0)),
+                   k.f32(1.0));
+      Value s = k.fadd(k.fmul(f, k.mload(state, {bi, h, kk, c})),
+                       k.fmul(keyPrime(t, kk), v));
+      k.mstore(s, state, {bi, h, kk, c});
+    });
+  }
+
+  /// o = num[:V], divided by num[V] + eps with `normalize`.
+  void storeOutputs(Value t) {
+    blk.phase(nV, [&](Value c) {
+      Value o = k.mload(numerators, {bi, h, c});
+      if (form.normalize)
+        o = k.fdiv(o,
+                   k.fadd(k.mload(numerators, {bi, h, nV}), k.f32(form.eps)));
+      k.mstore(o, out, {bi, t, h, c});
+    });
+  }
+
+  void storeLast() {
+    blk.phase2(
+        nK, nV,
+        [&](Value kk, Value c) {
+          k.mstore(k.mload(state, {bi, h, kk, c}), last, {bi, h, kk, c});
+        },
+        /*barrier=*/false);
+  }
+
+  GpuBlock &blk;
+  KernelBuilder &k;
+  const LinearAttentionForm &form;
+  Value q, keys, values, out, last, state, numerators, decay, bonus, init;
+  Value nT, nH, nK, nV, nC, h, bi;
+};
+
 /// The recurrence (the plan for decode and short sequences): a block per
 /// (batch, head) runs the steps in order, each in two phases over the state
-/// S [K x Vx] (f32, in `state`; with `normalize` column V is z, fed ones):
-///   S[k, c] = exp(g_k) S[k, c] + k'[k] v[c]      (a thread per (k, c))
-///   num[c] = sum_k q'[k] S[k, c]                (a thread per c)
-/// and o = num[:V], divided by num[V] + eps with `normalize`. With RWKV-6's
-/// bonus u the numerators read the state before the update, plus the
-/// current term (q' . (u o k')) v[c].
+/// (RecurrentBlock; f32, in `state`, the numerators in `numerators`).
 void emitLinearAttentionRecurrent(ImplicitLocOpBuilder &b,
                                   const GpuTarget &target, KernelBuilder &kb,
                                   const LinearAttentionBuffers &buf,
@@ -51,96 +171,13 @@ void emitLinearAttentionRecurrent(ImplicitLocOpBuilder &b,
                                   Value numerators, Value blocks) {
   SmallVector<Value> args{buf.q,    buf.k, buf.v,     buf.o,
                           buf.last, state, numerators};
-  if (buf.decay)
-    args.push_back(buf.decay);
-  if (buf.bonus)
-    args.push_back(buf.bonus);
-  if (buf.init)
-    args.push_back(buf.init);
-  emitGpuKernel(
-      b, target, "linear_attention_recurrent", blocks, args, {},
-      [&](GpuBlock &blk, ValueRange in, ValueRange) {
-        KernelBuilder &k = blk.kb;
-        Value q = in[0], km = in[1], vm = in[2], o = in[3], last = in[4],
-              st = in[5], numStore = in[6];
-        size_t next = 7;
-        Value g = buf.decay ? in[next++] : Value();
-        Value bonus = buf.bonus ? in[next++] : Value();
-        Value init = buf.init ? in[next++] : Value();
-        Value nT = k.mdim(q, 1), nH = k.mdim(q, 2), nK = k.mdim(q, 3),
-              nV = k.mdim(vm, 3);
-        Value nC = form.normalize ? k.add(nV, k.idx(1)) : nV;
-        Value h = k.rems(blk.blockId, nH), bi = k.divs(blk.blockId, nH);
-        auto lt = [&](Value a, Value c) {
-          return k.cmp(CmpIPredicate::slt, a, c);
-        };
-        blk.phase2(nK, nC, [&](Value kk, Value c) {
-          Value s0 = init
-                         ? k.loadIf(lt(c, nV), init, {bi, h, kk, c}, k.f32(0.0))
-                         : k.f32(0.0);
-          k.mstore(s0, st, {bi, h, kk, c});
-        });
-        k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
-          auto numerators = [&] {
-            blk.phase(nC, [&](Value c) {
-              auto sums = k.loop(
-                  nK, {k.f32(0.0), k.f32(0.0)}, [&](Value kk, ValueRange it) {
-                    Value qp = k.fmul(
-                        k.featureMap(form.phi, k.mload(q, {bi, t, h, kk})),
-                        k.f32(form.scale));
-                    Value state =
-                        k.fadd(it[0], k.fmul(qp, k.mload(st, {bi, h, kk, c})));
-                    if (!bonus)
-                      return SmallVector<Value>{state, it[1]};
-                    Value kp =
-                        k.featureMap(form.phi, k.mload(km, {bi, t, h, kk}));
-                    Value uk = k.fmul(k.mload(bonus, {h, kk}), kp);
-                    return SmallVector<Value>{state,
-                                              k.fadd(it[1], k.fmul(qp, uk))};
-                  });
-              Value num = sums[0];
-              if (bonus)
-                num = k.fadd(num, k.fmul(sums[1], k.mload(vm, {bi, t, h, c})));
-              k.mstore(num, numStore, {bi, h, c});
-            });
-          };
-          if (bonus)
-            numerators();
-          blk.phase2(nK, nC, [&](Value kk, Value c) {
-            Value f = k.f32(1.0);
-            if (g) {
-              SmallVector<Value> at{h};
-              if (form.decayRank == 3)
-                at = {bi, t, h};
-              else if (form.decayRank == 4)
-                at = {bi, t, h, kk};
-              f = k.exp(k.mload(g, at));
-            }
-            Value kp = k.featureMap(form.phi, k.mload(km, {bi, t, h, kk}));
-            Value val = k.select(
-                lt(c, nV), k.loadIf(lt(c, nV), vm, {bi, t, h, c}, k.f32(0.0)),
-                k.f32(1.0));
-            Value s =
-                k.fadd(k.fmul(f, k.mload(st, {bi, h, kk, c})), k.fmul(kp, val));
-            k.mstore(s, st, {bi, h, kk, c});
-          });
-          if (!bonus)
-            numerators();
-          blk.phase(nV, [&](Value c) {
-            Value out = k.mload(numStore, {bi, h, c});
-            if (form.normalize)
-              out = k.fdiv(
-                  out, k.fadd(k.mload(numStore, {bi, h, nV}), k.f32(form.eps)));
-            k.mstore(out, o, {bi, t, h, c});
-          });
-        });
-        blk.phase2(
-            nK, nV,
-            [&](Value kk, Value c) {
-              k.mstore(k.mload(st, {bi, h, kk, c}), last, {bi, h, kk, c});
-            },
-            /*barrier=*/false);
-      });
+  for (Value optional : {buf.decay, buf.bonus, buf.init})
+    if (optional)
+      args.push_back(optional);
+  emitGpuKernel(b, target, "linear_attention_recurrent", blocks, args, {},
+                [&](GpuBlock &blk, ValueRange in, ValueRange) {
+                  RecurrentBlock(blk, form, buf, in).emit();
+                });
 }
 
 struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
