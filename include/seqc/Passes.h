@@ -59,6 +59,15 @@ mlir::LogicalResult checkCpuVectorWidth(mlir::Operation *root,
 mlir::LogicalResult rejectUnexpandedSequences(mlir::Operation *root,
                                               llvm::StringRef pass);
 
+/// What a lowering `pass` (CPU, GPU, reference) takes: no op left for an
+/// earlier transform to finish, the first such op named with the pass that
+/// must run first (rejectUnexpandedSequences; a moe_ffn that
+/// seq-distribute-steps leave-experts=1 left to seq-distribute-experts
+/// local=1, whose tokens are a rank's own and whose load and capacity only
+/// that pass counts over every rank).
+mlir::LogicalResult checkLoweringInput(mlir::Operation *root,
+                                       llvm::StringRef pass);
+
 /// Patterns of the reference lowering, one entry per op family.
 void populateReferenceScanPatterns(mlir::RewritePatternSet &patterns);
 void populateReferenceStateSpacePatterns(mlir::RewritePatternSet &patterns);

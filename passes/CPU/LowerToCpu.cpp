@@ -30,8 +30,7 @@ struct SeqLowerToCpu : seqc::impl::SeqLowerToCpuBase<SeqLowerToCpu> {
   using Base::Base;
 
   void runOnOperation() override {
-    if (failed(seqc::rejectUnexpandedSequences(getOperation(),
-                                               "seq-lower-to-cpu")))
+    if (failed(seqc::checkLoweringInput(getOperation(), "seq-lower-to-cpu")))
       return signalPassFailure();
     seqc::CpuTarget target = seqc::CpuTarget::host();
     if (failed(seqc::checkCpuVectorWidth(getOperation(), "seq-lower-to-cpu",

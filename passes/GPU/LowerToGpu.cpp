@@ -31,8 +31,7 @@ struct SeqLowerToGpu : seqc::impl::SeqLowerToGpuBase<SeqLowerToGpu> {
   using Base::Base;
 
   void runOnOperation() override {
-    if (failed(seqc::rejectUnexpandedSequences(getOperation(),
-                                               "seq-lower-to-gpu")))
+    if (failed(seqc::checkLoweringInput(getOperation(), "seq-lower-to-gpu")))
       return signalPassFailure();
     if (blockThreads < 32 || blockThreads > 1024 || blockThreads % 32 != 0) {
       // The location only: printing the op would dump the whole module.

@@ -22,8 +22,8 @@ namespace {
 struct SeqLowerToReference
     : seqc::impl::SeqLowerToReferenceBase<SeqLowerToReference> {
   void runOnOperation() override {
-    if (failed(seqc::rejectUnexpandedSequences(getOperation(),
-                                               "seq-lower-to-reference")))
+    if (failed(
+            seqc::checkLoweringInput(getOperation(), "seq-lower-to-reference")))
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     seqc::populateReferenceScanPatterns(patterns);

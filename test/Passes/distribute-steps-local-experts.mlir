@@ -30,3 +30,10 @@ func.func @experts(%x: tensor<?x4xf32>, %w: tensor<?x2xf32>, %i: tensor<?x2xi32>
 // ALONE: error: seq-distribute-experts local=1 splits the moe_ffn whose tokens seq-distribute-steps local=1 leave-experts=1 found to be each rank's own; run it first
 // RUN: not seqc-opt %s --seq-distribute-steps="ranks=2 local=1 leave-experts=1" --seq-distribute-experts=ranks=2 2>&1 | FileCheck %s --check-prefix=WHOLE
 // WHOLE: error: this moe_ffn's tokens are each rank's own (seq-distribute-steps local=1 leave-experts=1): seq-distribute-experts needs local=1
+
+// Left to the experts' pass, no lowering takes the moe_ffn as it is: its
+// load and capacity would count the rank's own tokens only.
+// RUN: not seqc-opt %s --seq-distribute-steps="ranks=2 local=1 leave-experts=1" --seq-lower-to-cpu 2>&1 | FileCheck %s --check-prefix=UNSPLIT -DPASS=seq-lower-to-cpu
+// RUN: not seqc-opt %s --seq-distribute-steps="ranks=2 local=1 leave-experts=1" --seq-lower-to-gpu 2>&1 | FileCheck %s --check-prefix=UNSPLIT -DPASS=seq-lower-to-gpu
+// RUN: not seqc-opt %s --seq-distribute-steps="ranks=2 local=1 leave-experts=1" --seq-lower-to-reference 2>&1 | FileCheck %s --check-prefix=UNSPLIT -DPASS=seq-lower-to-reference
+// UNSPLIT: error: this moe_ffn's tokens are each rank's own (seq-distribute-steps local=1 leave-experts=1) and it reaches [[PASS]] unsplit: run seq-distribute-experts local=1 first
