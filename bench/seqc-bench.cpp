@@ -930,12 +930,12 @@ void compareChunkSizes(Engine &engine, bool quick, int runs) {
   std::printf("\nautomatic chunk size vs fixed (median ms of %d interleaved "
               "rounds):\n",
               rounds);
-  const ChunkedFamily families[] = {ChunkedFamily::Ssd,
-                                    ChunkedFamily::LinearAttention,
-                                    ChunkedFamily::DeltaRule};
-  const char *names[] = {"ssd", "linear_attention", "delta_rule"};
-  for (ChunkedFamily family : families) {
-    std::string name = names[static_cast<int>(family)];
+  const std::pair<ChunkedFamily, const char *> families[] = {
+      {ChunkedFamily::Ssd, "ssd"},
+      {ChunkedFamily::LinearAttention, "linear_attention"},
+      {ChunkedFamily::DeltaRule, "delta_rule"}};
+  for (auto [family, familyName] : families) {
+    std::string name = familyName;
     // 0: the cost model's choice; -1: the recurrence (linear attention and
     // the delta rule).
     std::vector<int64_t> chunks{0, 16, 32, 64, 128};

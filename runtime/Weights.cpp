@@ -592,12 +592,15 @@ Expected<ZipMember> readZipEntry(const unsigned char *bytes, size_t &p,
   return m;
 }
 
+/// How inflating a member ended.
+enum class Inflated { Whole, CannotStart, WrongSize };
+
 /// `compressedSize` deflated bytes at `in` inflated into `out` (sized).
-bool inflateRaw(const unsigned char *in, uint64_t compressedSize,
-                std::string &out) {
+Inflated inflateRaw(const unsigned char *in, uint64_t compressedSize,
+                    std::string &out) {
   z_stream zs{};
   if (inflateInit2(&zs, -MAX_WBITS) != Z_OK)
-    return false;
+    return Inflated::CannotStart;
   zs.next_in = const_cast<Bytef *>(in);
   zs.avail_in =
       static_cast<uInt>(std::min<uint64_t>(compressedSize, UINT32_MAX));
@@ -606,7 +609,8 @@ bool inflateRaw(const unsigned char *in, uint64_t compressedSize,
   int rc = inflate(&zs, Z_FINISH);
   uint64_t produced = zs.total_out;
   inflateEnd(&zs);
-  return rc == Z_STREAM_END && produced == out.size();
+  return rc == Z_STREAM_END && produced == out.size() ? Inflated::Whole
+                                                      : Inflated::WrongSize;
 }
 
 /// The CRC-32 of `data`, in pieces zlib's `uInt` can count.
@@ -649,7 +653,10 @@ Expected<std::string> extractZipMember(const unsigned char *bytes, size_t size,
     raw.assign(reinterpret_cast<const char *>(bytes + dataStart), m.size);
   } else if (m.method == 8) {
     raw.resize(m.size);
-    if (!inflateRaw(bytes + dataStart, m.compressedSize, raw))
+    Inflated inflated = inflateRaw(bytes + dataStart, m.compressedSize, raw);
+    if (inflated == Inflated::CannotStart)
+      return Status::error(what + ": cannot start inflating '" + m.name + "'");
+    if (inflated == Inflated::WrongSize)
       return bad("member '" + m.name + "' does not inflate to its size");
   } else {
     return Status::error(

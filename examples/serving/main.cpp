@@ -121,7 +121,7 @@ struct Layer {
   }
 };
 
-Function function(const CompiledModule &module, const char *name) {
+Function lookUp(const CompiledModule &module, const char *name) {
   auto fn = module.function(name);
   if (!fn)
     fail(fn.message());
@@ -132,9 +132,9 @@ Layer loadLayer(Engine &engine) {
   auto module = engine.compileFile(LAYER_MLIR, {});
   if (!module)
     fail(module.message());
-  Layer layer{function(**module, "prefill_packed"),
-              function(**module, "step"),
-              function(**module, "prefill"),
+  Layer layer{lookUp(**module, "prefill_packed"),
+              lookUp(**module, "step"),
+              lookUp(**module, "prefill"),
               // Weights as in examples/host-cpp (scaled so activations stay
               // O(1)).
               {random({32, 164}, 1, 0.2f), random({96, 4}, 2, 0.5f),
@@ -169,7 +169,7 @@ struct BatchStates {
 // Prefill: the prompts back to back in one 1 x T x d_model tensor; cu[s] ..
 // cu[s+1]-1 are sequence s's steps. New requests start from zero states,
 // one row each. Returns the states, which are already the decode batch's.
-BatchStates prefillPacked(const Layer &layer, std::vector<Request> &requests) {
+BatchStates prefillBatch(const Layer &layer, std::vector<Request> &requests) {
   const int64_t S = static_cast<int64_t>(requests.size());
   Tensor cu = zeros(DType::I32, {S + 1});
   int32_t *offsets = cu.dataAs<int32_t>();
@@ -263,7 +263,7 @@ int main() {
   Engine engine;
   Layer layer = loadLayer(engine);
   std::vector<Request> requests = makeRequests();
-  decode(layer, requests, prefillPacked(layer, requests));
+  decode(layer, requests, prefillBatch(layer, requests));
 
   // Equal outputs must also be real ones: finite and not all zero.
   double norm = 0;

@@ -32,7 +32,7 @@ namespace {
 /// can: each thread owns the output elements of its parallel indices, so
 /// every output must be indexed by every parallel dimension and by nothing
 /// else (linalg's rule for reductions).
-static const char *threadPerElementRefusal(linalg::GenericOp op) {
+const char *threadPerElementRefusal(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumResults() == 0 ||
       !RegionCaptures::of(op.getRegion()).scalarOnly())
     return "needs tensor operands and a body that captures no tensors";
@@ -248,7 +248,7 @@ public:
     int64_t r = batched ? 1 : 0; // the rank offset of M, N
     rows = k.mdim(args.out, r);
     cols = k.mdim(args.out, r + 1);
-    depth = k.mdim(args.a, r + 1);
+    depthK = k.mdim(args.a, r + 1);
     Value tilesN = k.divs(k.add(cols, k.idx(tileN - 1)), k.idx(tileN));
     Value tilesM = k.divs(k.add(rows, k.idx(tileM - 1)), k.idx(tileM));
     Value rest = k.divs(blockId, tilesN);
@@ -258,18 +258,18 @@ public:
   }
 
   /// The depth K of the product.
-  Value depth;
+  Value depth() const { return depthK; }
 
   /// A's element at row i of the tile and depth kc.
   Value readA(Value i, Value kc) {
     Value m = k.add(m0, i);
-    return k.loadIf(k.andi(below(m, rows), below(kc, depth)), args.a,
+    return k.loadIf(k.andi(below(m, rows), below(kc, depthK)), args.a,
                     index(m, kc), k.f32(0.0));
   }
   /// B's element at depth kc and column j of the tile.
   Value readB(Value kc, Value j) {
     Value n = k.add(n0, j);
-    return k.loadIf(k.andi(below(kc, depth), below(n, cols)), args.b,
+    return k.loadIf(k.andi(below(kc, depthK), below(n, cols)), args.b,
                     index(kc, n), k.f32(0.0));
   }
   /// The init's element at (i, j) of the tile.
@@ -277,10 +277,11 @@ public:
     Value m = k.add(m0, i), n = k.add(n0, j);
     return k.loadIf(inside(m, n), args.init, index(m, n), k.f32(0.0));
   }
-  /// Stores the result at (i, j) of the tile where it is inside the output.
-  void write(Value value, Value i, Value j) {
+  /// Stores the result at (i, j) of the tile, `value()` emitted where
+  /// (i, j) is inside the output.
+  void write(Value i, Value j, llvm::function_ref<Value()> value) {
     Value m = k.add(m0, i), n = k.add(n0, j);
-    k.ifThen(inside(m, n), [&] { k.mstore(value, args.out, index(m, n)); });
+    k.ifThen(inside(m, n), [&] { k.mstore(value(), args.out, index(m, n)); });
   }
 
 private:
@@ -301,7 +302,7 @@ private:
   KernelBuilder &k;
   MatmulArgs args;
   bool batched;
-  Value rows, cols, batch, m0, n0;
+  Value rows, cols, depthK, batch, m0, n0;
 };
 
 /// linalg.matmul / batch_matmul (row-major, float): a block per output tile;
@@ -380,7 +381,7 @@ template <typename OpTy> struct GpuMatmul : OpRewritePattern<OpTy> {
           blk.phase2(k.idx(TM), k.idx(TN), [&](Value i, Value j) {
             k.mstore(tile.readInit(i, j), acc, {at(i, TN, j)});
           });
-          k.forEach(k.idx(0), tile.depth, k.idx(TK), [&](Value k0) {
+          k.forEach(k.idx(0), tile.depth(), k.idx(TK), [&](Value k0) {
             blk.phase2(k.idx(TM), k.idx(TK), [&](Value i, Value kk) {
               k.mstore(tile.readA(i, k.add(k0, kk)), aSlice, {at(i, TK, kk)});
             });
@@ -401,7 +402,7 @@ template <typename OpTy> struct GpuMatmul : OpRewritePattern<OpTy> {
           blk.phase2(
               k.idx(TM), k.idx(TN),
               [&](Value i, Value j) {
-                tile.write(k.mload(acc, {at(i, TN, j)}), i, j);
+                tile.write(i, j, [&] { return k.mload(acc, {at(i, TN, j)}); });
               },
               /*barrier=*/false);
         });
@@ -421,14 +422,14 @@ template <typename OpTy> struct GpuMatmul : OpRewritePattern<OpTy> {
                           MatmulArgs(in));
           MmaTileGemm gemm;
           gemm.multiplicand = multiplicand;
-          gemm.depth = tile.depth;
+          gemm.depth = tile.depth();
           gemm.a = [&](Value i, Value kc) { return tile.readA(i, kc); };
           gemm.b = {[&](Value kc, Value j) { return tile.readB(kc, j); }};
           gemm.init = [&](int64_t, Value i, Value j) {
             return tile.readInit(i, j);
           };
           gemm.finish = [&](Value i, Value j, ArrayRef<Value> sums) {
-            tile.write(sums[0], i, j);
+            tile.write(i, j, [&] { return sums[0]; });
           };
           gemm.emit(blk, shared);
         });

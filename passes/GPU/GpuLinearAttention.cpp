@@ -102,7 +102,8 @@ private:
                 k.fadd(it[0], k.fmul(qp, k.mload(state, {bi, h, kk, c})));
             if (!bonus)
               return SmallVector<Value>{fromState, it[1]};
-            Value uk = k.fmul(k.mload(bonus, {h, kk}), keyPrime(t, kk));
+            Value kp = keyPrime(t, kk);
+            Value uk = k.fmul(k.mload(bonus, {h, kk}), kp);
             return SmallVector<Value>{fromState, k.fadd(it[1], k.fmul(qp, uk))};
           });
       Value num = sums[0];
@@ -128,8 +129,9 @@ private:
           k.select(below(c, nV),
                    k.loadIf(below(c, nV), values, {bi, t, h, c}, k.f32(0.0)),
                    k.f32(1.0));
-      Value s = k.fadd(k.fmul(f, k.mload(state, {bi, h, kk, c})),
-                       k.fmul(keyPrime(t, kk), v));
+      Value kp = keyPrime(t, kk);
+      Value s =
+          k.fadd(k.fmul(f, k.mload(state, {bi, h, kk, c})), k.fmul(kp, v));
       k.mstore(s, state, {bi, h, kk, c});
     });
   }
@@ -145,6 +147,7 @@ private:
     });
   }
 
+  /// `last`, the state after the final step.
   void storeLast() {
     blk.phase2(
         nK, nV,
@@ -162,10 +165,11 @@ private:
 };
 
 /// The recurrence (the plan for decode and short sequences): a block per
-/// (batch, head) runs the steps in order, each in two phases over the state
-/// (RecurrentBlock; f32, in `state`, the numerators in `numerators`).
+/// (batch, head) runs the steps in order, each in three phases (the
+/// numerators, the state's update, the outputs; RecurrentBlock) over the
+/// state (f32, in `state`, the numerators in `numerators`).
 void emitLinearAttentionRecurrent(ImplicitLocOpBuilder &b,
-                                  const GpuTarget &target, KernelBuilder &kb,
+                                  const GpuTarget &target,
                                   const LinearAttentionBuffers &buf,
                                   const LinearAttentionForm &form, Value state,
                                   Value numerators, Value blocks) {
@@ -235,7 +239,7 @@ struct GpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     Value numerators = allocBuffer(
         b, RankedTensorType::get({dyn, dyn, dyn}, f32), {Bsz, H, Vx});
     emitLinearAttentionRecurrent(
-        b, target, kb,
+        b, target,
         {readBuffer(b, op.getQ()), readBuffer(b, op.getK()),
          readBuffer(b, op.getV()), oBuf, lastBuf,
          decay ? readBuffer(b, decay) : Value(),

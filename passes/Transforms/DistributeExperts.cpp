@@ -631,19 +631,3 @@ struct SeqDistributeExperts
 };
 
 } // namespace
-
-LogicalResult seqc::checkLoweringInput(Operation *root, StringRef pass) {
-  if (failed(rejectUnexpandedSequences(root, pass)))
-    return failure();
-  WalkResult walk = root->walk([&](MoeFfnOp op) {
-    if (!op->hasAttr(kLocalTokensAttrName))
-      return WalkResult::advance();
-    op.emitError() << "this moe_ffn's tokens are each rank's own "
-                      "(seq-distribute-steps local=1 leave-experts=1) and it "
-                      "reaches "
-                   << pass
-                   << " unsplit: run seq-distribute-experts local=1 first";
-    return WalkResult::interrupt();
-  });
-  return failure(walk.wasInterrupted());
-}

@@ -26,6 +26,7 @@
 
 #include "Common/KernelBuilder.h"
 #include "Seq/SeqDialect.h"
+#include "Transforms/RankGrid.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -617,6 +618,22 @@ LogicalResult seqc::rejectUnexpandedSequences(Operation *root, StringRef pass) {
     op->emitError() << op->getName()
                     << " with segments or checkpoint_every reaches " << pass
                     << " unexpanded: run seq-expand-sequences first";
+    return WalkResult::interrupt();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+LogicalResult seqc::checkLoweringInput(Operation *root, StringRef pass) {
+  if (failed(rejectUnexpandedSequences(root, pass)))
+    return failure();
+  WalkResult walk = root->walk([&](MoeFfnOp op) {
+    if (!op->hasAttr(kLocalTokensAttrName))
+      return WalkResult::advance();
+    op.emitError() << "this moe_ffn's tokens are each rank's own "
+                      "(seq-distribute-steps local=1 leave-experts=1) and it "
+                      "reaches "
+                   << pass
+                   << " unsplit: run seq-distribute-experts local=1 first";
     return WalkResult::interrupt();
   });
   return failure(walk.wasInterrupted());

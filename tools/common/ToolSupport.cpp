@@ -34,9 +34,19 @@ bool CommandLine::next() {
 std::string CommandLine::value() {
   if (inlineValue)
     return attached;
-  if (index + 1 >= argc)
+  if (index + 1 >= argc) {
     fail("option " + current + " needs a value");
+    return "";
+  }
   return argv[++index];
+}
+
+bool CommandLine::flag(const char *name) const {
+  if (current != name)
+    return false;
+  if (inlineValue)
+    fail("option " + current + " takes no value (not '" + given() + "')");
+  return true;
 }
 
 bool seqc::tools::parseUnsigned(const std::string &text, uint64_t &out) {

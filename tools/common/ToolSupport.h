@@ -12,7 +12,8 @@
 
 #include "seqc/Tensor.h"
 
-#include <functional>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,22 +21,27 @@
 namespace seqc::tools {
 
 /// A tool's arguments, one at a time: `--name=value` or `--name value` for
-/// long options, `-x value` for short ones. `fail` reports a missing value
-/// (it does not return).
+/// long options, `-x value` for short ones. `fail` reports a bad argument
+/// and ends the tool.
 class CommandLine {
 public:
-  using Fail = std::function<void(const std::string &)>;
+  using Fail = void (*)(const std::string &message);
   CommandLine(int argc, char **argv, Fail fail)
-      : argc(argc), argv(argv), fail(std::move(fail)) {}
+      : argc(argc), argv(argv), fail(fail) {}
 
   /// Moves to the next argument; false after the last.
   bool next();
   /// The argument, without a long option's `=value`.
   const std::string &arg() const { return current; }
+  /// The argument as given (with its `=value`), for messages.
+  std::string given() const { return argv[index]; }
   /// Whether the argument carried its value (`--name=value`).
   bool hasInlineValue() const { return inlineValue; }
   /// The option's value: the inline one, else the next argument.
   std::string value();
+  /// Whether the argument is the flag `name` (an option without a value;
+  /// one attached to it is an error).
+  bool flag(const char *name) const;
 
 private:
   int argc;

@@ -18,13 +18,11 @@
 
 #include "Arguments.h"
 #include "ToolSupport.h"
-#include "seqc/Npy.h"
 #include "seqc/Signature.h"
 #include "seqc/Tensor.h"
 #include "seqc/seqc_runtime.h"
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -32,7 +30,6 @@
 #include <dlfcn.h>
 #include <memory>
 #include <string>
-#include <sys/stat.h>
 #include <vector>
 
 using namespace seqc;
@@ -71,6 +68,8 @@ const char *kUsage =
 struct Library {
   void *handle = nullptr;
   using Entry = int (*)(const seqc_view *, size_t, seqc_tensor **, size_t);
+  /// `<prefix>signatures`: the functions' signatures, as text.
+  const char *signatures = nullptr;
   const char *(*lastError)() = nullptr;
   seqc_view (*view)(const seqc_tensor *) = nullptr;
   void (*destroy)(seqc_tensor *) = nullptr;
@@ -89,7 +88,7 @@ struct Options {
 
 Options parseArgs(int argc, char **argv) {
   Options o;
-  tools::CommandLine cl(argc, argv, [](const std::string &m) { fail(m); });
+  tools::CommandLine cl(argc, argv, fail);
   auto count = [&](const char *message) {
     uint64_t n;
     if (!tools::parseUnsigned(cl.value(), n))
@@ -98,7 +97,7 @@ Options parseArgs(int argc, char **argv) {
   };
   while (cl.next()) {
     const std::string &a = cl.arg();
-    if (a == "-h" || a == "--help") {
+    if (cl.flag("-h") || cl.flag("--help")) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     } else if (a == "-e") {
@@ -109,7 +108,7 @@ Options parseArgs(int argc, char **argv) {
       o.sources.inputFiles.push_back(cl.value());
     } else if (a == "--weights") {
       o.sources.weightFiles.push_back(cl.value());
-    } else if (a == "--random-inputs") {
+    } else if (cl.flag("--random-inputs")) {
       o.sources.random = true;
     } else if (a == "--seed") {
       o.sources.seed = count("--seed needs a non-negative integer");
@@ -126,7 +125,7 @@ Options parseArgs(int argc, char **argv) {
       if (o.bench == 0)
         fail("--bench needs a positive integer");
     } else if (!a.empty() && a[0] == '-') {
-      fail("unknown option '" + a + "'");
+      fail("unknown option '" + cl.given() + "'");
     } else if (o.library.empty()) {
       o.library = a;
     } else {
@@ -140,8 +139,7 @@ Options parseArgs(int argc, char **argv) {
 
 /// The library at `path` and its runtime's calls; fails naming what is
 /// missing.
-Library openLibrary(const std::string &path, const std::string &prefix,
-                    const char *&signatures) {
+Library openLibrary(const std::string &path, const std::string &prefix) {
   Library lib;
   // A path without a slash would be searched for, not opened.
   std::string file = path.find('/') == std::string::npos ? "./" + path : path;
@@ -150,11 +148,11 @@ Library openLibrary(const std::string &path, const std::string &prefix,
     const char *why = dlerror();
     fail("cannot load " + path + ": " + (why ? why : "unknown error"));
   }
-  signatures = lib.find<const char *>(prefix + "signatures");
+  lib.signatures = lib.find<const char *>(prefix + "signatures");
   lib.lastError = lib.find<const char *(*)()>("seqc_last_error");
   lib.view = lib.find<seqc_view (*)(const seqc_tensor *)>("seqc_tensor_view");
   lib.destroy = lib.find<void (*)(seqc_tensor *)>("seqc_tensor_destroy");
-  if (!signatures || !lib.lastError || !lib.view || !lib.destroy)
+  if (!lib.signatures || !lib.lastError || !lib.view || !lib.destroy)
     fail(path + " is not a library made by seqc-compile with prefix '" +
          prefix + "' (no " + prefix + "signatures)");
   return lib;
@@ -223,9 +221,9 @@ int main(int argc, char **argv) {
   Expected<LoadedArguments> loaded = loadArguments(opts.sources);
   if (!loaded)
     fail(loaded.message());
-  const char *signatures = nullptr;
-  Library lib = openLibrary(opts.library, opts.prefix, signatures);
-  Expected<std::vector<FunctionSignature>> sigs = parseSignatures(signatures);
+  Library lib = openLibrary(opts.library, opts.prefix);
+  Expected<std::vector<FunctionSignature>> sigs =
+      parseSignatures(lib.signatures);
   if (!sigs)
     fail(opts.library + ": " + sigs.message());
   FunctionSignature sig = pickFunction(*sigs, opts);

@@ -32,14 +32,16 @@
 
 using namespace seqc;
 
-[[noreturn]] static void fail(const std::string &message) {
+namespace {
+
+[[noreturn]] void fail(const std::string &message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
   std::exit(1);
 }
 
 /// The directory of this executable's sibling lib/ (where the build and an
 /// installation put libseqc_runtime.a).
-static std::string runtimeDir() {
+std::string runtimeDir() {
   char buf[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n <= 0)
@@ -50,7 +52,7 @@ static std::string runtimeDir() {
   return bin.substr(0, bin.rfind('/')) + "/lib";
 }
 
-static const char *kUsage =
+constexpr char kUsage[] =
     "usage: seqc-compile FILE.mlir -o OUT.o|OUT.so [--header "
     "OUT.h] [--prefix P] [--reference] [-O N]\n"
     "                    [--target cpu|cuda] [--chip SM] "
@@ -79,13 +81,13 @@ static const char *kUsage =
     "                 the entry points no longer take them "
     "(repeatable)";
 
-namespace {
-
 /// What the command line asks for.
 struct Options {
   std::string input;
   AotOptions aot;
-  std::vector<std::string> boundWeightFiles;
+  /// --bind-weights: read as the options are, so that a bad file is the
+  /// first error; the compile's options view them.
+  std::vector<weights::NamedTensor> boundWeights;
 };
 
 Target parseTarget(const std::string &name) {
@@ -99,10 +101,10 @@ Target parseTarget(const std::string &name) {
 Options parseArgs(int argc, char **argv) {
   Options o;
   AotOptions &aot = o.aot;
-  tools::CommandLine cl(argc, argv, [](const std::string &m) { fail(m); });
+  tools::CommandLine cl(argc, argv, fail);
   while (cl.next()) {
     const std::string &a = cl.arg();
-    if (a == "-h" || a == "--help") {
+    if (cl.flag("-h") || cl.flag("--help")) {
       std::puts(kUsage);
       std::exit(0);
     } else if (a == "-o") {
@@ -111,9 +113,9 @@ Options parseArgs(int argc, char **argv) {
       aot.header = cl.value();
     } else if (a == "--prefix") {
       aot.prefix = cl.value();
-    } else if (a == "--reference") {
+    } else if (cl.flag("--reference")) {
       aot.compile.reference = true;
-    } else if (a == "--strict") {
+    } else if (cl.flag("--strict")) {
       aot.compile.strict = true;
     } else if (a == "--target") {
       aot.compile.target = parseTarget(cl.value());
@@ -121,7 +123,11 @@ Options parseArgs(int argc, char **argv) {
       // Checked by the GPU lowering (seq-lower-to-gpu), which names it.
       aot.compile.cudaChip = cl.value();
     } else if (a == "--bind-weights") {
-      o.boundWeightFiles.push_back(cl.value());
+      Expected<std::vector<weights::NamedTensor>> file =
+          weights::read(cl.value());
+      if (!file)
+        fail(file.message());
+      o.boundWeights.insert(o.boundWeights.end(), file->begin(), file->end());
     } else if (a == "--cpu") {
       aot.cpu = cl.value();
     } else if (a == "--fallback-cpu") {
@@ -133,7 +139,7 @@ Options parseArgs(int argc, char **argv) {
         fail("-O needs 0, 1, 2 or 3");
       aot.compile.optLevel = v[0] - '0';
     } else if (!a.empty() && a[0] == '-') {
-      fail("unknown option '" + a + "'");
+      fail("unknown option '" + cl.given() + "'");
     } else if (o.input.empty()) {
       o.input = a;
     } else {
@@ -154,17 +160,9 @@ int main(int argc, char **argv) {
   Expected<std::string> source = readFile(opts.input);
   if (!source)
     fail(source.message());
-  // The tensors live until the compile is done: the options view them.
-  std::vector<weights::NamedTensor> bound;
-  for (const std::string &path : opts.boundWeightFiles) {
-    Expected<std::vector<weights::NamedTensor>> file = weights::read(path);
-    if (!file)
-      fail(file.message());
-    bound.insert(bound.end(), file->begin(), file->end());
-  }
   AotOptions &aot = opts.aot;
   aot.runtimeLibraryDir = runtimeDir();
-  for (const weights::NamedTensor &w : bound)
+  for (const weights::NamedTensor &w : opts.boundWeights)
     aot.compile.boundWeights.push_back({w.name, w.tensor.view()});
   aot.compile.onEvent = [](const CompileEvent &e) {
     if (e.kind == CompileEvent::Kind::Remark)

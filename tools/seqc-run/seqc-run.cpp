@@ -13,11 +13,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "Arguments.h"
-#include "CudaDriver.h"
 #include "Mpi.h"
 #include "ToolSupport.h"
 #include "seqc/Engine.h"
-#include "seqc/Npy.h"
 #include "seqc/Weights.h"
 
 #include <algorithm>
@@ -33,7 +31,6 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -227,7 +224,7 @@ bool parseArgumentOption(tools::CommandLine &cl, Options &o) {
     o.weights.push_back(cl.value());
   else if (arg == "--bind-weights")
     o.boundWeights.push_back(cl.value());
-  else if (arg == "--random-inputs")
+  else if (cl.flag("--random-inputs"))
     o.randomInputs = true;
   else if (arg == "--seed")
     o.seed = unsignedIn(cl.value(), 0, UINT64_MAX,
@@ -246,11 +243,11 @@ bool parseCompileOption(tools::CommandLine &cl, Options &o) {
   const std::string &arg = cl.arg();
   if (arg == "--target") {
     o.target = parseTarget(cl.value());
-  } else if (arg == "--reference") {
+  } else if (cl.flag("--reference")) {
     o.reference = true;
-  } else if (arg == "--no-fuse") {
+  } else if (cl.flag("--no-fuse")) {
     o.fuse = false;
-  } else if (arg == "--strict") {
+  } else if (cl.flag("--strict")) {
     o.strict = true;
   } else if (arg == "--threads") {
     o.threads = static_cast<int>(
@@ -285,17 +282,17 @@ bool parseRunOption(tools::CommandLine &cl, Options &o) {
     o.outputDir = cl.value();
     if (o.outputDir.empty())
       fail("--output-dir needs a directory");
-  } else if (arg == "--print") {
+  } else if (cl.flag("--print")) {
     o.print = true;
   } else if (arg == "--bench") {
     o.bench = static_cast<int>(unsignedIn(
         cl.value(), 1, 1000000, "--bench needs a positive number of runs"));
-  } else if (arg == "-v" || arg == "--verbose") {
+  } else if (cl.flag("-v") || cl.flag("--verbose")) {
     o.verbose = true;
   } else if (arg == "--parallel") {
     o.parallelism = parseParallelism(cl.value());
     o.parallel = true;
-  } else if (arg == "--local-steps") {
+  } else if (cl.flag("--local-steps")) {
     o.localSteps = true;
   } else if (arg == "--timeout") {
     o.timeoutSeconds =
@@ -326,10 +323,10 @@ void checkOptions(const Options &o) {
 
 Options parseArgs(int argc, char **argv) {
   Options o;
-  tools::CommandLine cl(argc, argv, [](const std::string &m) { fail(m); });
+  tools::CommandLine cl(argc, argv, fail);
   while (cl.next()) {
     const std::string &arg = cl.arg();
-    if (arg == "-h" || arg == "--help") {
+    if (cl.flag("-h") || cl.flag("--help")) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     }
@@ -337,7 +334,7 @@ Options parseArgs(int argc, char **argv) {
         parseRunOption(cl, o))
       continue;
     if (!arg.empty() && arg[0] == '-' && arg != "-")
-      fail("unknown option '" + arg + "' (see --help)");
+      fail("unknown option '" + cl.given() + "' (see --help)");
     if (!o.file.empty())
       fail("more than one input file ('" + o.file + "' and '" + arg + "')");
     o.file = arg;
@@ -577,6 +574,7 @@ void startWatchdog(const StartedWorld &started, uint64_t seconds) {
     rt::mpiAbort(1);
   }).detach();
 }
+
 /// Starts MPI for --parallel (the watchdog first), or returns a world of
 /// one.
 rt::MpiWorld startRanks(const Options &opts) {
