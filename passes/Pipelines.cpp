@@ -112,8 +112,8 @@ static void addBufferization(OpPassManager &pm, bool deallocate = true,
 /// rank its experts of every moe_ffn, the routed tokens exchanged;
 /// "sequence" its steps of every op with a state, the states exchanged;
 /// "sequence+experts" both.
-static void addDistribution(OpPassManager &pm, int64_t ranks,
-                            StringRef parallel, bool strict, bool localSteps) {
+static void addWorkSplit(OpPassManager &pm, int64_t ranks, StringRef parallel,
+                         bool strict, bool localSteps) {
   if (localSteps) {
     // The steps' analysis finds the tokens; the experts' split of them
     // (sequence+experts) follows.
@@ -143,6 +143,15 @@ static void addDistribution(OpPassManager &pm, int64_t ranks,
     distribute.strict = strict;
     pm.addPass(seqc::createSeqDistributeSteps(distribute));
   }
+}
+
+/// The work split over `ranks` processes (addWorkSplit), then the check
+/// at each call that the ranks agree on the module and their arguments'
+/// shapes (seq-check-rank-agreement).
+static void addDistribution(OpPassManager &pm, int64_t ranks,
+                            StringRef parallel, bool strict, bool localSteps) {
+  addWorkSplit(pm, ranks, parallel, strict, localSteps);
+  pm.addPass(seqc::createSeqCheckRankAgreement());
 }
 
 /// Packed batches and checkpoints become loops of plain ops (which the

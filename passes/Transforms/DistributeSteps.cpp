@@ -661,7 +661,6 @@ SmallVector<Value> StepDistribution::distributeLocalAttention() {
 namespace {
 
 /// A function argument's or result's step dimension under rank-local steps.
-constexpr StringLiteral kStepsAttrName = "seq.steps";
 
 /// Why `op` runs whole on every rank, or "" when it splits.
 std::string whyWhole(Operation *op) {

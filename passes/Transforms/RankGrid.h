@@ -23,6 +23,10 @@ inline constexpr llvm::StringLiteral kRankGridName = "seq_ranks";
 /// local=1, which must split it, and alone may.
 inline constexpr llvm::StringLiteral kLocalTokensAttrName = "seq.local_tokens";
 
+/// Marks, under rank-local steps, a function's arguments and results that
+/// hold steps, with their step dimension (seq-distribute-steps local=1).
+inline constexpr llvm::StringLiteral kStepsAttrName = "seq.steps";
+
 /// Whether `pass` has work in `module` under `ranks`: an error (failure)
 /// for ranks < 1; false for one rank or no op to split (`hasOps`); else
 /// true, the grid created if the module lacks it.

@@ -367,3 +367,56 @@ def test_rank_local_expert_parallelism(tmp_path, block, function, counts):
                            block + ".mlir")
     run_ranks(tmp_path, EXAMPLE_LOCAL_SCRIPT, len(counts.split(",")), counts,
               example, function, "", "sequence+experts")
+
+
+DISAGREE_SCRIPT = textwrap.dedent("""
+    import os
+    import sys
+    import numpy as np
+    import seqc
+
+    # Ranks that pass disagreeing shapes all stop with the same error at the
+    # call's start (seq-check-rank-agreement), not one rank at a shape check
+    # while the others wait in an exchange.
+    rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+    text = '''
+    func.func @main(%a: tensor<1x?x?xf32>, %x: tensor<1x?x?xf32> {seq.name = "x"})
+        -> (tensor<1x?x?xf32>, tensor<1x?xf32>) {
+      %y, %last = seq.linear_scan %a, %x
+        : (tensor<1x?x?xf32>, tensor<1x?x?xf32>) -> (tensor<1x?x?xf32>, tensor<1x?xf32>)
+      return %y, %last : tensor<1x?x?xf32>, tensor<1x?xf32>
+    }
+    '''
+    def call(module, steps_a, steps_x, channels):
+        a = np.full((1, steps_a, channels), 0.5, np.float32)
+        x = np.ones((1, steps_x, channels), np.float32)
+        try:
+            module.main(a, x)
+        except seqc.CallError as e:
+            return str(e)
+        return ""
+
+    local = seqc.compile(text, ranks=2, local_steps=True)
+    # Each rank's own number of steps (3 and 5) is not a disagreement.
+    assert call(local, 3 + 2 * rank, 3 + 2 * rank, 4) == ""
+    # Rank 1's channels differ: argument 0's shape, on both ranks.
+    error = call(local, 4, 4, 4 + rank)
+    assert ("the ranks disagree on the shape of argument 0: rank 1's (but for "
+            "its own number of steps) differs from rank 0's") in error, error
+    # Rank 1 gives a and x different numbers of steps, rank 0 the same.
+    error = call(local, 4, 4 + rank, 4)
+    assert "the ranks disagree on the shape of argument 1 (x): rank 1's" in error, error
+    # With whole arguments every dimension must agree, the steps too.
+    whole = seqc.compile(text, ranks=2)
+    assert call(whole, 6, 6, 4) == ""
+    error = call(whole, 6 + rank, 6 + rank, 4)
+    assert "the ranks disagree on the shape of argument 0: rank 1's differs" in error, error
+    # Disagreeing ranks leave nothing half done: the next call runs.
+    assert call(local, 2, 2, 3) == ""
+    print("agree")
+""")
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="needs OpenMPI's mpirun")
+def test_disagreeing_ranks_stop_alike(tmp_path):
+    run_ranks(tmp_path, DISAGREE_SCRIPT, 2)
