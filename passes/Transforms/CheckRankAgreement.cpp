@@ -1,12 +1,12 @@
-//===- CheckRankAgreement.cpp - ranks check their calls agree -------------===//
+//===- CheckRankAgreement.cpp - ranks check their shapes agree ------------===//
 //
 // A distributed function's exchanges pair each rank's data with the others'
-// by position: ranks that run different modules, or pass arguments of
-// different shapes, would exchange mismatched data, or one rank would stop
-// at a shape check while the others wait in a collective. Each call
-// therefore starts with one all-gather of a row of digests per rank (the
-// module's, then one per argument's shape), and every rank compares every
-// row with rank 0's: all ranks see the same rows, so all stop alike.
+// by position: ranks that pass arguments of different shapes would exchange
+// mismatched data, or one rank would stop at a shape check while the others
+// wait in a collective. Each call therefore starts with one all-gather of
+// the arguments' dynamic sizes (but a rank's own number of steps), a row per
+// rank, and every rank compares every row with rank 0's: all ranks see the
+// same rows, so all stop alike, with the same message.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,7 +23,6 @@
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "llvm/ADT/Hashing.h"
 
 namespace seqc {
 #define GEN_PASS_DEF_SEQCHECKRANKAGREEMENT
@@ -35,128 +34,103 @@ using namespace seqc;
 
 namespace {
 
-/// The module as text, without locations and with large constants (bound
-/// weights) elided: what every rank must have compiled alike.
-int64_t moduleDigest(ModuleOp module) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  OpPrintingFlags flags;
-  flags.elideLargeElementsAttrs(16).enableDebugInfo(false);
-  module->print(os, flags);
-  return static_cast<int64_t>(llvm::hash_value(text));
-}
+/// One compared size: dimension `dim` of argument `arg`.
+struct ComparedDim {
+  BlockArgument arg;
+  int64_t dim;
+};
 
-/// The digests' arithmetic: `digest` mixed with `value` (FNV-1a's step,
-/// on i64).
-Value mix(ImplicitLocOpBuilder &b, Value digest, Value value) {
-  Value prime = arith::ConstantIntOp::create(b, 0x100000001b3LL, 64);
-  return arith::MulIOp::create(b, arith::XOrIOp::create(b, digest, value),
-                               prime);
-}
-
-Value asI64(ImplicitLocOpBuilder &b, Value index) {
-  return arith::IndexCastOp::create(b, b.getI64Type(), index);
-}
-
-/// One digest per argument of `fn`'s shape: each dimension's size, but for
-/// a step dimension (`seq.steps`) the position of the first step-holding
-/// argument whose steps are as many (its own where none is), so that what
-/// the ranks compare is which arguments' steps agree, not how many a rank
-/// holds.
-SmallVector<Value> shapeDigests(ImplicitLocOpBuilder &b, func::FuncOp fn) {
-  SmallVector<Value> digests;
-  SmallVector<std::pair<Value, int64_t>> stepCounts; // (count, argument)
+/// The sizes the ranks must agree on: every dynamic dimension of every
+/// argument but its step dimension under rank-local steps (`seq.steps`),
+/// which is the rank's own. Static sizes are the module's (the host checks
+/// them before the call).
+SmallVector<ComparedDim> comparedDims(func::FuncOp fn) {
+  SmallVector<ComparedDim> dims;
   for (BlockArgument arg : fn.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
-    Value digest = arith::ConstantIntOp::create(
-        b, static_cast<int64_t>(0xcbf29ce484222325ULL), 64);
-    if (!type) {
-      digests.push_back(digest);
+    if (!type)
       continue;
-    }
     auto steps =
         fn.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), kStepsAttrName);
-    for (int64_t d = 0; d < type.getRank(); ++d) {
-      Value size = tensor::DimOp::create(b, arg, d);
-      if (!steps || steps.getInt() != d) {
-        digest = mix(b, digest, asI64(b, size));
-        continue;
-      }
-      // The first earlier argument with as many steps, else this one.
-      Value same = arith::ConstantIntOp::create(b, arg.getArgNumber(), 64);
-      for (auto [count, index] : llvm::reverse(stepCounts)) {
-        Value equal =
-            arith::CmpIOp::create(b, arith::CmpIPredicate::eq, count, size);
-        same = arith::SelectOp::create(
-            b, equal, arith::ConstantIntOp::create(b, index, 64), same);
-      }
-      stepCounts.push_back({size, arg.getArgNumber()});
-      digest = mix(b, digest, same);
-    }
-    digests.push_back(digest);
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (type.isDynamicDim(d) && !(steps && steps.getInt() == d))
+        dims.push_back({arg, d});
   }
-  return digests;
+  return dims;
 }
 
 /// The first rank whose `column` of `rows` [R, columns] differs from rank
 /// 0's, or R when none does.
-Value firstDifferingRank(ImplicitLocOpBuilder &b, Value rows, int64_t column,
+Value firstDifferingRank(ImplicitLocOpBuilder &b, Value rows, Value column,
                          int64_t ranks) {
   Value zero = arith::ConstantIndexOp::create(b, 0);
   Value one = arith::ConstantIndexOp::create(b, 1);
-  Value col = arith::ConstantIndexOp::create(b, column);
   Value all = arith::ConstantIndexOp::create(b, ranks);
-  Value first = tensor::ExtractOp::create(b, rows, ValueRange{zero, col});
+  Value first = tensor::ExtractOp::create(b, rows, ValueRange{zero, column});
   // Downwards, so that the lowest differing rank is the one left.
   auto loop = scf::ForOp::create(
       b, one, all, one, ValueRange{all},
       [&](OpBuilder &nested, Location loc, Value i, ValueRange found) {
         ImplicitLocOpBuilder ib(loc, nested);
-        Value p = arith::SubIOp::create(
+        Value rank = arith::SubIOp::create(
             ib, arith::ConstantIndexOp::create(ib, ranks), i);
-        Value theirs = tensor::ExtractOp::create(ib, rows, ValueRange{p, col});
+        Value theirs =
+            tensor::ExtractOp::create(ib, rows, ValueRange{rank, column});
         Value differs =
             arith::CmpIOp::create(ib, arith::CmpIPredicate::ne, theirs, first);
-        Value next = arith::SelectOp::create(ib, differs, p, found[0]);
-        scf::YieldOp::create(ib, next);
+        scf::YieldOp::create(
+            ib,
+            arith::SelectOp::create(ib, differs, rank, found[0]).getResult());
       });
   return loop.getResult(0);
 }
 
+/// How an argument is named in messages: its position and seq.name.
+std::string argumentName(func::FuncOp fn, BlockArgument arg) {
+  std::string name = "argument " + std::to_string(arg.getArgNumber());
+  if (auto given =
+          fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "seq.name"))
+    name += " (" + given.str() + ")";
+  return name;
+}
+
 /// Inserts the agreement check at the start of `fn`.
-void checkAgreement(func::FuncOp fn, int64_t moduleHash, int64_t ranks) {
-  Block &entry = fn.getBody().front();
-  OpBuilder builder = OpBuilder::atBlockBegin(&entry);
+void checkAgreement(func::FuncOp fn, int64_t ranks) {
+  SmallVector<ComparedDim> dims = comparedDims(fn);
+  if (dims.empty())
+    return; // every size is the module's or a rank's own
+  OpBuilder builder = OpBuilder::atBlockBegin(&fn.getBody().front());
   ImplicitLocOpBuilder b(fn.getLoc(), builder);
-  SmallVector<Value> row{arith::ConstantIntOp::create(b, moduleHash, 64)};
-  llvm::append_range(row, shapeDigests(b, fn));
-  Value local = tensor::FromElementsOp::create(
-      b,
-      RankedTensorType::get({static_cast<int64_t>(row.size())}, b.getI64Type()),
-      row);
-  Value rows = gatherRows(b, local, ranks);
+  SmallVector<Value> row;
+  for (const ComparedDim &d : dims)
+    row.push_back(arith::IndexCastOp::create(
+        b, b.getI64Type(), tensor::DimOp::create(b, d.arg, d.dim)));
+  auto rowType =
+      RankedTensorType::get({static_cast<int64_t>(row.size())}, b.getI64Type());
+  Value rows =
+      gatherRows(b, tensor::FromElementsOp::create(b, rowType, row), ranks);
   KernelBuilder kb(b);
-  auto checkColumn = [&](int64_t column, const std::string &what) {
-    Value rank = firstDifferingRank(b, rows, column, ranks);
+  Value zero = arith::ConstantIndexOp::create(b, 0);
+  for (auto [column, d] : llvm::enumerate(dims)) {
+    Value col = arith::ConstantIndexOp::create(b, column);
+    Value rank = firstDifferingRank(b, rows, col, ranks);
     Value agree =
         arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rank,
                               arith::ConstantIndexOp::create(b, ranks));
-    kb.check(agree, what, ValueRange{rank});
-  };
-  checkColumn(0, "the ranks run different modules: rank {0}'s differs from "
-                 "rank 0's (every rank must compile the same source with the "
-                 "same options)");
-  for (BlockArgument arg : fn.getArguments()) {
-    std::string name = "argument " + std::to_string(arg.getArgNumber());
-    if (auto given =
-            fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "seq.name"))
-      name += " (" + given.str() + ")";
-    bool ownSteps =
-        fn.getArgAttr(arg.getArgNumber(), kStepsAttrName) != nullptr;
-    checkColumn(1 + arg.getArgNumber(),
-                "the ranks disagree on the shape of " + name + ": rank {0}'s " +
-                    (ownSteps ? "(but for its own number of steps) " : "") +
-                    "differs from rank 0's");
+    // Read where they exist: rank `rank` is R when all agree.
+    Value clamped = arith::MinSIOp::create(
+        b, rank, arith::ConstantIndexOp::create(b, ranks - 1));
+    Value theirs = tensor::ExtractOp::create(b, rows, ValueRange{clamped, col});
+    Value ours = tensor::ExtractOp::create(b, rows, ValueRange{zero, col});
+    kb.check(agree,
+             "the ranks disagree on dimension " + std::to_string(d.dim) +
+                 " of " + argumentName(fn, d.arg) +
+                 ": {1} on rank {0}, {2} on rank 0 (every rank passes the " +
+                 "same shapes" +
+                 (fn.getArgAttr(d.arg.getArgNumber(), kStepsAttrName)
+                      ? ", but for its own number of steps)"
+                      : ")"),
+             ValueRange{rank, theirs, ours});
   }
 }
 
@@ -168,10 +142,9 @@ struct SeqCheckRankAgreement
     if (!grid)
       return; // nothing is exchanged
     int64_t ranks = grid.getShape()[0];
-    int64_t digest = moduleDigest(module);
     for (auto fn : module.getOps<func::FuncOp>())
       if (fn.isPublic() && !fn.isExternal())
-        checkAgreement(fn, digest, ranks);
+        checkAgreement(fn, ranks);
   }
 };
 

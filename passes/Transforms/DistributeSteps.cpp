@@ -660,8 +660,6 @@ SmallVector<Value> StepDistribution::distributeLocalAttention() {
 
 namespace {
 
-/// A function argument's or result's step dimension under rank-local steps.
-
 /// Why `op` runs whole on every rank, or "" when it splits.
 std::string whyWhole(Operation *op) {
   if (auto attention = dyn_cast<AttentionOp>(op)) {

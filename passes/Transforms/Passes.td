@@ -207,23 +207,19 @@ def SeqProfileCalls : Pass<"seq-profile-calls", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::arith::ArithDialect"];
 }
 
-#endif // SEQC_PASSES_TRANSFORMS_PASSES_TD
-
 def SeqCheckRankAgreement : Pass<"seq-check-rank-agreement", "::mlir::ModuleOp"> {
-  let summary = "Check at each call that the ranks run the same module on agreeing shapes";
+  let summary = "Check at each call that the ranks pass agreeing shapes";
   let description = [{
     After the distribution passes (a module with the grid `@seq_ranks`),
-    every public function starts with one all-gather of a row of digests
-    per rank: the module's (its text without locations or large constants,
-    as the passes left it) and each argument's shape. Every rank then checks
-    every row against rank 0's, so ranks that disagree all stop with the
-    same error, naming the first argument that differs and a rank whose
-    shape does, before any exchange could pair mismatched data or a check
-    could fail on one rank alone (the others would wait in a collective).
+    every public function with dynamic dimensions starts with one
+    all-gather of their sizes, a row per rank. Every rank then checks every
+    column against rank 0's, so ranks that pass disagreeing shapes all stop
+    with the same error, naming the dimension, the argument, a rank that
+    differs and both sizes, before an exchange could pair mismatched data
+    or a shape check stop one rank while the others wait in a collective.
     A step dimension (an argument marked `seq.steps = d` under rank-local
-    steps) is each rank's own: what must agree is which of the arguments'
-    step dimensions are equal to one another (the relations the ops' own
-    checks read), not their sizes.
+    steps) is each rank's own and is not compared; static dimensions are
+    the module's, which the host checks before the call.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect",
@@ -231,3 +227,5 @@ def SeqCheckRankAgreement : Pass<"seq-check-rank-agreement", "::mlir::ModuleOp">
                            "::mlir::tensor::TensorDialect",
                            "::seqc::seq_rt::SeqRtDialect"];
 }
+
+#endif // SEQC_PASSES_TRANSFORMS_PASSES_TD

@@ -387,9 +387,9 @@ DISAGREE_SCRIPT = textwrap.dedent("""
       return %y, %last : tensor<1x?x?xf32>, tensor<1x?xf32>
     }
     '''
-    def call(module, steps_a, steps_x, channels):
-        a = np.full((1, steps_a, channels), 0.5, np.float32)
-        x = np.ones((1, steps_x, channels), np.float32)
+    def call(module, steps, channels_a, channels_x):
+        a = np.full((1, steps, channels_a), 0.5, np.float32)
+        x = np.ones((1, steps, channels_x), np.float32)
         try:
             module.main(a, x)
         except seqc.CallError as e:
@@ -397,22 +397,23 @@ DISAGREE_SCRIPT = textwrap.dedent("""
         return ""
 
     local = seqc.compile(text, ranks=2, local_steps=True)
-    # Each rank's own number of steps (3 and 5) is not a disagreement.
-    assert call(local, 3 + 2 * rank, 3 + 2 * rank, 4) == ""
-    # Rank 1's channels differ: argument 0's shape, on both ranks.
-    error = call(local, 4, 4, 4 + rank)
-    assert ("the ranks disagree on the shape of argument 0: rank 1's (but for "
-            "its own number of steps) differs from rank 0's") in error, error
-    # Rank 1 gives a and x different numbers of steps, rank 0 the same.
-    error = call(local, 4, 4 + rank, 4)
-    assert "the ranks disagree on the shape of argument 1 (x): rank 1's" in error, error
-    # With whole arguments every dimension must agree, the steps too.
+    # Each rank's own number of steps (3 and 5, or none) is not a
+    # disagreement.
+    assert call(local, 3 + 2 * rank, 4, 4) == ""
+    assert call(local, 4 * rank, 4, 4) == ""
+    # Rank 1's channels differ: on both ranks, the same error.
+    error = call(local, 4, 4 + rank, 4 + rank)
+    assert ("the ranks disagree on dimension 2 of argument 0: 5 on rank 1, 4 "
+            "on rank 0 (every rank passes the same shapes, but for its own "
+            "number of steps)") in error, error
+    # With whole arguments every dynamic size is compared, the steps too.
     whole = seqc.compile(text, ranks=2)
-    assert call(whole, 6, 6, 4) == ""
-    error = call(whole, 6 + rank, 6 + rank, 4)
-    assert "the ranks disagree on the shape of argument 0: rank 1's differs" in error, error
+    assert call(whole, 6, 4, 4) == ""
+    error = call(whole, 6 + rank, 4, 4)
+    assert ("the ranks disagree on dimension 1 of argument 0: 7 on rank 1, 6 "
+            "on rank 0 (every rank passes the same shapes)") in error, error
     # Disagreeing ranks leave nothing half done: the next call runs.
-    assert call(local, 2, 2, 3) == ""
+    assert call(local, 2, 3, 3) == ""
     print("agree")
 """)
 
