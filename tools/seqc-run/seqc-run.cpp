@@ -43,12 +43,11 @@ struct Options {
   std::string file;
   std::string entry;
   Target target = Target::CPU;
-  std::vector<std::string> inputs;
-  std::vector<std::string> weights;
+  /// --weights, --input, --random-inputs, --seed, --dynamic-size: where the
+  /// arguments come from (loadArguments).
+  ArgumentSources sources;
   /// --bind-weights: files whose tensors become constants of the module.
   std::vector<std::string> boundWeights;
-  bool randomInputs = false;
-  uint64_t seed = 0;
   std::string outputDir;
   bool print = false;
   int bench = 0;
@@ -59,7 +58,6 @@ struct Options {
   bool verbose = false;
   int threads = 0;
   size_t memoryLimit = 0;
-  int64_t dynamicSize = 32;
   /// --parallel: the work split over the MPI processes, by `parallelism`.
   bool parallel = false;
   Parallelism parallelism = Parallelism::Sequence;
@@ -219,18 +217,18 @@ Parallelism parseParallelism(const std::string &mode) {
 bool parseArgumentOption(tools::CommandLine &cl, Options &o) {
   const std::string &arg = cl.arg();
   if (arg == "--input")
-    o.inputs.push_back(cl.value());
+    o.sources.inputFiles.push_back(cl.value());
   else if (arg == "--weights")
-    o.weights.push_back(cl.value());
+    o.sources.weightFiles.push_back(cl.value());
   else if (arg == "--bind-weights")
     o.boundWeights.push_back(cl.value());
   else if (cl.flag("--random-inputs"))
-    o.randomInputs = true;
+    o.sources.random = true;
   else if (arg == "--seed")
-    o.seed = unsignedIn(cl.value(), 0, UINT64_MAX,
-                        "--seed needs a non-negative integer");
+    o.sources.seed = unsignedIn(cl.value(), 0, UINT64_MAX,
+                                "--seed needs a non-negative integer");
   else if (arg == "--dynamic-size")
-    o.dynamicSize =
+    o.sources.dynamicSize =
         unsignedIn(cl.value(), 0, 1u << 30,
                    "--dynamic-size needs a non-negative size (at most 2^30)");
   else
@@ -312,8 +310,9 @@ void checkOptions(const Options &o) {
     fail("--local-steps goes with --parallel sequence or sequence+experts "
          "(the rank's own steps split every op with steps)");
   // Every rank reading the same file would pass the same steps as its own.
-  if (o.localSteps && !o.randomInputs &&
-      std::none_of(o.inputs.begin(), o.inputs.end(), [](const std::string &in) {
+  const std::vector<std::string> &inputs = o.sources.inputFiles;
+  if (o.localSteps && !o.sources.random &&
+      std::none_of(inputs.begin(), inputs.end(), [](const std::string &in) {
         return in.find("{rank}") != std::string::npos;
       }))
     fail("--local-steps needs {rank} in the path of the inputs with steps "
@@ -355,7 +354,7 @@ std::string withRank(std::string path, int rank) {
 /// Under --local-steps each rank's own files: its inputs, and its results'
 /// directory ({rank} in it, else a rank<r> directory below it).
 void useRankFiles(Options &o, int rank) {
-  for (std::string &input : o.inputs)
+  for (std::string &input : o.sources.inputFiles)
     input = withRank(input, rank);
   if (o.outputDir.empty())
     return;
@@ -759,13 +758,7 @@ int main(int argc, char **argv) {
     useRankFiles(opts, world.rank);
 
   // Files are read before compiling: a bad one is reported at once.
-  ArgumentSources sources;
-  sources.weightFiles = opts.weights;
-  sources.inputFiles = opts.inputs;
-  sources.random = opts.randomInputs;
-  sources.seed = opts.seed;
-  sources.dynamicSize = opts.dynamicSize;
-  Expected<LoadedArguments> loaded = loadArguments(sources);
+  Expected<LoadedArguments> loaded = loadArguments(opts.sources);
   if (!loaded)
     fail(loaded.message());
   std::vector<weights::NamedTensor> bound = readBoundWeights(opts.boundWeights);
