@@ -149,6 +149,35 @@ std::string seqc::cacheKeyMaterial(std::string_view source,
   return material;
 }
 
+uint64_t seqc::distributedModuleIdentity(std::string_view source,
+                                         const CompileOptions &options) {
+  // Not the cache key: that holds the buffer's name (one source read from
+  // two paths is one module) and the host's CPU (ranks may run on
+  // different machines).
+  std::string material;
+  llvm::raw_string_ostream os(material);
+  os << "ranks " << options.ranks << "\nparallel "
+     << static_cast<int>(options.parallel) << "\nlocal-steps "
+     << options.localSteps << "\ntarget " << static_cast<int>(options.target)
+     << "\n";
+  for (const BoundWeight &w : options.boundWeights) {
+    os << "bound " << w.name.size() << " " << w.name << " "
+       << dtypeName(w.value.dtype);
+    for (int64_t d : w.value.shape)
+      os << " " << d;
+    os << "\n";
+  }
+  os.flush();
+  material.append(source.data(), source.size());
+  llvm::SHA256 h;
+  h.update(material);
+  std::array<uint8_t, 32> digest = h.final();
+  uint64_t identity = 0;
+  for (int i = 0; i < 8; ++i)
+    identity = identity << 8 | digest[i];
+  return identity;
+}
+
 std::string seqc::cacheDirectory(const std::string &configured) {
   if (!configured.empty())
     return configured;

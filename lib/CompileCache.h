@@ -34,6 +34,14 @@ std::string cacheKeyMaterial(std::string_view source,
                              const CompileOptions &options,
                              const llvm::TargetMachine &tm);
 
+/// What the ranks of a distributed module compare before each call
+/// (CallOptions::moduleIdentity): a digest of the source and of the options
+/// that shape the module's exchanges (ranks, parallelism, local steps,
+/// target, the bound weights' names and types; not their values, which
+/// would take a second pass over their bytes).
+uint64_t distributedModuleIdentity(std::string_view source,
+                                   const CompileOptions &options);
+
 /// The cache directory: `configured`, else $SEQC_CACHE_DIR, else
 /// $XDG_CACHE_HOME/seqc, else $HOME/.cache/seqc.
 std::string cacheDirectory(const std::string &configured);

@@ -127,7 +127,9 @@ struct Function::Impl {
   std::shared_ptr<const CompiledModule::Impl> module;
   const FunctionSignature *sig = nullptr;
   PackedFn packed = nullptr;
-  size_t memoryLimit = 0;
+  /// How its calls are made (the communicator set for a module of several
+  /// ranks).
+  CallOptions call;
 };
 
 CompiledModule::~CompiledModule() = default;
@@ -153,7 +155,12 @@ Expected<Function> CompiledModule::function(std::string_view name) const {
     fi->module = impl;
     fi->sig = &f;
     fi->packed = impl->entries.at(f.name);
-    fi->memoryLimit = memoryLimit;
+    fi->call.memoryLimit = memoryLimit;
+    fi->call.cudaMemory = f.cuda;
+    if (ranks > 1) {
+      fi->call.communicator = impl->communicator;
+      fi->call.moduleIdentity = identity;
+    }
     Function fn;
     fn.impl = fi;
     return fn;
@@ -173,14 +180,14 @@ const FunctionSignature &Function::signature() const { return *impl->sig; }
 
 Expected<std::vector<Tensor>>
 Function::call(const std::vector<TensorView> &args) const {
-  return invokePacked(impl->packed, *impl->sig, args, impl->memoryLimit,
-                      nullptr, impl->sig->cuda);
+  return invokePacked(impl->packed, *impl->sig, args, impl->call);
 }
 
 Expected<std::vector<Tensor>>
 Function::call(const std::vector<TensorView> &args, CallStats &stats) const {
-  return invokePacked(impl->packed, *impl->sig, args, impl->memoryLimit, &stats,
-                      impl->sig->cuda);
+  CallOptions measured = impl->call;
+  measured.stats = &stats;
+  return invokePacked(impl->packed, *impl->sig, args, measured);
 }
 
 PackedFn Function::packedEntry() const { return impl->packed; }
@@ -328,9 +335,15 @@ Engine::compile(std::string_view source, const CompileOptions &options,
           (options.communicator ? "its communicator" : "MPI_COMM_WORLD") +
           " has " + std::to_string(size) + " processes");
   }
-  if (options.ranks > 0 && options.useCache)
-    return compileFirstOnHost(source, resolved, bufferName);
-  return compileResolved(source, resolved, bufferName);
+  Expected<std::shared_ptr<CompiledModule>> module =
+      options.ranks > 0 && options.useCache
+          ? compileFirstOnHost(source, resolved, bufferName)
+          : compileResolved(source, resolved, bufferName);
+  if (module && options.ranks > 1) {
+    (*module)->ranks = options.ranks;
+    (*module)->identity = distributedModuleIdentity(source, options);
+  }
+  return module;
 }
 
 /// The communicator a module's code calls on: the options', or

@@ -325,8 +325,10 @@ extern "C" seqc_status seqc_rt_invoke_c(void (*packed)(void **),
               "products off AVX-512 BF16)");
     return capi::call(
         [&](const std::vector<TensorView> &views) {
-          return invokePacked(packed, sig, views, physicalMemoryBytes(),
-                              nullptr, sig.cuda);
+          CallOptions options;
+          options.memoryLimit = physicalMemoryBytes();
+          options.cudaMemory = sig.cuda;
+          return invokePacked(packed, sig, views, options);
         },
         sig.outputs.size(), inputs, numInputs, outputs, numOutputs);
   }

@@ -3,6 +3,7 @@
 #include "seqc/Signature.h"
 
 #include "BlockCache.h"
+#include "CallAgreement.h"
 #include "CallScope.h"
 #include "CudaDriver.h"
 #include "StridedCopy.h"
@@ -510,26 +511,31 @@ static Expected<Tensor> takeResult(const TensorSpec &out,
   return t.take();
 }
 
-Expected<std::vector<Tensor>>
-seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
-                   const std::vector<TensorView> &args, size_t memoryLimit,
-                   CallStats *stats, bool cudaMemory) {
+/// The words of a call's memref descriptors: the arguments', then room for
+/// the results'.
+struct CallDescriptors {
+  std::vector<int64_t> words;
+  size_t resultStart = 0;
+  /// Copies of arguments the call cannot read in place.
+  InputCopies copies;
+};
+
+/// Checks `args` against `sig` and lays out their descriptors.
+static Status describeArguments(PackedFn fn, const FunctionSignature &sig,
+                                const std::vector<TensorView> &args,
+                                bool cudaMemory, CallDescriptors &call) {
   if (!fn)
     return Status::error("@" + sig.name + " has no compiled code");
   if (args.size() != sig.inputs.size())
     return Status::error(
         "@" + sig.name + " takes " + std::to_string(sig.inputs.size()) +
         " arguments but was given " + std::to_string(args.size()));
-
-  // Descriptors of the arguments, then room for the results.
-  std::vector<int64_t> words;
   size_t total = 0;
   for (const TensorSpec &in : sig.inputs)
     total += descriptorWords(in.shape.size());
   for (const TensorSpec &out : sig.outputs)
     total += descriptorWords(out.shape.size());
-  words.reserve(total);
-  InputCopies inputCopies;
+  call.words.reserve(total);
   for (size_t i = 0; i < args.size(); ++i) {
     const TensorSpec &spec = sig.inputs[i];
     std::string what = "argument " + std::to_string(i) + " (" + spec.name + ")";
@@ -538,38 +544,57 @@ seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
     if (Status ok = checkArgument(args[i], spec, what, numel, strides); !ok)
       return ok;
     Expected<const void *> data =
-        callableInput(args[i], what, numel, strides, cudaMemory, inputCopies);
+        callableInput(args[i], what, numel, strides, cudaMemory, call.copies);
     if (!data)
       return data.status();
-    appendDescriptor(words, *data, args[i].shape, strides);
+    appendDescriptor(call.words, *data, args[i].shape, strides);
   }
-  size_t resultStart = words.size();
-  words.resize(total, 0);
+  call.resultStart = call.words.size();
+  call.words.resize(total, 0);
+  return Status::ok();
+}
 
+Expected<std::vector<Tensor>>
+seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
+                   const std::vector<TensorView> &args,
+                   const CallOptions &options) {
+  CallDescriptors call;
+  Status described = describeArguments(fn, sig, args, options.cudaMemory, call);
+  if (options.communicator) {
+    std::string refused =
+        rt::agreeOnCall(options.communicator, {options.moduleIdentity, sig.name,
+                                               described.message()});
+    if (!refused.empty())
+      return Status::error(refused);
+  } else if (!described) {
+    return described;
+  }
+
+  std::vector<int64_t> &words = call.words;
   std::vector<void *> packed;
-  packed.reserve(resultStart + 1);
-  for (size_t w = 0; w < resultStart; ++w)
+  packed.reserve(call.resultStart + 1);
+  for (size_t w = 0; w < call.resultStart; ++w)
     packed.push_back(&words[w]);
   if (!sig.outputs.empty())
-    packed.push_back(&words[resultStart]);
+    packed.push_back(&words[call.resultStart]);
 
-  rt::CallScope scope(memoryLimit, cudaMemory);
-  if (stats)
+  rt::CallScope scope(options.memoryLimit, options.cudaMemory);
+  if (options.stats)
     scope.enableProfile(sig.profileRegions.size());
   if (!scope.run(fn, packed.data()))
     return Status::error(scope.error());
-  if (stats)
-    recordStats(scope, *stats);
+  if (options.stats)
+    recordStats(scope, *options.stats);
 
   std::vector<Tensor> results;
   results.reserve(sig.outputs.size());
-  size_t at = resultStart;
+  size_t at = call.resultStart;
   std::vector<const void *> adopted;
   for (const TensorSpec &out : sig.outputs) {
     size_t rank = out.shape.size();
     Expected<Tensor> result =
         takeResult(out, ResultDescriptor::read(words, at, rank), scope, adopted,
-                   cudaMemory);
+                   options.cudaMemory);
     if (!result)
       return result.status();
     results.push_back(result.take());

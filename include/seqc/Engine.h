@@ -229,6 +229,10 @@ private:
   friend class Engine;
   std::shared_ptr<Impl> impl;
   size_t memoryLimit = 0;
+  /// The ranks its functions are called on (CompileOptions::ranks) and
+  /// what they compare before each call: see moduleIdentity().
+  int ranks = 0;
+  uint64_t identity = 0;
   CacheStatus status = CacheStatus::Compiled;
   std::string note;
 };

@@ -90,20 +90,38 @@ std::string cIdentifier(const std::string &name);
 /// The symbol of the packed entry point of function `name`.
 std::string packedSymbol(const std::string &name);
 
+/// How invokePacked makes a call.
+struct CallOptions {
+  /// The most bytes the call may allocate (0: no limit).
+  size_t memoryLimit = 0;
+  /// Where to measure the call (profile regions, allocations); null: not
+  /// measured.
+  CallStats *stats = nullptr;
+  /// Code compiled for the CUDA target: inputs not already in managed
+  /// memory are copied there, the call's buffers are managed memory (every
+  /// kernel launch is synchronous), and results stay in managed memory
+  /// (their tensors free it).
+  bool cudaMemory = false;
+  /// A distributed module's communicator (an MPI_Comm as `void *`), null for
+  /// one process. Its ranks first agree to make the call: a rank whose
+  /// arguments the checks refuse, or that calls another module or function,
+  /// then stops every rank with the same error instead of leaving them
+  /// waiting in the call's first exchange.
+  void *communicator = nullptr;
+  /// The module's identity the ranks compare: equal where they compiled the
+  /// same module.
+  uint64_t moduleIdentity = 0;
+};
+
 /// Checks `args` against `sig` (count, element type, rank, static
 /// dimensions), calls `fn` in a call scope (run-time checks, tracked
-/// allocations, `memoryLimit` bytes at most; 0: none) and returns the
-/// results. Buffers the call allocated for one result alone become the
-/// result tensors without a copy.
-/// With `stats`, also measures the call (profile regions, allocations).
-/// `cudaMemory` (code compiled for the CUDA target): inputs not already in
-/// managed memory are copied there, the call's buffers are managed memory
-/// (every kernel launch is synchronous), and results stay in managed memory
-/// (their tensors free it).
-Expected<std::vector<Tensor>>
-invokePacked(PackedFn fn, const FunctionSignature &sig,
-             const std::vector<TensorView> &args, size_t memoryLimit,
-             CallStats *stats = nullptr, bool cudaMemory = false);
+/// allocations, the options' memory limit) and returns the results.
+/// Buffers the call allocated for one result alone become the result
+/// tensors without a copy.
+Expected<std::vector<Tensor>> invokePacked(PackedFn fn,
+                                           const FunctionSignature &sig,
+                                           const std::vector<TensorView> &args,
+                                           const CallOptions &options);
 
 /// The machine's physical memory in bytes (the default memory limit).
 size_t physicalMemoryBytes();

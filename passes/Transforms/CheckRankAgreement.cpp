@@ -6,7 +6,11 @@
 // wait in a collective. Each call therefore starts with one all-gather of
 // the arguments' dynamic sizes (but a rank's own number of steps), a row per
 // rank, and every rank compares every row with rank 0's: all ranks see the
-// same rows, so all stop alike, with the same message.
+// same rows, so all stop alike, with the same message. Under rank-local
+// steps the row also holds the steps of the arguments whose steps the graph
+// relates (seq.step_group), and every rank checks that each rank's count
+// alike. (The host checks before the call that the ranks call the same
+// function of the same module with arguments it accepts: CallAgreement.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,30 +63,57 @@ SmallVector<ComparedDim> comparedDims(func::FuncOp fn) {
   return dims;
 }
 
-/// The first rank whose `column` of `rows` [R, columns] differs from rank
-/// 0's, or R when none does.
-Value firstDifferingRank(ImplicitLocOpBuilder &b, Value rows, Value column,
-                         int64_t ranks) {
+/// The arguments whose steps the graph relates to an earlier argument's
+/// (`seq.step_group`), each with that argument: a rank passes as many steps
+/// in both.
+struct SameSteps {
+  ComparedDim steps, firstOfGroup;
+};
+
+SmallVector<SameSteps> sameSteps(func::FuncOp fn) {
+  auto stepsOf = [&](unsigned arg) -> ComparedDim {
+    auto dim = fn.getArgAttrOfType<IntegerAttr>(arg, kStepsAttrName);
+    return {fn.getArgument(arg), dim ? dim.getInt() : -1};
+  };
+  SmallVector<SameSteps> pairs;
+  for (BlockArgument arg : fn.getArguments()) {
+    auto group = fn.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
+                                                  kStepGroupAttrName);
+    if (!group || group.getInt() >= arg.getArgNumber())
+      continue;
+    SameSteps pair{stepsOf(arg.getArgNumber()), stepsOf(group.getInt())};
+    if (pair.steps.dim >= 0 && pair.firstOfGroup.dim >= 0)
+      pairs.push_back(pair);
+  }
+  return pairs;
+}
+
+/// The lowest rank for which `differs(rank)` holds, or R when none does.
+Value firstRankWhere(
+    ImplicitLocOpBuilder &b, int64_t ranks,
+    function_ref<Value(ImplicitLocOpBuilder &, Value)> differs) {
   Value zero = arith::ConstantIndexOp::create(b, 0);
   Value one = arith::ConstantIndexOp::create(b, 1);
   Value all = arith::ConstantIndexOp::create(b, ranks);
-  Value first = tensor::ExtractOp::create(b, rows, ValueRange{zero, column});
-  // Downwards, so that the lowest differing rank is the one left.
+  // Downwards, so that the lowest rank found is the one left.
   auto loop = scf::ForOp::create(
-      b, one, all, one, ValueRange{all},
+      b, zero, all, one, ValueRange{all},
       [&](OpBuilder &nested, Location loc, Value i, ValueRange found) {
         ImplicitLocOpBuilder ib(loc, nested);
         Value rank = arith::SubIOp::create(
-            ib, arith::ConstantIndexOp::create(ib, ranks), i);
-        Value theirs =
-            tensor::ExtractOp::create(ib, rows, ValueRange{rank, column});
-        Value differs =
-            arith::CmpIOp::create(ib, arith::CmpIPredicate::ne, theirs, first);
+            ib, arith::ConstantIndexOp::create(ib, ranks - 1), i);
         scf::YieldOp::create(
-            ib,
-            arith::SelectOp::create(ib, differs, rank, found[0]).getResult());
+            ib, arith::SelectOp::create(ib, differs(ib, rank), rank, found[0])
+                    .getResult());
       });
   return loop.getResult(0);
+}
+
+/// `column` of rank `rank`'s row of `rows`.
+Value sizeOn(ImplicitLocOpBuilder &b, Value rows, Value rank, int64_t column) {
+  return tensor::ExtractOp::create(
+      b, rows,
+      ValueRange{rank, arith::ConstantIndexOp::create(b, column).getResult()});
 }
 
 /// How an argument is named in messages: its position and seq.name.
@@ -94,46 +125,105 @@ std::string argumentName(func::FuncOp fn, BlockArgument arg) {
   return name;
 }
 
+/// Whether firstRankWhere found no rank (`rank` is R), and `rank` clamped
+/// to the rows, to read where it found none.
+std::pair<Value, Value> noRank(ImplicitLocOpBuilder &b, Value rank,
+                               int64_t ranks) {
+  Value none = arith::ConstantIndexOp::create(b, ranks);
+  Value clamped = arith::MinSIOp::create(
+      b, rank, arith::ConstantIndexOp::create(b, ranks - 1));
+  return {arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rank, none),
+          clamped};
+}
+
+std::string describe(func::FuncOp fn, const ComparedDim &d) {
+  return "dimension " + std::to_string(d.dim) + " of " +
+         argumentName(fn, d.arg);
+}
+
+/// Every rank checks that every other has the sizes rank 0 has in the
+/// columns `dims` of `rows`.
+void checkSameSizes(KernelBuilder &kb, func::FuncOp fn, Value rows,
+                    ArrayRef<ComparedDim> dims, int64_t ranks) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  Value zero = arith::ConstantIndexOp::create(b, 0);
+  for (auto [column, d] : llvm::enumerate(dims)) {
+    Value rank =
+        firstRankWhere(b, ranks, [&](ImplicitLocOpBuilder &ib, Value r) {
+          Value ours = sizeOn(ib, rows, r, column);
+          Value first = sizeOn(ib, rows, zero, column);
+          return arith::CmpIOp::create(ib, arith::CmpIPredicate::ne, ours,
+                                       first);
+        });
+    auto [agree, clamped] = noRank(b, rank, ranks);
+    bool steps = fn.getArgAttr(d.arg.getArgNumber(), kStepsAttrName) != nullptr;
+    kb.check(agree,
+             "the ranks disagree on " + describe(fn, d) +
+                 ": {1} on rank {0}, {2} on rank 0 (every rank passes the " +
+                 "same shapes" +
+                 (steps ? ", but for its own number of steps)" : ")"),
+             ValueRange{rank, sizeOn(b, rows, clamped, column),
+                        sizeOn(b, rows, zero, column)});
+  }
+}
+
+/// Every rank checks that each rank's arguments in `pairs` (columns from
+/// `firstColumn` on, two a pair) count as many steps.
+void checkSameSteps(KernelBuilder &kb, func::FuncOp fn, Value rows,
+                    ArrayRef<SameSteps> pairs, int64_t firstColumn,
+                    int64_t ranks) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  for (auto [i, pair] : llvm::enumerate(pairs)) {
+    int64_t steps = firstColumn + 2 * i, first = steps + 1;
+    Value rank =
+        firstRankWhere(b, ranks, [&](ImplicitLocOpBuilder &ib, Value r) {
+          return arith::CmpIOp::create(ib, arith::CmpIPredicate::ne,
+                                       sizeOn(ib, rows, r, steps),
+                                       sizeOn(ib, rows, r, first));
+        });
+    auto [agree, clamped] = noRank(b, rank, ranks);
+    kb.check(agree,
+             "rank {0}'s arguments count different numbers of steps: {1} in " +
+                 describe(fn, pair.steps) + ", {2} in " +
+                 describe(fn, pair.firstOfGroup) +
+                 " (the graph relates them: each rank passes as many of its " +
+                 "own steps in both)",
+             ValueRange{rank, sizeOn(b, rows, clamped, steps),
+                        sizeOn(b, rows, clamped, first)});
+  }
+}
+
 /// Inserts the agreement check at the start of `fn`.
 void checkAgreement(func::FuncOp fn, int64_t ranks) {
   SmallVector<ComparedDim> dims = comparedDims(fn);
-  if (dims.empty())
+  SmallVector<SameSteps> pairs = sameSteps(fn);
+  if (dims.empty() && pairs.empty())
     return; // every size is the module's or a rank's own
   OpBuilder builder = OpBuilder::atBlockBegin(&fn.getBody().front());
   ImplicitLocOpBuilder b(fn.getLoc(), builder);
+  auto sizeOf = [&](const ComparedDim &d) -> Value {
+    return arith::IndexCastOp::create(b, b.getI64Type(),
+                                      tensor::DimOp::create(b, d.arg, d.dim));
+  };
   SmallVector<Value> row;
   for (const ComparedDim &d : dims)
-    row.push_back(arith::IndexCastOp::create(
-        b, b.getI64Type(), tensor::DimOp::create(b, d.arg, d.dim)));
+    row.push_back(sizeOf(d));
+  for (const SameSteps &pair : pairs) {
+    row.push_back(sizeOf(pair.steps));
+    row.push_back(sizeOf(pair.firstOfGroup));
+  }
   auto rowType =
       RankedTensorType::get({static_cast<int64_t>(row.size())}, b.getI64Type());
   Value rows =
       gatherRows(b, tensor::FromElementsOp::create(b, rowType, row), ranks);
   KernelBuilder kb(b);
-  Value zero = arith::ConstantIndexOp::create(b, 0);
-  for (auto [column, d] : llvm::enumerate(dims)) {
-    Value col = arith::ConstantIndexOp::create(b, column);
-    Value rank = firstDifferingRank(b, rows, col, ranks);
-    Value agree =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rank,
-                              arith::ConstantIndexOp::create(b, ranks));
-    // Read where they exist: rank `rank` is R when all agree.
-    Value clamped = arith::MinSIOp::create(
-        b, rank, arith::ConstantIndexOp::create(b, ranks - 1));
-    Value theirs = tensor::ExtractOp::create(b, rows, ValueRange{clamped, col});
-    Value ours = tensor::ExtractOp::create(b, rows, ValueRange{zero, col});
-    kb.check(agree,
-             "the ranks disagree on dimension " + std::to_string(d.dim) +
-                 " of " + argumentName(fn, d.arg) +
-                 ": {1} on rank {0}, {2} on rank 0 (every rank passes the " +
-                 "same shapes" +
-                 (fn.getArgAttr(d.arg.getArgNumber(), kStepsAttrName)
-                      ? ", but for its own number of steps)"
-                      : ")"),
-             ValueRange{rank, theirs, ours});
-  }
+  checkSameSizes(kb, fn, rows, dims, ranks);
+  checkSameSteps(kb, fn, rows, pairs, dims.size(), ranks);
 }
 
+} // namespace
+
+namespace {
 struct SeqCheckRankAgreement
     : seqc::impl::SeqCheckRankAgreementBase<SeqCheckRankAgreement> {
   void runOnOperation() override {

@@ -846,12 +846,33 @@ struct SeqDistributeSteps
       if (std::optional<StepAxis> a = axes.of(arg))
         func.setArgAttr(arg.getArgNumber(), kStepsAttrName,
                         attrs.getI64IntegerAttr(a->axis));
+    markStepGroups(func, axes);
     func.walk([&](func::ReturnOp ret) {
       for (auto [i, v] : llvm::enumerate(ret.getOperands()))
         if (std::optional<StepAxis> a = axes.of(v))
           func.setResultAttr(i, kStepsAttrName,
                              attrs.getI64IntegerAttr(a->axis));
     });
+  }
+
+  /// Marks the arguments that must count the same steps on each rank with
+  /// the number of the first of them (seq-check-rank-agreement compares
+  /// them), where there are two or more.
+  static void markStepGroups(func::FuncOp func, const StepAxes &axes) {
+    Builder attrs(func.getContext());
+    ArrayRef<BlockArgument> args = func.getArguments();
+    for (auto [i, arg] : llvm::enumerate(args)) {
+      auto first = llvm::find_if(args.take_front(i + 1), [&](BlockArgument a) {
+        return axes.sameSteps(a, arg);
+      });
+      bool alone = first == args.begin() + i &&
+                   llvm::none_of(args.drop_front(i + 1), [&](BlockArgument a) {
+                     return axes.sameSteps(a, arg);
+                   });
+      if (first != args.begin() + i + 1 && !alone)
+        func.setArgAttr(i, kStepGroupAttrName,
+                        attrs.getI64IntegerAttr(first->getArgNumber()));
+    }
   }
 
   /// A token shift under rank-local steps: the state entering a rank is

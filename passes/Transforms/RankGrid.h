@@ -27,6 +27,12 @@ inline constexpr llvm::StringLiteral kLocalTokensAttrName = "seq.local_tokens";
 /// hold steps, with their step dimension (seq-distribute-steps local=1).
 inline constexpr llvm::StringLiteral kStepsAttrName = "seq.steps";
 
+/// Marks, under rank-local steps, the arguments that count the same steps
+/// on each rank (the graph relates their step dimensions), with the number
+/// of the first of them; an argument whose steps nothing else counts has
+/// none (seq-distribute-steps local=1, for seq-check-rank-agreement).
+inline constexpr llvm::StringLiteral kStepGroupAttrName = "seq.step_group";
+
 /// Whether `pass` has work in `module` under `ranks`: an error (failure)
 /// for ranks < 1; false for one rank or no op to split (`hasOps`); else
 /// true, the grid created if the module lacks it.

@@ -927,7 +927,20 @@ FailureOr<StepAxes> StepAxes::analyze(func::FuncOp func) {
   if (failed(solver.run()))
     return failure();
   result.shiftOps.assign(solver.shifts.begin(), solver.shifts.end());
+  for (BlockArgument arg : func.getArguments()) {
+    std::optional<StepAxis> axis = result.of(arg);
+    if (!axis || axis->rows != 1)
+      continue;
+    result.argumentClasses[arg] =
+        solver.extents.contains(arg) ? solver.extents.getLeaderValue(arg) : arg;
+  }
   return result;
+}
+
+bool StepAxes::sameSteps(BlockArgument a, BlockArgument b) const {
+  auto classA = argumentClasses.find(a), classB = argumentClasses.find(b);
+  return classA != argumentClasses.end() && classB != argumentClasses.end() &&
+         classA->second == classB->second;
 }
 
 std::optional<StepAxis> StepAxes::of(Value value) const {

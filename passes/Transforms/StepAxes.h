@@ -62,11 +62,19 @@ public:
   /// state after x).
   llvm::ArrayRef<mlir::tensor::ConcatOp> shifts() const { return shiftOps; }
 
+  /// Whether the function's arguments `a` and `b` count the same steps on
+  /// every rank (the graph relates their step dimensions: an elementwise
+  /// op, a linalg loop, a seq op's T), each one a step a row.
+  bool sameSteps(mlir::BlockArgument a, mlir::BlockArgument b) const;
+
 private:
   class Solver;
   llvm::SmallVector<mlir::tensor::ConcatOp> shiftOps;
   /// -1: known to have no steps.
   llvm::DenseMap<mlir::Value, StepAxis> axes;
+  /// For each argument with steps a step a row, one argument of its class
+  /// of arguments that count the same steps.
+  llvm::DenseMap<mlir::Value, mlir::Value> argumentClasses;
 };
 
 } // namespace seqc

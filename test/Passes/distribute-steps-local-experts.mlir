@@ -12,7 +12,7 @@
 // CHECK: error: rank-local steps go with sequence parallelism only: another split of this module ran before
 
 // LOCAL-LABEL: func.func @experts
-// LOCAL-SAME: (%{{.*}}: tensor<?x4xf32> {seq.steps = 0 : i64}
+// LOCAL-SAME: (%{{.*}}: tensor<?x4xf32> {seq.step_group = 0 : i64, seq.steps = 0 : i64}
 // LOCAL: shard.all_gather {{.*}} : tensor<1x6xi64> -> tensor<2x6xi64>
 // LOCAL: seq_rt.check {{.*}}expert indices of the ranks' tokens are outside
 // LOCAL: shard.send

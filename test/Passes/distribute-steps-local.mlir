@@ -68,7 +68,10 @@ func.func @conv(%x: tensor<1x?x3xf32>, %w: tensor<3x4xf32>) -> (tensor<1x?x3xf32
 // CHECK-COUNT-3: shard.all_gather
 // CHECK-NOT: shard.all_gather
 // CHECK: return
+// The keys and values count the same steps on a rank (seq.step_group names
+// the first of them), the queries their own.
 // CHECK-LABEL: func.func @attn
+// CHECK-SAME: (%{{.*}}: tensor<1x?x2x8xf32> {seq.steps = 1 : i64}, %{{.*}}: tensor<1x?x1x8xf32> {seq.step_group = 1 : i64, seq.steps = 1 : i64}, %{{.*}}: tensor<1x?x1x8xf32> {seq.step_group = 1 : i64, seq.steps = 1 : i64})
 // CHECK: shard.all_gather {{.*}} : tensor<1x1xi64> -> tensor<2x1xi64>
 // CHECK: shard.all_gather {{.*}} : tensor<1x1x?x1x8xf32> -> tensor<2x1x?x1x8xf32>
 // CHECK: shard.all_gather {{.*}} : tensor<1x1x?x1x8xf32> -> tensor<2x1x?x1x8xf32>
@@ -322,7 +325,7 @@ func.func @plain(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
 // the experts run as they are and only the load crosses ranks: every
 // rank's choices per expert, bad indices and tokens (E + 2 = 6 counts).
 // CHECK-LABEL: func.func @experts
-// CHECK-SAME: (%[[X:.*]]: tensor<?x4xf32> {seq.steps = 0 : i64}, %[[W:.*]]: tensor<?x2xf32> {seq.steps = 0 : i64}, %[[I:.*]]: tensor<?x2xi32> {seq.steps = 0 : i64}
+// CHECK-SAME: (%[[X:.*]]: tensor<?x4xf32> {seq.step_group = 0 : i64, seq.steps = 0 : i64}, %[[W:.*]]: tensor<?x2xf32> {seq.step_group = 0 : i64, seq.steps = 0 : i64}, %[[I:.*]]: tensor<?x2xi32> {seq.step_group = 0 : i64, seq.steps = 0 : i64}
 // CHECK: shard.all_gather {{.*}} : tensor<1x6xi64> -> tensor<2x6xi64>
 // CHECK: seq_rt.check {{.*}}expert indices of the ranks' tokens are outside [0, {1})
 // CHECK: %[[LOAD:.*]] = scf.for {{.*}} -> (tensor<4xi64>)

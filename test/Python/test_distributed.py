@@ -406,14 +406,58 @@ DISAGREE_SCRIPT = textwrap.dedent("""
     assert ("the ranks disagree on dimension 2 of argument 0: 5 on rank 1, 4 "
             "on rank 0 (every rank passes the same shapes, but for its own "
             "number of steps)") in error, error
+    # A rank whose own arguments count different steps (x one step longer
+    # than a on rank 1): on both ranks, the same error, before the scan's
+    # check could stop rank 1 alone.
+    a = np.full((1, 4, 4), 0.5, np.float32)
+    x = np.ones((1, 4 + rank, 4), np.float32)
+    try:
+        local.main(a, x)
+        raise AssertionError("disagreeing steps ran")
+    except seqc.CallError as e:
+        assert ("rank 1's arguments count different numbers of steps: 5 in "
+                "dimension 1 of argument 1 (x), 4 in dimension 1 of argument "
+                "0") in str(e), e
     # With whole arguments every dynamic size is compared, the steps too.
     whole = seqc.compile(text, ranks=2)
     assert call(whole, 6, 4, 4) == ""
     error = call(whole, 6 + rank, 4, 4)
     assert ("the ranks disagree on dimension 1 of argument 0: 7 on rank 1, 6 "
             "on rank 0 (every rank passes the same shapes)") in error, error
+    # A rank whose argument the host refuses (a static size, a rank) stops
+    # every rank with its error, before the call's first exchange.
+    a, x = np.ones((1 + rank, 4, 4), np.float32), np.ones((1, 4, 4), np.float32)
+    for module in (local, whole):
+        try:
+            module.main(a, x)
+            raise AssertionError("a refused argument ran")
+        except seqc.CallError as e:
+            assert ("rank 1 of 2 cannot make the call: argument 0 (arg0) must "
+                    "be tensor<1x?x?xf32> but dimension 0 is 2") in str(e), e
+    try:
+        local.main(a[0] if rank else a, x)
+        raise AssertionError("a refused argument ran")
+    except seqc.CallError as e:
+        assert ("rank 1 of 2 cannot make the call: argument 0 (arg0) must "
+                "have rank 3") in str(e), e
+    # Ranks that call different functions, or compiled different modules.
+    other = text + text.replace("@main", "@other")
+    both = seqc.compile(other, ranks=2)
+    try:
+        (both.other if rank else both.main)(a[:1], x)
+        raise AssertionError("different functions ran")
+    except seqc.CallError as e:
+        assert ("the ranks call different functions: @other on rank 1, @main "
+                "on rank 0") in str(e), e
+    changed = seqc.compile(text + ("// rank 1" if rank else ""), ranks=2)
+    try:
+        changed.main(a[:1], x)
+        raise AssertionError("different modules ran")
+    except seqc.CallError as e:
+        assert "rank 1 of 2 compiled another module than rank 0" in str(e), e
     # Disagreeing ranks leave nothing half done: the next call runs.
     assert call(local, 2, 3, 3) == ""
+    assert call(whole, 2, 3, 3) == ""
     print("agree")
 """)
 
