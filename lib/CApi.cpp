@@ -47,6 +47,7 @@ extern "C" void seqc_compile_options_init(seqc_compile_options *o) {
   o->bf16_products = SEQC_BF16_AUTO;
   o->bound_weights = nullptr;
   o->local_steps = 0;
+  o->call_timeout = 0;
 }
 
 extern "C" seqc_status seqc_engine_create(seqc_engine **engine) {
@@ -127,6 +128,7 @@ static Expected<CompileOptions> toOptions(const seqc_compile_options *o) {
                       : Parallelism::Sequence;
   opts.communicator = o->communicator;
   opts.localSteps = o->local_steps != 0;
+  opts.callTimeout = o->call_timeout;
   if (o->bound_weights)
     for (size_t i = 0; i < seqc_weights_count(o->bound_weights); ++i) {
       seqc_view view;
@@ -273,7 +275,19 @@ seqc_function_call(const seqc_function *f, const seqc_view *inputs,
         return f->function.call(views);
       },
       f->function.signature().outputs.size(), inputs, numInputs, outputs,
-      numOutputs);
+      numOutputs,
+      [&](const std::string &why) { return f->function.refuseCall(why); });
+}
+
+extern "C" seqc_status seqc_function_refuse_call(const seqc_function *f,
+                                                 const char *reason) {
+  SEQC_REQUIRE(f);
+  Status agreed = f->function.refuseCall(reason ? reason : "");
+  if (agreed) {
+    capi::clearError();
+    return SEQC_OK;
+  }
+  return capi::fail(SEQC_ERROR_CALL, agreed.message());
 }
 
 extern "C" size_t seqc_function_num_regions(const seqc_function *f) {
@@ -299,7 +313,8 @@ seqc_function_call_stats(const seqc_function *f, const seqc_view *inputs,
         return f->function.call(views, measured);
       },
       f->function.signature().outputs.size(), inputs, numInputs, outputs,
-      numOutputs);
+      numOutputs,
+      [&](const std::string &why) { return f->function.refuseCall(why); });
   if (status != SEQC_OK)
     return status;
   stats->allocated_bytes = measured.allocatedBytes;

@@ -35,6 +35,15 @@ static std::string hex(llvm::ArrayRef<uint8_t> bytes) {
   return s;
 }
 
+/// A bound weight's name, element type and shape, as cache keys and
+/// identities spell them.
+static void describeBoundWeight(llvm::raw_ostream &os, const BoundWeight &w) {
+  os << "bound " << w.name.size() << " " << w.name << " "
+     << dtypeName(w.value.dtype);
+  for (int64_t d : w.value.shape)
+    os << " " << d;
+}
+
 static std::string sha256(std::string_view data) {
   llvm::SHA256 h;
   h.update(llvm::StringRef(data.data(), data.size()));
@@ -134,10 +143,7 @@ std::string seqc::cacheKeyMaterial(std::string_view source,
   for (const BoundWeight &w : options.boundWeights) {
     size_t bytes =
         static_cast<size_t>(w.value.numel()) * dtypeSize(w.value.dtype);
-    os << "bound " << w.name.size() << " " << w.name << " "
-       << dtypeName(w.value.dtype);
-    for (int64_t d : w.value.shape)
-      os << " " << d;
+    describeBoundWeight(os, w);
     os << " "
        << sha256(
               std::string_view(static_cast<const char *>(w.value.data), bytes))
@@ -156,22 +162,21 @@ uint64_t seqc::distributedModuleIdentity(std::string_view source,
   // different machines).
   std::string material;
   llvm::raw_string_ostream os(material);
+  // What changes the graph the exchanges are made in: the options the
+  // distribution reads, and those that shape the graph before it.
   os << "ranks " << options.ranks << "\nparallel "
      << static_cast<int>(options.parallel) << "\nlocal-steps "
      << options.localSteps << "\ntarget " << static_cast<int>(options.target)
+     << "\nreference " << options.reference << "\nfuse " << options.fuse
      << "\n";
   for (const BoundWeight &w : options.boundWeights) {
-    os << "bound " << w.name.size() << " " << w.name << " "
-       << dtypeName(w.value.dtype);
-    for (int64_t d : w.value.shape)
-      os << " " << d;
+    describeBoundWeight(os, w);
     os << "\n";
   }
   os.flush();
   material.append(source.data(), source.size());
-  llvm::SHA256 h;
-  h.update(material);
-  std::array<uint8_t, 32> digest = h.final();
+  std::array<uint8_t, 32> digest =
+      llvm::SHA256::hash(llvm::arrayRefFromStringRef(material));
   uint64_t identity = 0;
   for (int i = 0; i < 8; ++i)
     identity = identity << 8 | digest[i];

@@ -12,6 +12,7 @@
 #include "EntryPoints.h"
 
 #include "BoundWeights.h"
+#include "CallAgreement.h"
 #include "CompileCache.h"
 #include "Compiler.h"
 
@@ -160,6 +161,7 @@ Expected<Function> CompiledModule::function(std::string_view name) const {
     if (ranks > 1) {
       fi->call.communicator = impl->communicator;
       fi->call.moduleIdentity = identity;
+      fi->call.timeoutSeconds = callTimeout;
     }
     Function fn;
     fn.impl = fi;
@@ -188,6 +190,14 @@ Function::call(const std::vector<TensorView> &args, CallStats &stats) const {
   CallOptions measured = impl->call;
   measured.stats = &stats;
   return invokePacked(impl->packed, *impl->sig, args, measured);
+}
+
+Status Function::refuseCall(const std::string &reason) const {
+  if (!impl->call.communicator)
+    return Status::ok();
+  return Status::error(rt::agreeOnCall(
+      impl->call.communicator,
+      {impl->call.moduleIdentity, impl->sig->name, true, reason}));
 }
 
 PackedFn Function::packedEntry() const { return impl->packed; }
@@ -305,6 +315,10 @@ Engine::compile(std::string_view source, const CompileOptions &options,
   }
   if (options.ranks < 0)
     return Status::error("ranks must be >= 0");
+  // A year at most: a longer one converts past the clock's range.
+  if (!(options.callTimeout >= 0 && options.callTimeout <= 365 * 86400.0))
+    return Status::error("the call timeout must be a number of seconds from "
+                         "0 (none) to 31536000");
   if (options.localSteps && options.parallel == Parallelism::Experts)
     return Status::error("local steps go with sequence parallelism (alone or "
                          "with the experts' split: the rank's own steps split "
@@ -342,6 +356,7 @@ Engine::compile(std::string_view source, const CompileOptions &options,
   if (module && options.ranks > 1) {
     (*module)->ranks = options.ranks;
     (*module)->identity = distributedModuleIdentity(source, options);
+    (*module)->callTimeout = options.callTimeout;
   }
   return module;
 }

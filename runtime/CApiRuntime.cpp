@@ -233,22 +233,26 @@ seqc_status seqc::capi::call(const std::function<Expected<std::vector<Tensor>>(
                                  const std::vector<TensorView> &)> &fn,
                              size_t expectedOutputs, const seqc_view *inputs,
                              size_t numInputs, seqc_tensor **outputs,
-                             size_t numOutputs) {
-  if (numInputs && !inputs)
-    return fail(SEQC_ERROR_INVALID_ARGUMENT, "inputs is NULL");
-  if (numOutputs && !outputs)
-    return fail(SEQC_ERROR_INVALID_ARGUMENT, "outputs is NULL");
-  if (numOutputs != expectedOutputs)
+                             size_t numOutputs, const RefuseFn &refuse) {
+  auto refused = [&](const std::string &reason) {
+    Status agreed = refuse ? refuse(reason) : Status::ok();
     return fail(SEQC_ERROR_INVALID_ARGUMENT,
-                "the function has " + std::to_string(expectedOutputs) +
-                    " results but room for " + std::to_string(numOutputs) +
-                    " was given");
+                agreed ? reason : agreed.message());
+  };
+  if (numInputs && !inputs)
+    return refused("inputs is NULL");
+  if (numOutputs && !outputs)
+    return refused("outputs is NULL");
+  if (numOutputs != expectedOutputs)
+    return refused("the function has " + std::to_string(expectedOutputs) +
+                   " results but room for " + std::to_string(numOutputs) +
+                   " was given");
   std::vector<TensorView> views;
   views.reserve(numInputs);
   for (size_t i = 0; i < numInputs; ++i) {
     Expected<TensorView> v = toView(inputs[i], i);
     if (!v)
-      return fail(SEQC_ERROR_INVALID_ARGUMENT, v.message());
+      return refused(v.message());
     views.push_back(v.take());
   }
   Expected<std::vector<Tensor>> results = fn(views);

@@ -23,10 +23,16 @@ seqc_tensor *wrap(Tensor t);
 /// A C view as a C++ view, checked (input `index` in messages).
 Expected<TensorView> toView(const seqc_view &v, size_t index);
 /// Converts the inputs, calls `fn` and hands the results out as handles.
+/// What a call does with arguments it refuses before calling: for a
+/// distributed function, the other ranks' agreement (Function::refuseCall)
+/// gives the error every rank returns; empty, or ok, keeps the reason.
+using RefuseFn = std::function<Status(const std::string &reason)>;
+
 seqc_status call(const std::function<Expected<std::vector<Tensor>>(
                      const std::vector<TensorView> &)> &fn,
                  size_t expectedOutputs, const seqc_view *inputs,
-                 size_t numInputs, seqc_tensor **outputs, size_t numOutputs);
+                 size_t numInputs, seqc_tensor **outputs, size_t numOutputs,
+                 const RefuseFn &refuse = {});
 
 } // namespace seqc::capi
 

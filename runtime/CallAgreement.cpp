@@ -16,7 +16,7 @@ namespace {
 struct Summary {
   uint64_t module;
   uint64_t function; // the name's FNV-1a digest
-  uint64_t failed;
+  uint64_t failed;   // a bool, as wide as the rest: 24 bytes, no padding
 };
 
 /// What the ranks exchange when they do not agree: the function's name and
@@ -89,7 +89,7 @@ std::string seqc::rt::agreeOnCall(void *communicator, const CallIntent &mine) {
   int ranks = mpiCommunicatorSize(communicator, error);
   if (ranks < 0)
     return error;
-  Summary own{mine.module, fnv1a(mine.function), !mine.failure.empty()};
+  Summary own{mine.module, fnv1a(mine.function), mine.failed};
   std::vector<Summary> summaries(ranks);
   if (!mpiAllGather(communicator, &own, summaries.data(), sizeof(Summary),
                     error))

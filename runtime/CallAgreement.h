@@ -27,7 +27,8 @@ struct CallIntent {
   uint64_t module = 0;
   /// The function's name.
   std::string function;
-  /// Why this rank cannot make the call; empty when it can.
+  /// Whether this rank cannot make the call, and why.
+  bool failed = false;
   std::string failure;
 };
 

@@ -4,6 +4,7 @@
 
 #include "BlockCache.h"
 #include "CallAgreement.h"
+#include "CallDeadline.h"
 #include "CallScope.h"
 #include "CudaDriver.h"
 #include "StridedCopy.h"
@@ -558,17 +559,21 @@ Expected<std::vector<Tensor>>
 seqc::invokePacked(PackedFn fn, const FunctionSignature &sig,
                    const std::vector<TensorView> &args,
                    const CallOptions &options) {
+  // Armed first: agreeing to call is an exchange too.
+  rt::CallDeadline deadline(options.communicator,
+                            options.communicator ? options.timeoutSeconds : 0,
+                            sig.name);
   CallDescriptors call;
   Status described = describeArguments(fn, sig, args, options.cudaMemory, call);
   if (options.communicator) {
-    std::string refused =
-        rt::agreeOnCall(options.communicator, {options.moduleIdentity, sig.name,
-                                               described.message()});
+    std::string refused = rt::agreeOnCall(
+        options.communicator,
+        {options.moduleIdentity, sig.name, !described, described.message()});
     if (!refused.empty())
       return Status::error(refused);
-  } else if (!described) {
-    return described;
   }
+  if (!described) // (with ranks, its failure made them disagree above)
+    return described;
 
   std::vector<int64_t> &words = call.words;
   std::vector<void *> packed;

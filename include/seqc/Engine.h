@@ -166,6 +166,12 @@ struct CompileOptions {
   /// Products of bf16 operands in the CPU kernels (matmuls and experts):
   /// see Bf16Products.
   Bf16Products bf16Products = Bf16Products::Auto;
+  /// With ranks > 1: a call that has not returned after this many seconds
+  /// prints an error naming the rank and the function and ends every rank
+  /// of the job (MPI_Abort). A rank that stops inside a call, or leaves it
+  /// early after a failure of its own, otherwise leaves the others waiting
+  /// in an exchange for ever. 0 (default): no limit.
+  double callTimeout = 0;
   /// Weights bound at compile time: every argument of a public function
   /// whose seq.name is a bound weight's name becomes that weight, a
   /// constant of the module, and the compiled function no longer takes it
@@ -202,6 +208,12 @@ public:
   /// (signature().profileRegions).
   Expected<std::vector<Tensor>> call(const std::vector<TensorView> &args,
                                      CallStats &stats) const;
+  /// For a host that cannot make a call the other ranks of a distributed
+  /// function wait for (its own checks refused the arguments): takes part
+  /// in the call's agreement with `reason` instead, so that every rank
+  /// returns the same error, which this returns. Ok, doing nothing, for a
+  /// function of one process (the host reports its own error).
+  Status refuseCall(const std::string &reason) const;
   /// The packed entry point (for hosts that pass descriptors themselves).
   PackedFn packedEntry() const;
 
@@ -233,6 +245,7 @@ private:
   /// what they compare before each call: see moduleIdentity().
   int ranks = 0;
   uint64_t identity = 0;
+  double callTimeout = 0;
   CacheStatus status = CacheStatus::Compiled;
   std::string note;
 };

@@ -111,6 +111,10 @@ struct CallOptions {
   /// The module's identity the ranks compare: equal where they compiled the
   /// same module.
   uint64_t moduleIdentity = 0;
+  /// With a communicator: a call that has not returned after this many
+  /// seconds ends every rank of the job with an error (0: never); see
+  /// CompileOptions::callTimeout.
+  double timeoutSeconds = 0;
 };
 
 /// Checks `args` against `sig` (count, element type, rank, static

@@ -114,6 +114,11 @@ typedef struct seqc_compile_options {
                       follow rank r - 1's; any number on each); weights and
                       states stay whole. Default 0: every process passes
                       and gets the whole. */
+  double call_timeout; /* with ranks > 1: a call that has not returned after
+                          this many seconds prints an error and ends every
+                          rank of the job (MPI_Abort), where a rank that
+                          stopped inside it would leave the others waiting
+                          for ever; 0 (default): no limit */
 } seqc_compile_options;
 
 /* The defaults: CPU, fast pipeline, -O3, cache on, fused, no profile. */
@@ -180,6 +185,16 @@ seqc_status seqc_function_call_stats(const seqc_function *function,
                                      const seqc_view *inputs, size_t num_inputs,
                                      seqc_tensor **outputs, size_t num_outputs,
                                      seqc_call_stats *stats);
+
+/* For a host that cannot make a call of a distributed function (ranks > 1)
+ * that the other ranks make (its own checks refused its arguments, an
+ * input file did not read): the others wait at the call's start for this
+ * rank, so it takes part with `reason` instead, and every rank's call
+ * returns the same error naming the lowest rank that refused. Returns
+ * SEQC_ERROR_CALL with that error (seqc_last_error); SEQC_OK, doing
+ * nothing, for a function of one process. */
+seqc_status seqc_function_refuse_call(const seqc_function *function,
+                                      const char *reason);
 
 #ifdef __cplusplus
 } /* extern "C" */

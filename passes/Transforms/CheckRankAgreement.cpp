@@ -66,22 +66,22 @@ SmallVector<ComparedDim> comparedDims(func::FuncOp fn) {
 /// The arguments whose steps the graph relates to an earlier argument's
 /// (`seq.step_group`), each with that argument: a rank passes as many steps
 /// in both.
-struct SameSteps {
+struct StepPair {
   ComparedDim steps, firstOfGroup;
 };
 
-SmallVector<SameSteps> sameSteps(func::FuncOp fn) {
+SmallVector<StepPair> groupedStepPairs(func::FuncOp fn) {
   auto stepsOf = [&](unsigned arg) -> ComparedDim {
     auto dim = fn.getArgAttrOfType<IntegerAttr>(arg, kStepsAttrName);
     return {fn.getArgument(arg), dim ? dim.getInt() : -1};
   };
-  SmallVector<SameSteps> pairs;
+  SmallVector<StepPair> pairs;
   for (BlockArgument arg : fn.getArguments()) {
     auto group = fn.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
                                                   kStepGroupAttrName);
     if (!group || group.getInt() >= arg.getArgNumber())
       continue;
-    SameSteps pair{stepsOf(arg.getArgNumber()), stepsOf(group.getInt())};
+    StepPair pair{stepsOf(arg.getArgNumber()), stepsOf(group.getInt())};
     if (pair.steps.dim >= 0 && pair.firstOfGroup.dim >= 0)
       pairs.push_back(pair);
   }
@@ -125,17 +125,21 @@ std::string argumentName(func::FuncOp fn, BlockArgument arg) {
   return name;
 }
 
-/// Whether firstRankWhere found no rank (`rank` is R), and `rank` clamped
-/// to the rows, to read where it found none.
-std::pair<Value, Value> noRank(ImplicitLocOpBuilder &b, Value rank,
-                               int64_t ranks) {
-  Value none = arith::ConstantIndexOp::create(b, ranks);
-  Value clamped = arith::MinSIOp::create(
-      b, rank, arith::ConstantIndexOp::create(b, ranks - 1));
-  return {arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rank, none),
-          clamped};
+/// What firstRankWhere found, for a check and its message.
+struct FoundRank {
+  Value rank;    // R where none
+  Value none;    // i1: whether it found none (the check passes)
+  Value clamped; // `rank` within the rows, to read where it found none
+};
+
+FoundRank found(ImplicitLocOpBuilder &b, Value rank, int64_t ranks) {
+  Value all = arith::ConstantIndexOp::create(b, ranks);
+  Value last = arith::ConstantIndexOp::create(b, ranks - 1);
+  return {rank, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rank, all),
+          arith::MinSIOp::create(b, rank, last)};
 }
 
+/// "dimension D of argument I (name)", for messages.
 std::string describe(func::FuncOp fn, const ComparedDim &d) {
   return "dimension " + std::to_string(d.dim) + " of " +
          argumentName(fn, d.arg);
@@ -155,14 +159,15 @@ void checkSameSizes(KernelBuilder &kb, func::FuncOp fn, Value rows,
           return arith::CmpIOp::create(ib, arith::CmpIPredicate::ne, ours,
                                        first);
         });
-    auto [agree, clamped] = noRank(b, rank, ranks);
+    FoundRank differing = found(b, rank, ranks);
     bool steps = fn.getArgAttr(d.arg.getArgNumber(), kStepsAttrName) != nullptr;
-    kb.check(agree,
+    kb.check(differing.none,
              "the ranks disagree on " + describe(fn, d) +
                  ": {1} on rank {0}, {2} on rank 0 (every rank passes the " +
                  "same shapes" +
                  (steps ? ", but for its own number of steps)" : ")"),
-             ValueRange{rank, sizeOn(b, rows, clamped, column),
+             ValueRange{differing.rank,
+                        sizeOn(b, rows, differing.clamped, column),
                         sizeOn(b, rows, zero, column)});
   }
 }
@@ -170,7 +175,7 @@ void checkSameSizes(KernelBuilder &kb, func::FuncOp fn, Value rows,
 /// Every rank checks that each rank's arguments in `pairs` (columns from
 /// `firstColumn` on, two a pair) count as many steps.
 void checkSameSteps(KernelBuilder &kb, func::FuncOp fn, Value rows,
-                    ArrayRef<SameSteps> pairs, int64_t firstColumn,
+                    ArrayRef<StepPair> pairs, int64_t firstColumn,
                     int64_t ranks) {
   ImplicitLocOpBuilder &b = kb.builder();
   for (auto [i, pair] : llvm::enumerate(pairs)) {
@@ -181,22 +186,22 @@ void checkSameSteps(KernelBuilder &kb, func::FuncOp fn, Value rows,
                                        sizeOn(ib, rows, r, steps),
                                        sizeOn(ib, rows, r, first));
         });
-    auto [agree, clamped] = noRank(b, rank, ranks);
-    kb.check(agree,
+    FoundRank uneven = found(b, rank, ranks);
+    kb.check(uneven.none,
              "rank {0}'s arguments count different numbers of steps: {1} in " +
                  describe(fn, pair.steps) + ", {2} in " +
                  describe(fn, pair.firstOfGroup) +
                  " (the graph relates them: each rank passes as many of its " +
                  "own steps in both)",
-             ValueRange{rank, sizeOn(b, rows, clamped, steps),
-                        sizeOn(b, rows, clamped, first)});
+             ValueRange{uneven.rank, sizeOn(b, rows, uneven.clamped, steps),
+                        sizeOn(b, rows, uneven.clamped, first)});
   }
 }
 
 /// Inserts the agreement check at the start of `fn`.
 void checkAgreement(func::FuncOp fn, int64_t ranks) {
   SmallVector<ComparedDim> dims = comparedDims(fn);
-  SmallVector<SameSteps> pairs = sameSteps(fn);
+  SmallVector<StepPair> pairs = groupedStepPairs(fn);
   if (dims.empty() && pairs.empty())
     return; // every size is the module's or a rank's own
   OpBuilder builder = OpBuilder::atBlockBegin(&fn.getBody().front());
@@ -208,7 +213,7 @@ void checkAgreement(func::FuncOp fn, int64_t ranks) {
   SmallVector<Value> row;
   for (const ComparedDim &d : dims)
     row.push_back(sizeOf(d));
-  for (const SameSteps &pair : pairs) {
+  for (const StepPair &pair : pairs) {
     row.push_back(sizeOf(pair.steps));
     row.push_back(sizeOf(pair.firstOfGroup));
   }
@@ -221,9 +226,6 @@ void checkAgreement(func::FuncOp fn, int64_t ranks) {
   checkSameSteps(kb, fn, rows, pairs, dims.size(), ranks);
 }
 
-} // namespace
-
-namespace {
 struct SeqCheckRankAgreement
     : seqc::impl::SeqCheckRankAgreementBase<SeqCheckRankAgreement> {
   void runOnOperation() override {

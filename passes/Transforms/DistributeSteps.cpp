@@ -859,19 +859,17 @@ struct SeqDistributeSteps
   /// the number of the first of them (seq-check-rank-agreement compares
   /// them), where there are two or more.
   static void markStepGroups(func::FuncOp func, const StepAxes &axes) {
+    llvm::DenseMap<Value, SmallVector<unsigned>> members;
+    for (BlockArgument arg : func.getArguments())
+      if (Value stepClass = axes.stepClass(arg))
+        members[stepClass].push_back(arg.getArgNumber());
     Builder attrs(func.getContext());
-    ArrayRef<BlockArgument> args = func.getArguments();
-    for (auto [i, arg] : llvm::enumerate(args)) {
-      auto first = llvm::find_if(args.take_front(i + 1), [&](BlockArgument a) {
-        return axes.sameSteps(a, arg);
-      });
-      bool alone = first == args.begin() + i &&
-                   llvm::none_of(args.drop_front(i + 1), [&](BlockArgument a) {
-                     return axes.sameSteps(a, arg);
-                   });
-      if (first != args.begin() + i + 1 && !alone)
-        func.setArgAttr(i, kStepGroupAttrName,
-                        attrs.getI64IntegerAttr(first->getArgNumber()));
+    for (auto &[stepClass, args] : members) {
+      if (args.size() < 2)
+        continue;
+      for (unsigned arg : args) // in argument order: args[0] is the first
+        func.setArgAttr(arg, kStepGroupAttrName,
+                        attrs.getI64IntegerAttr(args.front()));
     }
   }
 

@@ -937,12 +937,6 @@ FailureOr<StepAxes> StepAxes::analyze(func::FuncOp func) {
   return result;
 }
 
-bool StepAxes::sameSteps(BlockArgument a, BlockArgument b) const {
-  auto classA = argumentClasses.find(a), classB = argumentClasses.find(b);
-  return classA != argumentClasses.end() && classB != argumentClasses.end() &&
-         classA->second == classB->second;
-}
-
 std::optional<StepAxis> StepAxes::of(Value value) const {
   auto it = axes.find(value);
   if (it == axes.end() || it->second.axis < 0)

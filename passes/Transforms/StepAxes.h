@@ -62,10 +62,13 @@ public:
   /// state after x).
   llvm::ArrayRef<mlir::tensor::ConcatOp> shifts() const { return shiftOps; }
 
-  /// Whether the function's arguments `a` and `b` count the same steps on
-  /// every rank (the graph relates their step dimensions: an elementwise
-  /// op, a linalg loop, a seq op's T), each one a step a row.
-  bool sameSteps(mlir::BlockArgument a, mlir::BlockArgument b) const;
+  /// The class of the function's arguments that count the same steps as
+  /// `arg` on every rank (the graph relates their step dimensions: an
+  /// elementwise op, a linalg loop, a seq op's T), named by one of them;
+  /// null for an argument without steps, or with several rows a step.
+  mlir::Value stepClass(mlir::BlockArgument arg) const {
+    return argumentClasses.lookup(arg);
+  }
 
 private:
   class Solver;

@@ -119,7 +119,7 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
             opt_level=3, num_threads=0, cache=True, cache_dir=None, fuse=True,
             strict=False, memory_limit=0, ranks=0, bf16_products="auto",
             parallel="sequence", bind_weights=None, communicator=None,
-            local_steps=False):
+            local_steps=False, call_timeout=0):
     """Compiles MLIR text (or the file at a path) for `target` ("cpu",
     "cuda", "cuda-emulated").
 
@@ -145,6 +145,10 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
     back its own steps of the results with steps, rank r's after rank
     r - 1's in the whole, any number on each; weights and states stay
     whole; the compile fails naming the op where the graph mixes steps),
+    `call_timeout` (with `ranks` > 1: a call that has not returned after
+    that many seconds prints an error and ends every process of the job,
+    where a rank that stopped inside it would leave the others waiting for
+    ever; 0, the default: no limit),
     `bf16_products` (how the CPU kernels multiply bf16 operands: "amx",
     AMX tiles in matmuls and experts, an error where the CPU lacks AMX or
     Linux refuses its tile data; "amx-emulated", the same kernels with the
@@ -173,7 +177,7 @@ def compile(text_or_path, target="cpu", *, name=None, reference=False,
                          int(ranks), str(bf16_products), str(parallel),
                          _os.fspath(bind_weights) if bind_weights else "",
                          _communicator_handle(communicator, ranks),
-                         bool(local_steps))
+                         bool(local_steps), float(call_timeout))
     return Module(core)
 
 

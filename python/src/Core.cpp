@@ -446,8 +446,7 @@ public:
   py::object call(const py::args &args) const {
     size_t numOutputs = seqc_function_num_outputs(fn.get());
     Arguments in(fn.get(), name.c_str());
-    for (const py::handle &arg : args)
-      in.add(arg);
+    addArguments(in, args);
     std::vector<seqc_tensor *> out(numOutputs, nullptr);
     seqc_status status;
     {
@@ -475,6 +474,27 @@ public:
     for (size_t i = 0; i < results.size(); ++i)
       tuple[i] = results[i];
     return tuple;
+  }
+
+  /// Converts `args`. An argument refused here never reaches the call: for
+  /// a distributed function the other ranks, waiting at the call's start,
+  /// learn why (seqc_function_refuse_call) and every rank raises the same
+  /// CallError; for one process the error is raised as it is.
+  void addArguments(Arguments &in, const py::args &args) const {
+    try {
+      for (const py::handle &arg : args)
+        in.add(arg);
+    } catch (py::error_already_set &e) {
+      std::string reason = py::str(e.value());
+      seqc_status agreed;
+      {
+        py::gil_scoped_release release;
+        agreed = seqc_function_refuse_call(fn.get(), reason.c_str());
+      }
+      if (agreed == SEQC_OK)
+        throw;
+      raiseStatus(agreed);
+    }
   }
 
   /// (name, dtype, shape with -1 for dynamic) of each input or output.
@@ -546,7 +566,7 @@ Module compile(const std::string &source, bool isPath, const std::string &name,
                bool fuse, bool strict, size_t memoryLimit, int ranks,
                const std::string &bf16Products, const std::string &parallel,
                const std::string &bindWeights, uint64_t communicator,
-               bool localSteps) {
+               bool localSteps, double callTimeout) {
   seqc_compile_options o;
   seqc_compile_options_init(&o);
   // The weights bound when compiling: read for the compile, then released.
@@ -569,6 +589,7 @@ Module compile(const std::string &source, bool isPath, const std::string &name,
   o.memory_limit = memoryLimit;
   o.ranks = ranks;
   o.local_steps = localSteps;
+  o.call_timeout = callTimeout;
   // The MPI_Comm handle as mpi4py gives it, unsigned (OpenMPI's pointer, or
   // MPICH's int sign-extended: 0xffffffff84000000 for a split
   // communicator), as the C API takes it; 0: MPI_COMM_WORLD.
@@ -683,7 +704,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("cache_dir"), py::arg("fuse"), py::arg("strict"),
         py::arg("memory_limit"), py::arg("ranks"), py::arg("bf16_products"),
         py::arg("parallel"), py::arg("bind_weights"), py::arg("communicator"),
-        py::arg("local_steps"));
+        py::arg("local_steps"), py::arg("call_timeout"));
   m.def("load_weights", &loadWeights, py::arg("path"));
   m.def("set_num_threads", [](int64_t n) { check(seqc_set_num_threads(n)); });
   m.def("get_num_threads", [] { return seqc_get_num_threads(); });

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -440,6 +441,14 @@ DISAGREE_SCRIPT = textwrap.dedent("""
     except seqc.CallError as e:
         assert ("rank 1 of 2 cannot make the call: argument 0 (arg0) must "
                 "have rank 3") in str(e), e
+    # The binding's own checks (a dtype) take part too: rank 1's TypeError
+    # becomes the same CallError on both ranks.
+    try:
+        local.main(a[:1].astype(np.float64) if rank else a[:1], x)
+        raise AssertionError("a refused argument ran")
+    except seqc.CallError as e:
+        assert ("rank 1 of 2 cannot make the call: seqc: main: argument 0 "
+                "(arg0) has dtype float64") in str(e), e
     # Ranks that call different functions, or compiled different modules.
     other = text + text.replace("@main", "@other")
     both = seqc.compile(other, ranks=2)
@@ -465,3 +474,62 @@ DISAGREE_SCRIPT = textwrap.dedent("""
 @pytest.mark.skipif(MPIRUN is None, reason="needs OpenMPI's mpirun")
 def test_disagreeing_ranks_stop_alike(tmp_path):
     run_ranks(tmp_path, DISAGREE_SCRIPT, 2)
+
+
+TIMEOUT_SCRIPT = textwrap.dedent("""
+    import os
+    import time
+    import numpy as np
+    import seqc
+
+    # Rank 1 never makes its last call: rank 0 waits in the call's first
+    # exchange until its timeout ends the job, instead of for ever.
+    rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+    text = '''
+    func.func @main(%a: tensor<1x?x4xf32>, %x: tensor<1x?x4xf32>)
+        -> (tensor<1x?x4xf32>, tensor<1x4xf32>) {
+      %y, %last = seq.linear_scan %a, %x
+        : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
+      return %y, %last : tensor<1x?x4xf32>, tensor<1x4xf32>
+    }
+    '''
+    for bad in (-1, float("nan"), 1e300):
+        try:
+            seqc.compile(text, ranks=2, call_timeout=bad)
+            raise AssertionError(f"call_timeout={bad} compiled")
+        except seqc.CompileError as e:
+            assert "the call timeout must be a number of seconds" in str(e), e
+    module = seqc.compile(text, ranks=2, call_timeout=2)
+    a = np.full((1, 8, 4), 0.5, np.float32)
+    # Calls that return in time are not affected.
+    for _ in range(3):
+        module.main(a, a)
+    print("called", flush=True)
+    if rank == 1:
+        time.sleep(120)
+    else:
+        module.main(a, a)
+    print("not ended")
+""")
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="needs OpenMPI's mpirun")
+def test_call_timeout_ends_every_rank(tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text(TIMEOUT_SCRIPT)
+    env = dict(os.environ, OMPI_MCA_btl="self,vader",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none",
+               SEQC_NUM_THREADS="1")
+    start = time.monotonic()
+    proc = subprocess.run(
+        [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "2",
+         sys.executable, str(script)],
+        capture_output=True, text=True, env=env, timeout=300)
+    elapsed = time.monotonic() - start
+    assert proc.returncode != 0, proc.stdout
+    assert proc.stdout.count("called") == 2, proc.stdout + proc.stderr[-2000:]
+    assert "not ended" not in proc.stdout
+    assert ("error: rank 0 of 2: @main did not return within 2 s (the call "
+            "timeout)") in proc.stderr, proc.stderr[-2000:]
+    # Ended by the timeout, not by the end of rank 1's sleep.
+    assert elapsed < 100, elapsed

@@ -9,7 +9,9 @@
  * (which may reuse the freed one's handle) and the whole world run the
  * scan again: nothing made for the first groups' exchanges may serve them. With
  * the argument cuda-emulated, both run on the emulated GPU target (its
- * exchanges through the NCCL entry points, on MPI). Built with mpicc against
+ * exchanges through the NCCL entry points, on MPI). Last, a rank that cannot
+ * make a call (the host's own reason, then too little room for the results)
+ * stops every rank's call with the same error. Built with mpicc against
  * the build tree's libseqc, by OpenMPI's or MPICH's mpicc: the communicator
  * goes to seqc as `(void *)(intptr_t)comm`, which holds either ABI's handle
  * (OpenMPI's pointer, MPICH's int). */
@@ -107,6 +109,37 @@ static int agree(seqc_engine *engine, const char *what, const char *source,
   return bad;
 }
 
+/* The world's ranks call the scan, but rank 2 refuses with its own reason
+ * and then rank 1 gives room for one result of two: each time every rank
+ * prints the same error. */
+static void refuse(seqc_engine *engine, int world, const seqc_view *in) {
+  seqc_compile_options o;
+  seqc_module *m = NULL;
+  seqc_function *f = NULL;
+  seqc_tensor *out[2] = {NULL, NULL};
+  seqc_status status;
+  seqc_compile_options_init(&o);
+  o.target = target;
+  o.ranks = 4;
+  if (seqc_compile(engine, kScan, strlen(kScan), "scan.mlir", &o, &m) !=
+          SEQC_OK ||
+      seqc_module_function(m, "main", &f) != SEQC_OK) {
+    printf("refused rank %d: error: %s\n", world, seqc_last_error());
+    return;
+  }
+  if (world == 2)
+    status = seqc_function_refuse_call(f, "its input file did not read");
+  else
+    status = seqc_function_call(f, in, 2, out, 2);
+  printf("refused rank %d: %s\n", world,
+         status == SEQC_OK ? "called" : seqc_last_error());
+  status = seqc_function_call(f, in, 2, out, world == 1 ? 1 : 2);
+  printf("room rank %d: %s\n", world,
+         status == SEQC_OK ? "called" : seqc_last_error());
+  seqc_function_destroy(f);
+  seqc_module_destroy(m);
+}
+
 /* Scan inputs of `seed`. */
 static void fillScan(unsigned seed, float *a, float *b) {
   int i;
@@ -195,6 +228,7 @@ int main(int argc, char **argv) {
                 MPI_COMM_WORLD, 4, scanIn, 2, 2);
   printf("world rank %d: %s\n", world, again ? "DISAGREE" : "agree");
   bad |= again;
+  refuse(engine, world, scanIn);
 
   seqc_engine_destroy(engine);
   MPI_Comm_free(&group);
