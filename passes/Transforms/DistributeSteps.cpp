@@ -156,7 +156,9 @@ public:
   SmallVector<Value> distributeAttention();
   // Rank-local steps: the operands with steps are the rank's own.
   SmallVector<Value> distributeLocalConv();
-  SmallVector<Value> distributeLocalAttention();
+  /// `keysWhole`: the keys and values follow a KV cache (StepAxes::
+  /// cacheAppends) and are whole already.
+  SmallVector<Value> distributeLocalAttention(bool keysWhole);
 
 private:
   const TensorDecl *declOf(Value v) const;
@@ -623,11 +625,14 @@ SmallVector<Value> StepDistribution::distributeLocalConv() {
 }
 
 /// The rank's queries against the keys they see of every rank's: the keys
-/// and values are all-gathered (each rank holds its own steps of them too).
-SmallVector<Value> StepDistribution::distributeLocalAttention() {
+/// and values are all-gathered (each rank holds its own steps of them too),
+/// unless they follow a KV cache, which holds them whole.
+SmallVector<Value> StepDistribution::distributeLocalAttention(bool keysWhole) {
   auto attention = cast<AttentionOp>(op);
-  Value keyCounts = gatherCounts(b, kb, dims["S"], ranks);
+  Value keyCounts = keysWhole ? Value() : gatherCounts(b, kb, dims["S"], ranks);
   auto whole = [&](Value local) {
+    if (keysWhole)
+      return local;
     auto type = cast<RankedTensorType>(local.getType());
     SmallVector<Value> sizes;
     for (int64_t i = 0; i < type.getRank(); ++i)
@@ -678,6 +683,9 @@ std::string whyWhole(Operation *op) {
 struct SeqDistributeSteps
     : seqc::impl::SeqDistributeStepsBase<SeqDistributeSteps> {
   using Base::Base;
+
+  /// Attention's keys and values that follow a KV cache: whole.
+  llvm::DenseSet<Value> wholeKeys;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -768,6 +776,7 @@ struct SeqDistributeSteps
         markSteps(func, *axes);
         for (tensor::ConcatOp shift : axes->shifts())
           distributeShift(shift);
+        distributeCacheAppends(*axes);
         continue;
       }
       if (why.empty())
@@ -917,6 +926,35 @@ struct SeqDistributeSteps
     rewriter.eraseOp(shift);
   }
 
+  /// The KV caches attention reads under rank-local steps: each rank
+  /// gathers every rank's new steps after the cache, so the keys and values
+  /// are whole, the same on every rank (the attention reads them as they
+  /// are; a returned cache is a whole result).
+  void distributeCacheAppends(const StepAxes &axes) {
+    for (tensor::ConcatOp append : axes.cacheAppends()) {
+      wholeKeys.insert(append.getResult());
+      if (axes.of(append.getInputs()[1]))
+        gatherCacheSteps(append);
+    }
+  }
+
+  /// concat(cache, x) with every rank's steps of x in place of its own.
+  void gatherCacheSteps(tensor::ConcatOp append) {
+    OpBuilder builder(append);
+    ImplicitLocOpBuilder b(append.getLoc(), builder);
+    KernelBuilder kb(b);
+    Value x = append.getInputs()[1];
+    auto type = cast<RankedTensorType>(x.getType());
+    SmallVector<Value> sizes;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      sizes.push_back(kb.dim(x, i));
+    Value counts = gatherCounts(b, kb, sizes[1], ranks);
+    sizes[1] = sumOfCounts(b, kb, counts, kb.idx(0), kb.idx(ranks));
+    Value all =
+        gatherCountedSlices(b, kb, x, /*axis=*/1, counts, ranks, type, sizes);
+    append->setOperand(1, all);
+  }
+
   LogicalResult distribute(Operation *op) {
     if (std::string why = whyWhole(op); !why.empty()) {
       InFlightDiagnostic diag = strict ? op->emitError() : op->emitRemark();
@@ -934,8 +972,9 @@ struct SeqDistributeSteps
     std::string unused;
     if (isa<CausalConv1dOp>(op))
       results = local ? split.distributeLocalConv() : split.distributeConv();
-    else if (isa<AttentionOp>(op))
-      results = local ? split.distributeLocalAttention()
+    else if (auto attention = dyn_cast<AttentionOp>(op))
+      results = local ? split.distributeLocalAttention(
+                            wholeKeys.contains(attention.getK()))
                       : split.distributeAttention();
     else
       results = split.distributeState(*transitionFormOf(op, unused));

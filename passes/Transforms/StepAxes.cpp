@@ -123,6 +123,8 @@ public:
       : func(func), axes(axes) {}
 
   LogicalResult run() {
+    if (failed(findCacheAppends()))
+      return failure();
     do {
       changed = false;
       WalkResult walk = func.walk([&](Operation *op) {
@@ -176,6 +178,14 @@ private:
     auto concat = v.getDefiningOp<tensor::ConcatOp>();
     return concat && shifts.contains(concat) ? concat : tensor::ConcatOp();
   }
+  /// The KV caches attention reads its keys or values from, concat(cache,
+  /// x) along the steps with a cache of dynamic length: whole (see
+  /// StepAxes::cacheAppends).
+  LogicalResult findCacheAppends();
+  bool isCacheAppend(Value v) const {
+    auto concat = v.getDefiningOp<tensor::ConcatOp>();
+    return concat && cacheAppends.contains(concat);
+  }
   /// Whether `slice` takes a concatenation of steps at an offset along
   /// them: a shift's state after (or an error the checks name).
   bool takesConcatTail(tensor::ExtractSliceOp slice) const;
@@ -185,6 +195,7 @@ private:
   LogicalResult relateLinalg(linalg::LinalgOp op);
   LogicalResult relateSeq(Operation *op);
   LogicalResult relateConcat(tensor::ConcatOp concat);
+  LogicalResult relateCacheAppend(tensor::ConcatOp append);
   LogicalResult relateSlice(Value whole, Value part,
                             const llvm::SmallBitVector &dropped, Operation *at);
   LogicalResult relateReshape(Value flat, Value split,
@@ -203,6 +214,7 @@ private:
   LogicalResult checkShiftSlice(tensor::ExtractSliceOp slice,
                                 tensor::ConcatOp shift);
   LogicalResult checkShiftUses(tensor::ConcatOp shift);
+  LogicalResult checkCacheAppend(tensor::ConcatOp append);
   LogicalResult explainMixingConcat(tensor::ConcatOp concat);
   LogicalResult checkCountUses(Value count, bool derived);
   LogicalResult checkDecisionUses(Value decision);
@@ -224,6 +236,8 @@ private:
   llvm::EquivalenceClasses<Value> extents;
   /// The token shifts found (see StepAxes::shifts).
   llvm::SetVector<tensor::ConcatOp> shifts;
+  /// The KV caches appended to (see StepAxes::cacheAppends).
+  llvm::SetVector<tensor::ConcatOp> cacheAppends;
   /// Concatenations along the steps that are no token shift.
   llvm::SetVector<tensor::ConcatOp> mixingConcats;
   bool changed = false;
@@ -402,6 +416,13 @@ LogicalResult StepAxes::Solver::relateSeq(Operation *op) {
   for (const TensorDecl &decl : sig.tensors()) {
     if (!decl.value)
       continue;
+    // Keys and values after a KV cache are whole (the cache and every
+    // rank's new steps).
+    if (isa<AttentionOp>(op) && isCacheAppend(decl.value)) {
+      if (failed(setNone(decl.value, op)))
+        return failure();
+      continue;
+    }
     int64_t axis = declaredStepAxis(decl, *stepDimOf(op));
     // The distribution splits the declared dimension only: steps anywhere
     // else (or counted otherwise) would pass for a whole tensor.
@@ -429,7 +450,47 @@ LogicalResult StepAxes::Solver::relateSeq(Operation *op) {
 /// token shift, `concat(state, x)`: the state holds a static number k of
 /// steps and none of a rank's own, x the steps; the result counts k more
 /// steps than x (another extent).
+/// A cache of dynamic length before the steps, concat(cache, x), read by
+/// attention as its keys or values: a decode or chunked prefill's KV cache.
+/// Keys and values follow a cache both or neither: the attention takes
+/// them whole or gathers them alike.
+LogicalResult StepAxes::Solver::findCacheAppends() {
+  auto appendOf = [](Value keysOrValues) {
+    auto concat = keysOrValues.getDefiningOp<tensor::ConcatOp>();
+    bool append = concat && concat.getDim() == 1 &&
+                  concat.getInputs().size() == 2 &&
+                  !staticLengthAlong(concat.getInputs()[0], 1);
+    return append ? concat : tensor::ConcatOp();
+  };
+  WalkResult walk = func.walk([&](AttentionOp attention) {
+    tensor::ConcatOp keys = appendOf(attention.getK());
+    tensor::ConcatOp values = appendOf(attention.getV());
+    if (bool(keys) != bool(values)) {
+      error(attention) << "the keys and values follow a KV cache both or "
+                          "neither (one would be whole, the other a rank's "
+                          "own steps)";
+      return WalkResult::interrupt();
+    }
+    if (keys) {
+      cacheAppends.insert(keys);
+      cacheAppends.insert(values);
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+/// The cache and the concatenation are whole, the same on every rank; x
+/// may hold the rank's own steps, which the distribution gathers before it.
+LogicalResult StepAxes::Solver::relateCacheAppend(tensor::ConcatOp append) {
+  if (failed(setNone(append.getResult(), append)))
+    return failure();
+  return setNone(append.getInputs()[0], append);
+}
+
 LogicalResult StepAxes::Solver::relateConcat(tensor::ConcatOp concat) {
+  if (cacheAppends.contains(concat))
+    return relateCacheAppend(concat);
   std::optional<StepAxis> a;
   for (Value v : concat->getOperands())
     if (stepped(v))
@@ -476,8 +537,9 @@ LogicalResult StepAxes::Solver::explainMixingConcat(tensor::ConcatOp concat) {
       !staticLengthAlong(first, concat.getDim())) {
     error(concat) << "concatenates steps after a tensor of dynamic length "
                      "without steps (a KV cache): every rank would see it "
-                     "before its own steps; an empty one, or a token "
-                     "shift's state of static length, runs rank-local";
+                     "before its own steps; an empty one, a token shift's "
+                     "state of static length, or a KV cache that attention "
+                     "reads as its keys and values, runs rank-local";
     return failure();
   }
   error(concat) << "concatenates along the steps, which is not a token "
@@ -601,6 +663,8 @@ LogicalResult StepAxes::Solver::check(Operation *op) {
       .Case([&](tensor::ConcatOp concat) -> LogicalResult {
         if (shifts.contains(concat))
           return checkShiftUses(concat);
+        if (cacheAppends.contains(concat))
+          return checkCacheAppend(concat);
         return success();
       })
       .Case([&](tensor::ExtractSliceOp slice) {
@@ -760,6 +824,18 @@ LogicalResult StepAxes::Solver::checkSlice(OffsetSizeAndStrideOpInterface slice,
   }
   return checkStepSize(slice.getMixedSizes()[a->axis], whole, *a, at,
                        "a slice's steps");
+}
+
+/// The steps after a KV cache are a rank's own along the concatenation's
+/// dimension, one row a step, or whole.
+LogicalResult StepAxes::Solver::checkCacheAppend(tensor::ConcatOp append) {
+  std::optional<StepAxis> a = get(append.getInputs()[1]);
+  if (!a || a->axis < 0 || (a->axis == append.getDim() && a->rows == 1))
+    return success();
+  error(append) << "appends to a KV cache steps that are not along its "
+                   "dimension "
+                << append.getDim() << ", one row a step";
+  return failure();
 }
 
 /// A token shift's uses: slices of it (the checks of each follow), and its
@@ -927,6 +1003,8 @@ FailureOr<StepAxes> StepAxes::analyze(func::FuncOp func) {
   if (failed(solver.run()))
     return failure();
   result.shiftOps.assign(solver.shifts.begin(), solver.shifts.end());
+  result.cacheAppendOps.assign(solver.cacheAppends.begin(),
+                               solver.cacheAppends.end());
   for (BlockArgument arg : func.getArguments()) {
     std::optional<StepAxis> axis = result.of(arg);
     if (!axis || axis->rows != 1)

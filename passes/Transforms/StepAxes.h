@@ -18,6 +18,9 @@
 // and then the steps x along their dimension, whose slice [0, T) is x
 // shifted by k and [T, T + s), s <= k, the state after x. Its slices are the
 // only uses allowed; the distribution gives each rank the state entering it.
+// Another is a KV cache that attention reads: concat(cache, x) along the
+// steps with a cache of dynamic length, whole, and the concatenation whole
+// (the distribution gathers every rank's x after the cache).
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,6 +65,14 @@ public:
   /// state after x).
   llvm::ArrayRef<mlir::tensor::ConcatOp> shifts() const { return shiftOps; }
 
+  /// The KV caches attention reads, `concat(cache, x)` along the steps with
+  /// a cache of dynamic length (no steps): the concatenation is whole, the
+  /// same on every rank (the cache, then every rank's steps of x, which the
+  /// distribution gathers), and so is attention's operand.
+  llvm::ArrayRef<mlir::tensor::ConcatOp> cacheAppends() const {
+    return cacheAppendOps;
+  }
+
   /// The class of the function's arguments that count the same steps as
   /// `arg` on every rank (the graph relates their step dimensions: an
   /// elementwise op, a linalg loop, a seq op's T), named by one of them;
@@ -73,6 +84,7 @@ public:
 private:
   class Solver;
   llvm::SmallVector<mlir::tensor::ConcatOp> shiftOps;
+  llvm::SmallVector<mlir::tensor::ConcatOp> cacheAppendOps;
   /// -1: known to have no steps.
   llvm::DenseMap<mlir::Value, StepAxis> axes;
   /// For each argument with steps a step a row, one argument of its class

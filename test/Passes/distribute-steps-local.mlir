@@ -133,16 +133,65 @@ func.func @steps_after_steps(%x: tensor<1x?x4xf32>) -> tensor<1x?x4xf32> {
 
 // -----
 
-// A cache of any length before the steps (a decode step's keys) would be
-// before every rank's steps; an empty one (a first call's) adds none.
+// A cache of any length before the steps that attention does not read as
+// its keys would be before every rank's steps; an empty one (a first
+// call's) adds none.
 func.func @cache(%x: tensor<1x?x4xf32>, %cache: tensor<1x?x4xf32>) -> tensor<1x?x4xf32> {
   %c1 = arith.constant 1 : index
   %y, %last = seq.linear_scan %x, %x : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> (tensor<1x?x4xf32>, tensor<1x4xf32>)
   %T = tensor.dim %x, %c1 : tensor<1x?x4xf32>
-  // expected-error @below {{rank-local steps: concatenates steps after a tensor of dynamic length without steps (a KV cache): every rank would see it before its own steps; an empty one, or a token shift's state of static length, runs rank-local}}
+  // expected-error @below {{rank-local steps: concatenates steps after a tensor of dynamic length without steps (a KV cache): every rank would see it before its own steps; an empty one, a token shift's state of static length, or a KV cache that attention reads as its keys and values, runs rank-local}}
   %cat = tensor.concat dim(1) %cache, %y : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> tensor<1x?x4xf32>
   %prev = tensor.extract_slice %cat[0, 0, 0] [1, %T, 4] [1, 1, 1] : tensor<1x?x4xf32> to tensor<1x?x4xf32>
   return %prev : tensor<1x?x4xf32>
+}
+
+// -----
+
+// A KV cache that attention reads (a decode step's, a chunked prefill's):
+// the caches are whole, the same on every rank, and each rank gathers every
+// rank's new keys and values after them (their counts, then the padded
+// slices), so the attention's keys are whole (no gather of its own; its
+// queries' counts place them) and so are the new caches it returns.
+// CHECK-LABEL: func.func @kv_cache
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x?x2x8xf32> {seq.steps = 1 : i64}, %[[KC:.*]]: tensor<1x?x1x8xf32>, %[[VC:.*]]: tensor<1x?x1x8xf32>)
+// CHECK-SAME: -> (tensor<1x?x2x8xf32> {seq.steps = 1 : i64}, tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>)
+// CHECK: shard.all_gather {{.*}} : tensor<1x1xi64> -> tensor<2x1xi64>
+// CHECK: shard.all_gather {{.*}} : tensor<1x1x?x1x8xf32> -> tensor<2x1x?x1x8xf32>
+// CHECK: %[[KS:.*]] = tensor.concat dim(1) %[[KC]], %{{.*}} : (tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> tensor<1x?x1x8xf32>
+// CHECK: shard.all_gather {{.*}} : tensor<1x1xi64> -> tensor<2x1xi64>
+// CHECK: shard.all_gather {{.*}} : tensor<1x1x?x1x8xf32> -> tensor<2x1x?x1x8xf32>
+// CHECK: %[[VS:.*]] = tensor.concat dim(1) %[[VC]], %{{.*}} : (tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> tensor<1x?x1x8xf32>
+// The queries' counts, then the attention on the keys they see.
+// CHECK: shard.all_gather {{.*}} : tensor<1x1xi64> -> tensor<2x1xi64>
+// CHECK-NOT: shard.all_gather
+// CHECK: %[[O:.*]] = seq.attention %[[Q]], {{.*}} : (tensor<1x?x2x8xf32>, tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>)
+// CHECK: return %[[O]], %[[KS]], %[[VS]]
+func.func @kv_cache(%q: tensor<1x?x2x8xf32>, %kc: tensor<1x?x1x8xf32>, %vc: tensor<1x?x1x8xf32>) -> (tensor<1x?x2x8xf32>, tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) {
+  %c1 = arith.constant 1 : index
+  %T = tensor.dim %q, %c1 : tensor<1x?x2x8xf32>
+  // This step's keys and values, the rank's own (as projections of its
+  // steps would be).
+  %k = tensor.extract_slice %q[0, 0, 0, 0] [1, %T, 1, 8] [1, 1, 1, 1] : tensor<1x?x2x8xf32> to tensor<1x?x1x8xf32>
+  %v = tensor.extract_slice %q[0, 0, 1, 0] [1, %T, 1, 8] [1, 1, 1, 1] : tensor<1x?x2x8xf32> to tensor<1x?x1x8xf32>
+  %ks = tensor.concat dim(1) %kc, %k : (tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> tensor<1x?x1x8xf32>
+  %vs = tensor.concat dim(1) %vc, %v : (tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> tensor<1x?x1x8xf32>
+  %o = seq.attention %q, %ks, %vs {causal = true} : (tensor<1x?x2x8xf32>, tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> tensor<1x?x2x8xf32>
+  return %o, %ks, %vs : tensor<1x?x2x8xf32>, tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>
+}
+
+// -----
+
+// A KV cache before the keys only: the values would be a rank's own.
+func.func @kv_cache_keys_only(%q: tensor<1x?x2x8xf32>, %kc: tensor<1x?x1x8xf32>) -> tensor<1x?x2x8xf32> {
+  %c1 = arith.constant 1 : index
+  %T = tensor.dim %q, %c1 : tensor<1x?x2x8xf32>
+  %k = tensor.extract_slice %q[0, 0, 0, 0] [1, %T, 1, 8] [1, 1, 1, 1] : tensor<1x?x2x8xf32> to tensor<1x?x1x8xf32>
+  %v = tensor.extract_slice %q[0, 0, 1, 0] [1, %T, 1, 8] [1, 1, 1, 1] : tensor<1x?x2x8xf32> to tensor<1x?x1x8xf32>
+  %ks = tensor.concat dim(1) %kc, %k : (tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> tensor<1x?x1x8xf32>
+  // expected-error @below {{rank-local steps: the keys and values follow a KV cache both or neither (one would be whole, the other a rank's own steps)}}
+  %o = seq.attention %q, %ks, %v {causal = false} : (tensor<1x?x2x8xf32>, tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> tensor<1x?x2x8xf32>
+  return %o : tensor<1x?x2x8xf32>
 }
 
 // -----

@@ -303,18 +303,26 @@ EXAMPLE_LOCAL_SCRIPT = textwrap.dedent("""
         sys.exit(0)
     one = getattr(seqc.compile(text), name)
     rng = np.random.default_rng(8)
+    # A KV cache (an argument named so) holds 13 earlier steps, whole on
+    # every rank.
+    def cache(arg):
+        return "cache" in arg
+    def length(arg):
+        return 13 if cache(arg) else sum(counts)
     # States (the token shift's, the scans') start away from zero.
     args = [np.ascontiguousarray(
-                rng.standard_normal([sum(counts) if d < 0 else d
+                rng.standard_normal([length(arg) if d < 0 else d
                                      for d in shape]) * 0.2, np.float32)
-            for _, _, shape in one.inputs]
+            for arg, _, shape in one.inputs]
     whole = one(*args)
     own = [np.ascontiguousarray(a[:, start:start + mine])
-           if any(d < 0 for d in shape) else a
-           for a, (_, _, shape) in zip(args, one.inputs)]
+           if any(d < 0 for d in shape) and not cache(arg) else a
+           for a, (arg, _, shape) in zip(args, one.inputs)]
     for g, w, (_, _, shape) in zip(getattr(module, name)(*own), whole,
                                    one.outputs):
-        if any(d < 0 for d in shape):
+        # The rank's own steps of a result with steps; a new KV cache (the
+        # cache and every step) whole.
+        if any(d < 0 for d in shape) and w.shape[1] == sum(counts):
             w = w[:, start:start + mine]
         assert g.shape == w.shape, (g.shape, w.shape)
         err = float(np.max(np.abs(g - w), initial=0.0))
@@ -340,10 +348,13 @@ EXAMPLE_LOCAL_SCRIPT = textwrap.dedent("""
     ("rwkv7_block", "step", "23,18", ""),
     ("rwkv7_block", "step", "0,3,0,9", ""),
     # Hybrid stacks (Mamba-2, attention, MoE; Gated DeltaNet in Qwen3-Next)
-    # from an empty KV cache; a decode step's cache precedes every rank's.
+    # from an empty KV cache, and after one of 13 steps (whole on every
+    # rank; each gathers every rank's new keys and values after it).
     ("hybrid_stack", "main", "23,18", ""),
     ("qwen3next_stack", "main", "5,0,30", ""),
-    ("hybrid_stack", "step", "23,18", "concatenates steps after a tensor"),
+    ("hybrid_stack", "step", "23,18", ""),
+    ("hybrid_stack", "step", "0,5,1,9", ""),
+    ("qwen3next_stack", "step", "5,0,30", ""),
 ])
 def test_rank_local_example_blocks(tmp_path, block, function, counts,
                                    refused):
