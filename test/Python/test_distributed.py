@@ -370,6 +370,7 @@ def test_rank_local_example_blocks(tmp_path, block, function, counts,
     # Capacity drops choices; a rank without tokens.
     ("moe_block", "deepseek", "7,0,30,11"),
     ("hybrid_stack", "main", "23,18"),
+    ("hybrid_stack", "step", "5,12"),  # after a KV cache
 ])
 def test_rank_local_expert_parallelism(tmp_path, block, function, counts):
     """Rank-local steps with the experts split over the ranks (each rank
