@@ -13,6 +13,7 @@
 
 #include "BoundWeights.h"
 #include "CallAgreement.h"
+#include "CallDeadline.h"
 #include "CompileCache.h"
 #include "Compiler.h"
 
@@ -195,6 +196,8 @@ Function::call(const std::vector<TensorView> &args, CallStats &stats) const {
 Status Function::refuseCall(const std::string &reason) const {
   if (!impl->call.communicator)
     return Status::ok();
+  rt::CallDeadline deadline(impl->call.communicator, impl->call.timeoutSeconds,
+                            impl->sig->name);
   return Status::error(rt::agreeOnCall(
       impl->call.communicator,
       {impl->call.moduleIdentity, impl->sig->name, true, reason}));

@@ -229,15 +229,21 @@ extern "C" int64_t seqc_get_num_threads(void) {
   return seqc_rt_get_num_threads();
 }
 
+seqc_status seqc::capi::refuseCall(const RefuseFn &refuse,
+                                   const std::string &reason) {
+  Status agreed = refuse ? refuse(reason) : Status::ok();
+  if (agreed)
+    return fail(SEQC_ERROR_INVALID_ARGUMENT, reason);
+  return fail(SEQC_ERROR_CALL, agreed.message());
+}
+
 seqc_status seqc::capi::call(const std::function<Expected<std::vector<Tensor>>(
                                  const std::vector<TensorView> &)> &fn,
                              size_t expectedOutputs, const seqc_view *inputs,
                              size_t numInputs, seqc_tensor **outputs,
                              size_t numOutputs, const RefuseFn &refuse) {
   auto refused = [&](const std::string &reason) {
-    Status agreed = refuse ? refuse(reason) : Status::ok();
-    return fail(SEQC_ERROR_INVALID_ARGUMENT,
-                agreed ? reason : agreed.message());
+    return refuseCall(refuse, reason);
   };
   if (numInputs && !inputs)
     return refused("inputs is NULL");

@@ -67,8 +67,8 @@ std::string disagreement(const std::vector<Summary> &summaries,
   if (other >= 0)
     return "rank " + std::to_string(other) + of +
            " compiled another module than rank 0 (its source, or its ranks, "
-           "parallel, local steps, target or bound weights, differ): every "
-           "rank compiles the same module";
+           "parallel, local steps, target, reference lowering, fusion or "
+           "bound weights, differ): every rank compiles the same module";
   other = firstRank(ranks, [&](int r) {
     return summaries[r].function != summaries[0].function;
   });

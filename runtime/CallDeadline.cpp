@@ -66,7 +66,9 @@ private:
         changed.wait_until(lock, earliest->second.deadline);
         continue;
       }
-      std::fprintf(stderr, "error: %s\n", earliest->second.message.c_str());
+      std::string message = earliest->second.message;
+      lock.unlock(); // the job ends: nothing is armed or disarmed any more
+      std::fprintf(stderr, "error: %s\n", message.c_str());
       std::fflush(nullptr);
       mpiAbort(1);
     }
@@ -79,18 +81,22 @@ private:
   bool started = false;
 };
 
-/// "1.5" for 1.5 s, "600" for 600 s.
+/// "1.5" for 1.5 s, "31536000" for a year.
 std::string seconds(double s) {
   char text[32];
-  std::snprintf(text, sizeof text, "%g", s);
+  std::snprintf(text, sizeof text, "%.10g", s);
   return text;
 }
+
+/// The longest deadline kept: a year (a longer one would pass the
+/// clock's range, and is none in practice).
+constexpr double kLongestSeconds = 365 * 86400.0;
 
 } // namespace
 
 CallDeadline::CallDeadline(void *communicator, double limit,
                            const std::string &function) {
-  if (!(limit > 0))
+  if (!(limit > 0) || !(limit <= kLongestSeconds)) // NaN and infinity too
     return;
   std::string error;
   int rank = mpiCommunicatorRank(communicator, error);

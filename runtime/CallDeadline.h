@@ -1,5 +1,4 @@
-//===- CallDeadline.h - distributed calls that outlive their time -*- C++
-//-*-===//
+//===- CallDeadline.h - distributed calls that outlive their time -*-C++-*-===//
 //
 // The ranks of a distributed call wait for each other in its exchanges. A
 // rank that stops inside the call (killed, stuck, or one whose call failed
@@ -22,10 +21,11 @@ namespace seqc::rt {
 
 /// Armed while it lives: if not destroyed within `seconds`, the process
 /// prints `error: rank r of R: @function did not return within S s ...`
-/// and aborts the job. `seconds` <= 0 arms nothing.
+/// and aborts the job. A `limit` of 0 or less, or past a year, arms
+/// nothing.
 class CallDeadline {
 public:
-  CallDeadline(void *communicator, double seconds, const std::string &function);
+  CallDeadline(void *communicator, double limit, const std::string &function);
   ~CallDeadline();
   CallDeadline(const CallDeadline &) = delete;
   CallDeadline &operator=(const CallDeadline &) = delete;

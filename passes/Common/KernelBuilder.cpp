@@ -671,7 +671,35 @@ DimSizes DimSizes::checkAndCollect(KernelBuilder &kb, Operation *op) {
   result.kb = &kb;
   kb.checksFor(op);
   cast<seq::ShapeSignatureOpInterface>(op).buildShapeSignature(result.sig);
-  const seq::ShapeSignature &sig = result.sig;
+  result.collectSymbols();
+  result.checkOccurrences(op);
+  result.checkRules();
+  return result;
+}
+
+void DimSizes::collectSymbols() {
+  // The first occurrence is always an operand or an attribute binding.
+  for (const std::string &sym : sig.symbols()) {
+    std::optional<seq::SymbolSource> src = sig.source(sym);
+    if (!src)
+      continue;
+    if (src->tensor < 0) {
+      sizes[sym] = kb->idx(src->constant);
+      continue;
+    }
+    const seq::TensorDecl &decl = sig.tensors()[src->tensor];
+    const seq::DimExpr &e = decl.dims[src->dim];
+    Value size = kb->dim(decl.value, src->dim);
+    // Invert scale * sym + offset.
+    if (e.offset != 0)
+      size = kb->sub(size, kb->idx(e.offset));
+    if (e.scale != 1)
+      size = kb->divs(size, kb->idx(e.scale));
+    sizes[sym] = size;
+  }
+}
+
+void DimSizes::checkOccurrences(Operation *op) {
   auto isOperand = [&](const seq::TensorDecl &d) {
     auto res = dyn_cast<OpResult>(d.value);
     return !res || res.getOwner() != op;
@@ -679,29 +707,7 @@ DimSizes DimSizes::checkAndCollect(KernelBuilder &kb, Operation *op) {
   auto staticSize = [](const seq::TensorDecl &d, unsigned i) {
     return cast<RankedTensorType>(d.value.getType()).getDimSize(i);
   };
-
-  // Each symbol's size comes from its first occurrence (always an operand or
-  // an attribute binding).
-  for (const std::string &sym : sig.symbols()) {
-    std::optional<seq::SymbolSource> src = sig.source(sym);
-    if (!src)
-      continue;
-    if (src->tensor < 0) {
-      result.sizes[sym] = kb.idx(src->constant);
-      continue;
-    }
-    const seq::TensorDecl &decl = sig.tensors()[src->tensor];
-    const seq::DimExpr &e = decl.dims[src->dim];
-    Value size = kb.dim(decl.value, src->dim);
-    // Invert scale * sym + offset.
-    if (e.offset != 0)
-      size = kb.sub(size, kb.idx(e.offset));
-    if (e.scale != 1)
-      size = kb.divs(size, kb.idx(e.scale));
-    result.sizes[sym] = size;
-  }
-
-  // Every other occurrence must agree; static ones were verified already.
+  // Static occurrences of a static first one were verified already.
   for (auto [ti, decl] : llvm::enumerate(sig.tensors())) {
     bool operand = isOperand(decl);
     for (auto [di, e] : llvm::enumerate(decl.dims)) {
@@ -716,38 +722,40 @@ DimSizes DimSizes::checkAndCollect(KernelBuilder &kb, Operation *op) {
       }
       if (!ShapedType::isDynamic(st) && src && src->tensor < 0)
         continue;
-      Value sym = result.sizes[e.symbol];
-      Value expected = kb.add(kb.mul(sym, kb.idx(e.scale)), kb.idx(e.offset));
+      Value sym = sizes[e.symbol];
+      Value expected =
+          kb->add(kb->mul(sym, kb->idx(e.scale)), kb->idx(e.offset));
       // A dynamic result dimension is produced from the symbol: nothing to
       // check. A static one must match what the operands say.
       Value actual;
       if (operand)
-        actual = kb.dim(decl.value, di);
+        actual = kb->dim(decl.value, di);
       else if (!ShapedType::isDynamic(st))
-        actual = kb.idx(st);
+        actual = kb->idx(st);
       else
         continue;
-      kb.check(kb.cmp(arith::CmpIPredicate::eq, actual, expected),
-               sig.mismatchMessage(ti, di), {actual, sym});
+      kb->check(kb->cmp(arith::CmpIPredicate::eq, actual, expected),
+                sig.mismatchMessage(ti, di), {actual, sym});
     }
   }
+}
 
+void DimSizes::checkRules() {
   for (const std::string &sym : sig.positives()) {
-    Value v = result.sizes[sym];
-    kb.check(kb.cmp(arith::CmpIPredicate::sge, v, kb.idx(1)),
-             sym + " must be at least 1, but is {0}", {v});
+    Value v = sizes[sym];
+    kb->check(kb->cmp(arith::CmpIPredicate::sge, v, kb->idx(1)),
+              sym + " must be at least 1, but is {0}", {v});
   }
   for (const auto &[num, den] : sig.divisibilities()) {
-    Value n = result.sizes[num], d = result.sizes[den];
-    kb.check(kb.cmp(arith::CmpIPredicate::sge, d, kb.idx(1)),
-             den + " must be at least 1, but is {0}", {d});
+    Value n = sizes[num], d = sizes[den];
+    kb->check(kb->cmp(arith::CmpIPredicate::sge, d, kb->idx(1)),
+              den + " must be at least 1, but is {0}", {d});
     // The remainder is taken only of a positive divisor.
-    Value safe = kb.select(kb.cmp(arith::CmpIPredicate::sge, d, kb.idx(1)), d,
-                           kb.idx(1));
-    kb.check(kb.cmp(arith::CmpIPredicate::eq, kb.rems(n, safe), kb.idx(0)),
-             num + " = {0} is not a multiple of " + den + " = {1}", {n, d});
+    Value safe = kb->select(kb->cmp(arith::CmpIPredicate::sge, d, kb->idx(1)),
+                            d, kb->idx(1));
+    kb->check(kb->cmp(arith::CmpIPredicate::eq, kb->rems(n, safe), kb->idx(0)),
+              num + " = {0} is not a multiple of " + den + " = {1}", {n, d});
   }
-  return result;
 }
 
 Value DimSizes::operator[](StringRef symbol) const {

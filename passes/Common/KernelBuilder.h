@@ -269,6 +269,13 @@ public:
   llvm::SmallVector<Value> of(llvm::StringRef name) const;
 
 private:
+  /// Each symbol's size from its first occurrence.
+  void collectSymbols();
+  /// Checks every other occurrence of a symbol in `op`'s tensors.
+  void checkOccurrences(mlir::Operation *op);
+  /// Checks the signature's positivity and divisibility rules.
+  void checkRules();
+
   llvm::StringMap<Value> sizes;
   seq::ShapeSignature sig;
   KernelBuilder *kb = nullptr;

@@ -689,6 +689,7 @@ struct SeqDistributeSteps
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    wholeKeys.clear();
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       // Every op with a time axis can take segments.

@@ -130,8 +130,18 @@ public:
   SmallVector<Value> expand();
 
 private:
+  /// An unpacked batch: all rows at once (in pieces with checkpoints).
+  Assembly expandBatch();
+  /// Packed sequences: one window each, in a loop over them.
+  Assembly expandPacked();
+  /// The op's results, cast to their declared types.
+  SmallVector<Value> declaredResults(const Assembly &acc);
+
   // Run-time checks of the offsets and the longest sequence.
   Value checkOffsets(Value cu, Value total, StringRef name);
+  /// Checks the packed offsets (and the keys', or that they are packed like
+  /// the queries); gives the longest sequence.
+  Value checkPacking();
   Value offset(Value cu, Value s) { return kb.i32ToIndex(kb.load(cu, {s})); }
 
   // The results' first values.
@@ -474,71 +484,81 @@ Assembly SequenceExpansion::startAssembly(Value checkpointSlots,
 }
 
 SmallVector<Value> SequenceExpansion::expand() {
-  auto n = static_cast<int64_t>(checkpointEvery);
-  Value total = dims["T"];
-  Assembly acc;
-  if (!segments) {
-    // Checkpoints of an unpacked batch: all rows at once, in pieces.
-    Window whole{getAsOpFoldResult(dims["B"]),
-                 kb.idx(0),
-                 kb.idx(0),
-                 total,
-                 Value(),
-                 Value(),
-                 std::nullopt};
-    auto stepsType = cast<RankedTensorType>(op->getOperand(0).getType());
-    if (!stepsType.isDynamicDim(1))
-      whole.staticLength = stepsType.getDimSize(1);
-    acc = startAssembly(ceilDiv(kb, total, n), /*perSequence=*/false);
-    acc = runWindow(whole, init, acc);
-  } else {
-    Value batch = dims["B"];
-    kb.check(kb.cmp(arith::CmpIPredicate::eq, batch, kb.idx(1)),
-             "segments requires B = 1 (the sequences are packed along T), "
-             "but B = {0}",
-             {batch});
-    Value longest = checkOffsets(segments, total, "segments");
-    if (kvSegments) {
-      checkOffsets(kvSegments, dims["S"], "kv_segments");
-    } else if (isa<AttentionOp>(op)) {
-      // Without their own offsets the keys are packed like the queries.
-      Value keys = dims["S"];
-      kb.check(kb.cmp(arith::CmpIPredicate::eq, keys, total),
-               "segments without kv_segments packs the keys like the "
-               "queries, but the keys have {0} steps and the queries {1}",
-               {keys, total});
-    }
-    Value sequences = kb.sub(kb.dim(segments, 0), kb.idx(1));
-    acc = startAssembly(n > 0 ? ceilDiv(kb, longest, n) : Value(),
-                        /*perSequence=*/true);
-    SmallVector<Value> out =
-        kb.loop(sequences, acc.values(), [&](Value s, ValueRange it) {
-          Assembly cur = acc;
-          cur.assign(it);
-          Value next = kb.add(s, kb.idx(1));
-          Window w{b.getIndexAttr(1), s,       offset(segments, s), Value(),
-                   Value(),           Value(), std::nullopt};
-          w.length = kb.sub(offset(segments, next), w.start);
-          if (kvSegments) {
-            w.keyStart = offset(kvSegments, s);
-            w.keyLength = kb.sub(offset(kvSegments, next), w.keyStart);
-          }
-          // A sequence of no steps keeps its init (or zeros) as last; its
-          // keys, if any, are seen by no query.
-          Value nonEmpty =
-              kb.cmp(arith::CmpIPredicate::sgt, w.length, kb.idx(0));
-          return kb.ifElse(
-              nonEmpty, TypeRange(ValueRange(it)),
-              [&] {
-                Value state =
-                    init ? slice(init, Role::PerSequence, w) : Value();
-                return runWindow(w, state, cur).values();
-              },
-              [&] { return keepInitialState(cur, w).values(); });
-        });
-    acc.assign(out);
-  }
+  return declaredResults(segments ? expandPacked() : expandBatch());
+}
 
+Assembly SequenceExpansion::expandBatch() {
+  Value total = dims["T"];
+  Window whole{getAsOpFoldResult(dims["B"]),
+               kb.idx(0),
+               kb.idx(0),
+               total,
+               Value(),
+               Value(),
+               std::nullopt};
+  auto stepsType = cast<RankedTensorType>(op->getOperand(0).getType());
+  if (!stepsType.isDynamicDim(1))
+    whole.staticLength = stepsType.getDimSize(1);
+  auto n = static_cast<int64_t>(checkpointEvery);
+  Assembly acc = startAssembly(ceilDiv(kb, total, n), /*perSequence=*/false);
+  return runWindow(whole, init, acc);
+}
+
+Value SequenceExpansion::checkPacking() {
+  Value total = dims["T"];
+  Value batch = dims["B"];
+  kb.check(kb.cmp(arith::CmpIPredicate::eq, batch, kb.idx(1)),
+           "segments requires B = 1 (the sequences are packed along T), "
+           "but B = {0}",
+           {batch});
+  Value longest = checkOffsets(segments, total, "segments");
+  if (kvSegments) {
+    checkOffsets(kvSegments, dims["S"], "kv_segments");
+  } else if (isa<AttentionOp>(op)) {
+    // Without their own offsets the keys are packed like the queries.
+    Value keys = dims["S"];
+    kb.check(kb.cmp(arith::CmpIPredicate::eq, keys, total),
+             "segments without kv_segments packs the keys like the "
+             "queries, but the keys have {0} steps and the queries {1}",
+             {keys, total});
+  }
+  return longest;
+}
+
+Assembly SequenceExpansion::expandPacked() {
+  Value longest = checkPacking();
+  auto n = static_cast<int64_t>(checkpointEvery);
+  Value sequences = kb.sub(kb.dim(segments, 0), kb.idx(1));
+  Assembly acc = startAssembly(n > 0 ? ceilDiv(kb, longest, n) : Value(),
+                               /*perSequence=*/true);
+  SmallVector<Value> out =
+      kb.loop(sequences, acc.values(), [&](Value s, ValueRange it) {
+        Assembly cur = acc;
+        cur.assign(it);
+        Value next = kb.add(s, kb.idx(1));
+        Window w{b.getIndexAttr(1), s,       offset(segments, s), Value(),
+                 Value(),           Value(), std::nullopt};
+        w.length = kb.sub(offset(segments, next), w.start);
+        if (kvSegments) {
+          w.keyStart = offset(kvSegments, s);
+          w.keyLength = kb.sub(offset(kvSegments, next), w.keyStart);
+        }
+        // A sequence of no steps keeps its init (or zeros) as last; its
+        // keys, if any, are seen by no query.
+        Value nonEmpty = kb.cmp(arith::CmpIPredicate::sgt, w.length, kb.idx(0));
+        return kb.ifElse(
+            nonEmpty, TypeRange(ValueRange(it)),
+            [&] {
+              Value state = init ? slice(init, Role::PerSequence, w) : Value();
+              return runWindow(w, state, cur).values();
+            },
+            [&] { return keepInitialState(cur, w).values(); });
+      });
+  acc.assign(out);
+  return acc;
+}
+
+SmallVector<Value> SequenceExpansion::declaredResults(const Assembly &acc) {
   // The declared result types (the assembly's may be less static).
   SmallVector<Value> results;
   for (auto [declared, value] : llvm::zip(op->getResults(), acc.values())) {

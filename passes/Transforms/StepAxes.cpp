@@ -215,6 +215,7 @@ private:
                                 tensor::ConcatOp shift);
   LogicalResult checkShiftUses(tensor::ConcatOp shift);
   LogicalResult checkCacheAppend(tensor::ConcatOp append);
+  LogicalResult checkCacheSteps(AttentionOp attention);
   LogicalResult explainMixingConcat(tensor::ConcatOp concat);
   LogicalResult checkCountUses(Value count, bool derived);
   LogicalResult checkDecisionUses(Value decision);
@@ -418,7 +419,8 @@ LogicalResult StepAxes::Solver::relateSeq(Operation *op) {
       continue;
     // Keys and values after a KV cache are whole (the cache and every
     // rank's new steps).
-    if (isa<AttentionOp>(op) && isCacheAppend(decl.value)) {
+    if (isa<AttentionOp>(op) && (decl.name == "k" || decl.name == "v") &&
+        isCacheAppend(decl.value)) {
       if (failed(setNone(decl.value, op)))
         return failure();
       continue;
@@ -445,11 +447,6 @@ LogicalResult StepAxes::Solver::relateSeq(Operation *op) {
   return success();
 }
 
-/// A concatenation along another dimension than the steps' keeps them
-/// (every operand holds the same steps). Along the steps it must be a
-/// token shift, `concat(state, x)`: the state holds a static number k of
-/// steps and none of a rank's own, x the steps; the result counts k more
-/// steps than x (another extent).
 /// A cache of dynamic length before the steps, concat(cache, x), read by
 /// attention as its keys or values: a decode or chunked prefill's KV cache.
 /// Keys and values follow a cache both or neither: the attention takes
@@ -477,6 +474,16 @@ LogicalResult StepAxes::Solver::findCacheAppends() {
     }
     return WalkResult::advance();
   });
+  if (walk.wasInterrupted())
+    return failure();
+  // Queries are a rank's own steps: a cache of them would be whole.
+  walk = func.walk([&](AttentionOp attention) {
+    if (!isCacheAppend(attention.getQ()))
+      return WalkResult::advance();
+    error(attention) << "reads a KV cache as its queries, which are each "
+                        "rank's own steps";
+    return WalkResult::interrupt();
+  });
   return failure(walk.wasInterrupted());
 }
 
@@ -488,6 +495,11 @@ LogicalResult StepAxes::Solver::relateCacheAppend(tensor::ConcatOp append) {
   return setNone(append.getInputs()[0], append);
 }
 
+/// A concatenation along another dimension than the steps' keeps them
+/// (every operand holds the same steps). Along the steps it must be a
+/// token shift, `concat(state, x)`: the state holds a static number k of
+/// steps and none of a rank's own, x the steps; the result counts k more
+/// steps than x (another extent).
 LogicalResult StepAxes::Solver::relateConcat(tensor::ConcatOp concat) {
   if (cacheAppends.contains(concat))
     return relateCacheAppend(concat);
@@ -643,6 +655,8 @@ LogicalResult StepAxes::Solver::check(Operation *op) {
       return failure();
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
     return checkLinalg(linalgOp);
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return checkCacheSteps(attention);
   if (stepDimOf(op))
     return success();
   return TypeSwitch<Operation *, LogicalResult>(op)
@@ -835,6 +849,21 @@ LogicalResult StepAxes::Solver::checkCacheAppend(tensor::ConcatOp append) {
   error(append) << "appends to a KV cache steps that are not along its "
                    "dimension "
                 << append.getDim() << ", one row a step";
+  return failure();
+}
+
+/// The keys and values after a KV cache are gathered alike: both a rank's
+/// own steps, or both whole.
+LogicalResult StepAxes::Solver::checkCacheSteps(AttentionOp attention) {
+  if (!isCacheAppend(attention.getK()))
+    return success();
+  auto newSteps = [&](Value append) {
+    return stepped(append.getDefiningOp<tensor::ConcatOp>().getInputs()[1]);
+  };
+  if (newSteps(attention.getK()) == newSteps(attention.getV()))
+    return success();
+  error(attention) << "appends to its KV cache keys and values of which one "
+                      "holds each rank's own steps and the other is whole";
   return failure();
 }
 

@@ -484,17 +484,36 @@ public:
     try {
       for (const py::handle &arg : args)
         in.add(arg);
-    } catch (py::error_already_set &e) {
-      std::string reason = py::str(e.value());
-      seqc_status agreed;
-      {
-        py::gil_scoped_release release;
-        agreed = seqc_function_refuse_call(fn.get(), reason.c_str());
-      }
-      if (agreed == SEQC_OK)
-        throw;
-      raiseStatus(agreed);
+    } catch (...) {
+      refuseForOtherRanks(std::current_exception());
+      throw;
     }
+  }
+
+  /// Tells a distributed function's other ranks why this one cannot make
+  /// the call, and raises the error they all raise; returns for a function
+  /// of one process.
+  void refuseForOtherRanks(std::exception_ptr refused) const {
+    std::string reason = "an argument could not be converted";
+    try {
+      std::rethrow_exception(refused);
+    } catch (py::error_already_set &e) {
+      try {
+        reason = py::str(e.value());
+      } catch (...) {
+        reason = e.what();
+      }
+    } catch (const std::exception &e) {
+      reason = e.what();
+    } catch (...) {
+    }
+    seqc_status agreed;
+    {
+      py::gil_scoped_release release;
+      agreed = seqc_function_refuse_call(fn.get(), reason.c_str());
+    }
+    if (agreed != SEQC_OK)
+      raiseStatus(agreed);
   }
 
   /// (name, dtype, shape with -1 for dynamic) of each input or output.

@@ -196,6 +196,31 @@ func.func @kv_cache_keys_only(%q: tensor<1x?x2x8xf32>, %kc: tensor<1x?x1x8xf32>)
 
 // -----
 
+// A cache read as the queries too: they are each rank's own steps.
+func.func @kv_cache_queries(%x: tensor<1x?x1x8xf32>, %cache: tensor<1x?x1x8xf32>) -> tensor<1x?x1x8xf32> {
+  %y, %last = seq.linear_scan %x, %x : (tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> (tensor<1x?x1x8xf32>, tensor<1x1x8xf32>)
+  %kv = tensor.concat dim(1) %cache, %y : (tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> tensor<1x?x1x8xf32>
+  // expected-error @below {{rank-local steps: reads a KV cache as its queries, which are each rank's own steps}}
+  %o = seq.attention %kv, %kv, %kv {causal = true} : (tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> tensor<1x?x1x8xf32>
+  return %o : tensor<1x?x1x8xf32>
+}
+
+// -----
+
+// New keys that are a rank's own steps, new values that are whole.
+func.func @kv_cache_mixed(%q: tensor<1x?x2x8xf32>, %kc: tensor<1x?x1x8xf32>, %vc: tensor<1x?x1x8xf32>, %vn: tensor<1x?x1x8xf32>) -> tensor<1x?x2x8xf32> {
+  %c1 = arith.constant 1 : index
+  %T = tensor.dim %q, %c1 : tensor<1x?x2x8xf32>
+  %k = tensor.extract_slice %q[0, 0, 0, 0] [1, %T, 1, 8] [1, 1, 1, 1] : tensor<1x?x2x8xf32> to tensor<1x?x1x8xf32>
+  %ks = tensor.concat dim(1) %kc, %k : (tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> tensor<1x?x1x8xf32>
+  %vs = tensor.concat dim(1) %vc, %vn : (tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> tensor<1x?x1x8xf32>
+  // expected-error @below {{rank-local steps: appends to its KV cache keys and values of which one holds each rank's own steps and the other is whole}}
+  %o = seq.attention %q, %ks, %vs {causal = true} : (tensor<1x?x2x8xf32>, tensor<1x?x1x8xf32>, tensor<1x?x1x8xf32>) -> tensor<1x?x2x8xf32>
+  return %o : tensor<1x?x2x8xf32>
+}
+
+// -----
+
 // An empty cache cast to a dynamic length: the concatenation is the steps.
 // CHECK-LABEL: func.func @empty_cache
 // CHECK-SAME: -> (tensor<1x?x4xf32> {seq.steps = 1 : i64})
