@@ -37,8 +37,9 @@ std::string cacheKeyMaterial(std::string_view source,
 /// What the ranks of a distributed module compare before each call
 /// (CallOptions::moduleIdentity): a digest of the source and of the options
 /// that shape the module's exchanges (ranks, parallelism, local steps,
-/// target, the bound weights' names and types; not their values, which
-/// would take a second pass over their bytes).
+/// target, the reference lowering, fusion, the bound weights' names, types
+/// and shapes; not their values, which would take a second pass over their
+/// bytes).
 uint64_t distributedModuleIdentity(std::string_view source,
                                    const CompileOptions &options);
 

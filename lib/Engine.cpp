@@ -318,10 +318,11 @@ Engine::compile(std::string_view source, const CompileOptions &options,
   }
   if (options.ranks < 0)
     return Status::error("ranks must be >= 0");
-  // A year at most: a longer one converts past the clock's range.
-  if (!(options.callTimeout >= 0 && options.callTimeout <= 365 * 86400.0))
-    return Status::error("the call timeout must be a number of seconds from "
-                         "0 (none) to 31536000");
+  if (!(options.callTimeout >= 0 &&
+        options.callTimeout <= rt::kLongestCallTimeout))
+    return Status::error(
+        "the call timeout must be a number of seconds from 0 (none) to " +
+        std::to_string(static_cast<int64_t>(rt::kLongestCallTimeout)));
   if (options.localSteps && options.parallel == Parallelism::Experts)
     return Status::error("local steps go with sequence parallelism (alone or "
                          "with the experts' split: the rank's own steps split "

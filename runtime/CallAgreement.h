@@ -34,8 +34,9 @@ struct CallIntent {
 
 /// Collective over `communicator`: "" when every rank calls the same
 /// function of the same module and none has failed, else one message, the
-/// same on every rank (naming the lowest rank that differs from rank 0 or
-/// failed).
+/// same on every rank, naming the lowest rank that compiled another module
+/// than rank 0, else the lowest that calls another function, else the
+/// lowest that failed.
 std::string agreeOnCall(void *communicator, const CallIntent &mine);
 
 } // namespace seqc::rt

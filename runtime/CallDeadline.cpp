@@ -88,15 +88,11 @@ std::string seconds(double s) {
   return text;
 }
 
-/// The longest deadline kept: a year (a longer one would pass the
-/// clock's range, and is none in practice).
-constexpr double kLongestSeconds = 365 * 86400.0;
-
 } // namespace
 
 CallDeadline::CallDeadline(void *communicator, double limit,
                            const std::string &function) {
-  if (!(limit > 0) || !(limit <= kLongestSeconds)) // NaN and infinity too
+  if (!(limit > 0) || !(limit <= kLongestCallTimeout)) // NaN and infinity too
     return;
   std::string error;
   int rank = mpiCommunicatorRank(communicator, error);

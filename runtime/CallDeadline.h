@@ -19,7 +19,11 @@
 
 namespace seqc::rt {
 
-/// Armed while it lives: if not destroyed within `seconds`, the process
+/// The longest call timeout: a year (a longer one would pass the clock's
+/// range, and is none in practice).
+inline constexpr double kLongestCallTimeout = 365 * 86400.0;
+
+/// Armed while it lives: if not destroyed within `limit` seconds, the process
 /// prints `error: rank r of R: @function did not return within S s ...`
 /// and aborts the job. A `limit` of 0 or less, or past a year, arms
 /// nothing.

@@ -242,7 +242,8 @@ private:
   std::shared_ptr<Impl> impl;
   size_t memoryLimit = 0;
   /// The ranks its functions are called on (CompileOptions::ranks) and
-  /// what they compare before each call: see moduleIdentity().
+  /// what they compare before each call (distributedModuleIdentity, in
+  /// lib/CompileCache.h), and the call timeout.
   int ranks = 0;
   uint64_t identity = 0;
   double callTimeout = 0;

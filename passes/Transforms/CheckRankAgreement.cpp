@@ -8,8 +8,8 @@
 // rank, and every rank compares every row with rank 0's: all ranks see the
 // same rows, so all stop alike, with the same message. Under rank-local
 // steps the row also holds the steps of the arguments whose steps the graph
-// relates (seq.step_group), and every rank checks that each rank's count
-// alike. (The host checks before the call that the ranks call the same
+// relates (seq.step_group), and every rank checks that each rank's counts
+// are alike. (The host checks before the call that the ranks call the same
 // function of the same module with arguments it accepts: CallAgreement.)
 //
 //===----------------------------------------------------------------------===//

@@ -89,7 +89,10 @@ def SeqDistributeSteps : Pass<"seq-distribute-steps", "::mlir::ModuleOp"> {
     steps (any number on each rank; rank r's follow rank r - 1's in the
     whole): the ops take them as they are and nothing is gathered but the
     states, the conv's last `W - 1` inputs of each rank, a token shift's
-    last `k`, attention's keys and values, and a MoE layer's counts (the
+    last `k`, attention's keys and values (after a KV cache, a
+    `tensor.concat` of a cache of dynamic length and the new steps read as
+    attention's keys and values: every rank's new steps, after the whole
+    cache), and a MoE layer's counts (the
     router's aux-loss statistics; `moe_ffn`'s choices per expert, for its
     load and capacity over every rank's tokens: each rank runs every expert
     on its own tokens, unless `leave-experts` leaves `moe_ffn` to
@@ -98,8 +101,9 @@ def SeqDistributeSteps : Pass<"seq-distribute-steps", "::mlir::ModuleOp"> {
     a slice of them at an offset, the number of steps used as a value, a
     static number of steps or an op not known to keep steps apart is an
     error naming it. The arguments and results with steps are marked
-    `seq.steps = d` (their step dimension). Ops that do not split are an
-    error.
+    `seq.steps = d` (their step dimension), and arguments that must count
+    the same steps `seq.step_group = i` (the first such argument's number).
+    Ops that do not split are an error.
   }];
   let options = [
     Option<"ranks", "ranks", "int64_t", /*default=*/"1",
@@ -218,8 +222,12 @@ def SeqCheckRankAgreement : Pass<"seq-check-rank-agreement", "::mlir::ModuleOp">
     differs and both sizes, before an exchange could pair mismatched data
     or a shape check stop one rank while the others wait in a collective.
     A step dimension (an argument marked `seq.steps = d` under rank-local
-    steps) is each rank's own and is not compared; static dimensions are
-    the module's, which the host checks before the call.
+    steps) is each rank's own and is not compared with other ranks'; but
+    the arguments marked `seq.step_group = i` must count as many steps on
+    each rank: their sizes join the row (a function whose only dynamic
+    sizes are steps gets the exchange for them), and every rank checks
+    every rank's. Static dimensions are the module's, which the host checks
+    before the call.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect",

@@ -355,6 +355,8 @@ EXAMPLE_LOCAL_SCRIPT = textwrap.dedent("""
     ("hybrid_stack", "step", "23,18", ""),
     ("hybrid_stack", "step", "0,5,1,9", ""),
     ("qwen3next_stack", "step", "5,0,30", ""),
+    # Packed batches do not split over ranks: the function is left out.
+    ("hybrid_stack", "packed", "23,18", "takes packed sequences"),
 ])
 def test_rank_local_example_blocks(tmp_path, block, function, counts,
                                    refused):
