@@ -63,29 +63,35 @@ SmallVector<ComparedDim> comparedDims(func::FuncOp fn) {
   return dims;
 }
 
-/// The arguments whose steps the graph relates to an earlier argument's
-/// (`seq.step_group`), each with that argument: a rank passes as many steps
-/// in both.
-struct StepPair {
-  ComparedDim steps, firstOfGroup;
+/// The arguments whose steps the graph relates (`seq.step_group`): a rank
+/// passes as many steps in each of a group. One column of the row each, in
+/// argument order; every argument after its group's first is checked
+/// against that first one.
+struct GroupedSteps {
+  SmallVector<ComparedDim> columns;
+  struct Pair {
+    int64_t column, firstOfGroup; // indices into `columns`
+  };
+  SmallVector<Pair> pairs;
 };
 
-SmallVector<StepPair> groupedStepPairs(func::FuncOp fn) {
-  auto stepsOf = [&](unsigned arg) -> ComparedDim {
-    auto dim = fn.getArgAttrOfType<IntegerAttr>(arg, kStepsAttrName);
-    return {fn.getArgument(arg), dim ? dim.getInt() : -1};
-  };
-  SmallVector<StepPair> pairs;
+GroupedSteps groupedSteps(func::FuncOp fn) {
+  GroupedSteps grouped;
+  llvm::DenseMap<int64_t, int64_t> columnOfArgument;
   for (BlockArgument arg : fn.getArguments()) {
-    auto group = fn.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
-                                                  kStepGroupAttrName);
-    if (!group || group.getInt() >= arg.getArgNumber())
+    unsigned number = arg.getArgNumber();
+    auto group = fn.getArgAttrOfType<IntegerAttr>(number, kStepGroupAttrName);
+    auto steps = fn.getArgAttrOfType<IntegerAttr>(number, kStepsAttrName);
+    if (!group || !steps)
       continue;
-    StepPair pair{stepsOf(arg.getArgNumber()), stepsOf(group.getInt())};
-    if (pair.steps.dim >= 0 && pair.firstOfGroup.dim >= 0)
-      pairs.push_back(pair);
+    int64_t column = grouped.columns.size();
+    grouped.columns.push_back({arg, steps.getInt()});
+    columnOfArgument[number] = column;
+    auto first = columnOfArgument.find(group.getInt());
+    if (group.getInt() < number && first != columnOfArgument.end())
+      grouped.pairs.push_back({column, first->second});
   }
-  return pairs;
+  return grouped;
 }
 
 /// The lowest rank for which `differs(rank)` holds, or R when none does.
@@ -172,14 +178,15 @@ void checkSameSizes(KernelBuilder &kb, func::FuncOp fn, Value rows,
   }
 }
 
-/// Every rank checks that each rank's arguments in `pairs` (columns from
-/// `firstColumn` on, two a pair) count as many steps.
+/// Every rank checks that each rank's arguments of a group (columns from
+/// `firstColumn` on) count as many steps.
 void checkSameSteps(KernelBuilder &kb, func::FuncOp fn, Value rows,
-                    ArrayRef<StepPair> pairs, int64_t firstColumn,
+                    const GroupedSteps &grouped, int64_t firstColumn,
                     int64_t ranks) {
   ImplicitLocOpBuilder &b = kb.builder();
-  for (auto [i, pair] : llvm::enumerate(pairs)) {
-    int64_t steps = firstColumn + 2 * i, first = steps + 1;
+  for (const GroupedSteps::Pair &pair : grouped.pairs) {
+    int64_t steps = firstColumn + pair.column;
+    int64_t first = firstColumn + pair.firstOfGroup;
     Value rank =
         firstRankWhere(b, ranks, [&](ImplicitLocOpBuilder &ib, Value r) {
           return arith::CmpIOp::create(ib, arith::CmpIPredicate::ne,
@@ -189,8 +196,8 @@ void checkSameSteps(KernelBuilder &kb, func::FuncOp fn, Value rows,
     FoundRank uneven = found(b, rank, ranks);
     kb.check(uneven.none,
              "rank {0}'s arguments count different numbers of steps: {1} in " +
-                 describe(fn, pair.steps) + ", {2} in " +
-                 describe(fn, pair.firstOfGroup) +
+                 describe(fn, grouped.columns[pair.column]) + ", {2} in " +
+                 describe(fn, grouped.columns[pair.firstOfGroup]) +
                  " (the graph relates them: each rank passes as many of its " +
                  "own steps in both)",
              ValueRange{uneven.rank, sizeOn(b, rows, uneven.clamped, steps),
@@ -201,8 +208,8 @@ void checkSameSteps(KernelBuilder &kb, func::FuncOp fn, Value rows,
 /// Inserts the agreement check at the start of `fn`.
 void checkAgreement(func::FuncOp fn, int64_t ranks) {
   SmallVector<ComparedDim> dims = comparedDims(fn);
-  SmallVector<StepPair> pairs = groupedStepPairs(fn);
-  if (dims.empty() && pairs.empty())
+  GroupedSteps grouped = groupedSteps(fn);
+  if (dims.empty() && grouped.pairs.empty())
     return; // every size is the module's or a rank's own
   OpBuilder builder = OpBuilder::atBlockBegin(&fn.getBody().front());
   ImplicitLocOpBuilder b(fn.getLoc(), builder);
@@ -213,17 +220,16 @@ void checkAgreement(func::FuncOp fn, int64_t ranks) {
   SmallVector<Value> row;
   for (const ComparedDim &d : dims)
     row.push_back(sizeOf(d));
-  for (const StepPair &pair : pairs) {
-    row.push_back(sizeOf(pair.steps));
-    row.push_back(sizeOf(pair.firstOfGroup));
-  }
+  if (!grouped.pairs.empty())
+    for (const ComparedDim &d : grouped.columns)
+      row.push_back(sizeOf(d));
   auto rowType =
       RankedTensorType::get({static_cast<int64_t>(row.size())}, b.getI64Type());
   Value rows =
       gatherRows(b, tensor::FromElementsOp::create(b, rowType, row), ranks);
   KernelBuilder kb(b);
   checkSameSizes(kb, fn, rows, dims, ranks);
-  checkSameSteps(kb, fn, rows, pairs, dims.size(), ranks);
+  checkSameSteps(kb, fn, rows, grouped, dims.size(), ranks);
 }
 
 struct SeqCheckRankAgreement

@@ -633,15 +633,7 @@ SmallVector<Value> StepDistribution::distributeLocalAttention(bool keysWhole) {
   auto whole = [&](Value local) {
     if (keysWhole)
       return local;
-    auto type = cast<RankedTensorType>(local.getType());
-    SmallVector<Value> sizes;
-    for (int64_t i = 0; i < type.getRank(); ++i)
-      sizes.push_back(kb.dim(local, i));
-    sizes[1] = sumOfCounts(b, kb, keyCounts, kb.idx(0), kb.idx(ranks));
-    SmallVector<int64_t> shape(type.getShape());
-    shape[1] = ShapedType::kDynamic;
-    return gatherCountedSlices(b, kb, local, /*axis=*/1, keyCounts, ranks,
-                               type.clone(shape), sizes);
+    return gatherCountedSlices(b, kb, local, /*axis=*/1, keyCounts, ranks);
   };
   Value k = whole(attention.getK()), v = whole(attention.getV());
   if (attention.getCausal()) {
@@ -945,14 +937,8 @@ struct SeqDistributeSteps
     ImplicitLocOpBuilder b(append.getLoc(), builder);
     KernelBuilder kb(b);
     Value x = append.getInputs()[1];
-    auto type = cast<RankedTensorType>(x.getType());
-    SmallVector<Value> sizes;
-    for (int64_t i = 0; i < type.getRank(); ++i)
-      sizes.push_back(kb.dim(x, i));
-    Value counts = gatherCounts(b, kb, sizes[1], ranks);
-    sizes[1] = sumOfCounts(b, kb, counts, kb.idx(0), kb.idx(ranks));
-    Value all =
-        gatherCountedSlices(b, kb, x, /*axis=*/1, counts, ranks, type, sizes);
+    Value counts = gatherCounts(b, kb, kb.dim(x, 1), ranks);
+    Value all = gatherCountedSlices(b, kb, x, /*axis=*/1, counts, ranks);
     append->setOperand(1, all);
   }
 

@@ -226,8 +226,15 @@ RankSlice seqc::countedSlice(ImplicitLocOpBuilder &b, KernelBuilder &kb,
 
 Value seqc::gatherCountedSlices(ImplicitLocOpBuilder &b, KernelBuilder &kb,
                                 Value local, int64_t axis, Value counts,
-                                int64_t ranks, RankedTensorType wholeType,
-                                ValueRange wholeSizes) {
+                                int64_t ranks) {
+  auto type = cast<RankedTensorType>(local.getType());
+  SmallVector<Value> wholeSizes;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    wholeSizes.push_back(kb.dim(local, i));
+  wholeSizes[axis] = sumOfCounts(b, kb, counts, kb.idx(0), kb.idx(ranks));
+  SmallVector<int64_t> wholeShape(type.getShape());
+  wholeShape[axis] = ShapedType::kDynamic;
+  RankedTensorType wholeType = type.clone(wholeShape);
   // Every slice travels in the longest one's steps.
   Value longest = kb.loop(
       kb.idx(0), kb.idx(ranks), {kb.idx(0)}, [&](Value j, ValueRange most) {

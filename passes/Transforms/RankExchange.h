@@ -74,12 +74,11 @@ RankSlice countedSlice(mlir::ImplicitLocOpBuilder &b, KernelBuilder &kb,
                        mlir::Value counts, mlir::Value r);
 /// The whole of a tensor whose rank r holds `local`, countOf(r) steps
 /// along `axis` (any numbers), on every rank: slices travel padded to the
-/// longest and are copied into place.
+/// longest and are copied into place. The whole is dynamic along `axis`.
 mlir::Value gatherCountedSlices(mlir::ImplicitLocOpBuilder &b,
                                 KernelBuilder &kb, mlir::Value local,
-                                int64_t axis, mlir::Value counts, int64_t ranks,
-                                mlir::RankedTensorType wholeType,
-                                mlir::ValueRange wholeSizes);
+                                int64_t axis, mlir::Value counts,
+                                int64_t ranks);
 
 /// A MoE layer's counts over the ranks, on every rank: R x (E + 2) i64,
 /// row p rank p's choices per expert of its `T` x `K` `indices`, then its

@@ -18,8 +18,8 @@
 // CHECK: arith.index_cast %[[CX]] : index to i64
 // CHECK: %[[CA:.*]] = tensor.dim %[[A]], %c2
 // CHECK: %[[CW:.*]] = tensor.dim %[[W]], %c0
-// CHECK: %[[TA:.*]] = tensor.dim %[[A]], %c1
 // CHECK: %[[TX:.*]] = tensor.dim %[[X]], %c1
+// CHECK: %[[TA:.*]] = tensor.dim %[[A]], %c1
 // CHECK: tensor.from_elements {{.*}} : tensor<5xi64>
 // CHECK: shard.all_gather %{{.*}} on @seq_ranks grid_axes = [0] gather_axis = 0 : tensor<1x5xi64> -> tensor<2x5xi64>
 // CHECK: scf.for
