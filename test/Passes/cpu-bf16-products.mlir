@@ -11,8 +11,11 @@
 // RUN: seqc-opt %s --seq-lower-to-cpu="vector-width=16 bf16-products=widen" --split-input-file | FileCheck %s --check-prefix=WIDEN
 // RUN: seqc-opt %s --seq-lower-to-cpu="vector-width=16 bf16-products=amx" --split-input-file | FileCheck %s --check-prefix=AMX
 // RUN: seqc-opt %s --seq-lower-to-cpu="vector-width=16 bf16-products=amx-emulated" --seq-emulate-amx --split-input-file | FileCheck %s --check-prefix=EMU
-// RUN: seqc-opt %s --seqc-cpu-pipeline="bf16-products=dot" --split-input-file | FileCheck %s --check-prefix=LLVM
-// RUN: seqc-opt %s --seqc-cpu-pipeline="bf16-products=amx" --split-input-file | FileCheck %s --check-prefix=AMXLLVM
+// The pipelines name their vector width: the host's (8 lanes on an AVX2
+// host) would give the 256-bit dot product, checked by LLVM8.
+// RUN: seqc-opt %s --seqc-cpu-pipeline="vector-width=16 bf16-products=dot" --split-input-file | FileCheck %s --check-prefix=LLVM
+// RUN: seqc-opt %s --seqc-cpu-pipeline="vector-width=8 bf16-products=dot" --split-input-file | FileCheck %s --check-prefix=LLVM8
+// RUN: seqc-opt %s --seqc-cpu-pipeline="vector-width=16 bf16-products=amx" --split-input-file | FileCheck %s --check-prefix=AMXLLVM
 // RUN: not seqc-opt %s --seq-lower-to-cpu="bf16-products=tiles" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not seqc-opt %s --seq-lower-to-cpu="vector-width=6" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADWIDTH
 // RUN: not seqc-opt %s --seqc-cpu-pipeline="vector-width=32" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADWIDTH32
@@ -33,6 +36,9 @@
 // WIDEN: memref<?x?x?x{{[0-9]+}}x32xf32>
 // WIDEN-NOT: x86vector.avx512.dot
 // LLVM: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
+// LLVM8-LABEL: llvm.func @matmul_bf16
+// LLVM8-NOT: dpbf16ps.512
+// LLVM8: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.256"
 // AMX-LABEL: func.func @matmul_bf16
 // AMX: func.func private @__seqc_matmul(
 // AMX-COUNT-4: amx.tile_zero : !amx.tile<16x16xf32>
