@@ -32,6 +32,11 @@ struct CpuTarget {
   /// when the tiles are emulated (seq-emulate-amx, for hosts without AMX).
   bool amxTiles = false;
 
+  /// Vector registers: 32 with AVX-512 (16 lanes), 16 with AVX2 or SSE.
+  /// Kernels that carry accumulators across a loop size their blocks by
+  /// this, or spill them to the stack on every iteration.
+  int64_t vectorRegisters() const { return vectorWidth >= 16 ? 32 : 16; }
+
   /// The host, from its CPU features and cache geometry.
   static CpuTarget host();
   /// This CPU as the strategy sees it (Transforms/Strategy.h).

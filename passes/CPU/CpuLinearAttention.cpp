@@ -34,6 +34,24 @@ struct LinearAttentionBuffers : KernelBuffers<LinearAttentionBuffers> {
   }
 };
 
+/// Splits `vectors` column vectors into the fewest blocks whose vectors a
+/// loop can carry in registers, of near-equal sizes: each column vector
+/// holds `perVector` registers across the loop, beside `fixed` others.
+/// Returns the blocks' bounds (first vectors, then the end). More than the
+/// register file holds spills the sums to the stack on every iteration:
+/// with AVX2's 16 registers, linear attention's recurrence over V = 64
+/// (8 vectors, two steps a pass) held 32 and ran at 0.2 of the FMA peak.
+SmallVector<size_t> columnBlocks(const CpuTarget &target, size_t vectors,
+                                 int64_t perVector, int64_t fixed) {
+  int64_t fit =
+      std::max<int64_t>((target.vectorRegisters() - fixed) / perVector, 1);
+  size_t count = (vectors + fit - 1) / fit;
+  SmallVector<size_t> bounds;
+  for (size_t i = 0; i <= count; ++i)
+    bounds.push_back(vectors * i / std::max<size_t>(count, 1));
+  return bounds;
+}
+
 struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   CpuLinearAttention(MLIRContext *ctx, const CpuTarget &target)
       : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
@@ -210,82 +228,162 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   void emitRecurrent(ImplicitLocOpBuilder &b, KernelBuilder &kb,
                      const LinearAttentionBuffers &io, Value Bsz,
                      const Params &p) const {
-    const int64_t lanes = target.vectorWidth;
-    emitParallelKernel(
-        b, "linear_attention_recurrent", kb.mul(Bsz, kb.idx(p.H)), io.list(),
-        [&](KernelBuilder &k, Value task, ValueRange in) {
-          LinearAttentionBuffers my = io.rebind(in);
-          Value Qm = my.queries, Km = my.keys, Vm = my.values, O = my.out;
-          Value nT = k.mdim(Qm, 1);
-          Value h = k.rems(task, k.idx(p.H)), bi = k.divs(task, k.idx(p.H));
-          Value S = k.stackBuffer({p.K, p.V});
-          Value z = k.stackBuffer({roundUp(p.K, lanes)});
-          Value bonus = my.bonus;
-          loadState(k, my, p, bi, h, S);
-          for (int64_t c0 = 0; c0 < roundUp(p.K, lanes); c0 += lanes)
-            k.vstore(k.vconst(0.0, lanes), z, {k.idx(c0)});
-          Value scale = k.f32(p.scale);
-          k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
-            prefetchStep(k, my, p, bi, h, t, nT);
-            SmallVector<Value> masks, vs, os;
-            for (int64_t v0 = 0; v0 < p.V; v0 += lanes) {
-              masks.push_back(k.vmask(k.idx(p.V - v0), lanes));
-              vs.push_back(k.vloadMasked(Vm, {bi, t, h, k.idx(v0)}, lanes,
-                                         masks.back()));
-              os.push_back(k.vconst(0.0, lanes));
-            }
-            Value scalarDecay = p.decayRank == 4
-                                    ? Value()
-                                    : k.exp(logDecay(k, my, p, bi, t, h));
-            SmallVector<Value> init(os);
-            init.push_back(k.f32(0.0)); // q' . z
-            SmallVector<Value> acc =
-                k.loop(k.idx(p.K), init, [&](Value kk, ValueRange c) {
-                  Value f = scalarDecay
-                                ? scalarDecay
-                                : k.exp(k.mload(my.decay, {bi, t, h, kk}));
-                  Value kp = k.featureMap(p.phi, k.mload(Km, {bi, t, h, kk}));
-                  Value qp = k.fmul(
-                      k.featureMap(p.phi, k.mload(Qm, {bi, t, h, kk})), scale);
-                  Value fs = k.splat(f, lanes), ks = k.splat(kp, lanes);
-                  Value qv = k.splat(qp, lanes);
-                  SmallVector<Value> next;
-                  for (size_t v = 0; v < vs.size(); ++v) {
-                    SmallVector<Value> at{kk, k.idx(v * lanes)};
-                    Value old = k.vloadMasked(S, at, lanes, masks[v]);
-                    Value s = k.vfma(ks, vs[v], k.fmul(fs, old));
-                    k.vstoreMasked(s, S, at, masks[v]);
-                    next.push_back(k.vfma(qv, bonus ? old : s, c[v]));
-                  }
-                  if (bonus) {
-                    Value uk = k.fmul(k.mload(bonus, {h, kk}), kp);
-                    next.push_back(k.fadd(c.back(), k.fmul(qp, uk)));
-                    return next;
-                  }
-                  Value zk = k.fadd(k.fmul(f, k.mload(z, {kk})), kp);
-                  k.mstore(zk, z, {kk});
-                  next.push_back(k.fadd(c.back(), k.fmul(qp, zk)));
-                  return next;
-                });
-            // A state-only run's sums are dead code, which LLVM drops.
-            if (!p.outputUsed)
-              return;
-            Value inv, current;
-            if (p.normalize)
-              inv = k.splat(
-                  k.fdiv(k.f32(1.0), k.fadd(acc.back(), k.f32(p.eps))), lanes);
-            if (bonus)
-              current = k.splat(acc.back(), lanes);
-            for (size_t v = 0; v < vs.size(); ++v) {
-              Value o = inv ? k.fmul(acc[v], inv) : acc[v];
-              if (current)
-                o = k.vfma(current, vs[v], o);
-              k.vstoreMasked(o, O, {bi, t, h, k.idx(v * lanes)}, masks[v]);
-            }
-          });
-          storeState(k, my, p, bi, h, S);
-        });
+    emitParallelKernel(b, "linear_attention_recurrent",
+                       kb.mul(Bsz, kb.idx(p.H)), io.list(),
+                       [&](KernelBuilder &k, Value task, ValueRange in) {
+                         RecurrentTask(*this, k, p, io.rebind(in), task).emit();
+                       });
   }
+
+  /// One (batch, head) of emitRecurrent. Each step first computes what is
+  /// indexed by key, vectorized over K into rows (the decays' exps, phi(k'),
+  /// phi(q') scale, and the normalizer z with q' . z, or the bonus's
+  /// q' . (u o k')); then S's columns go in blocks that fit the register
+  /// file (columnBlocks), each a pass over S's rows.
+  class RecurrentTask {
+  public:
+    RecurrentTask(const CpuLinearAttention &pattern, KernelBuilder &k,
+                  const Params &p, const LinearAttentionBuffers &io, Value task)
+        : pattern(pattern), k(k), p(p), io(io),
+          lanes(pattern.target.vectorWidth) {
+      h = k.rems(task, k.idx(p.H));
+      bi = k.divs(task, k.idx(p.H));
+      S = k.stackBuffer({p.K, p.V});
+      int64_t paddedK = roundUp(p.K, lanes);
+      z = k.stackBuffer({paddedK});
+      decayRow = k.stackBuffer({1, paddedK});
+      keyRow = k.stackBuffer({1, paddedK});
+      queryRow = k.stackBuffer({1, paddedK});
+      for (int64_t c0 = 0; c0 < p.K; c0 += lanes)
+        keyMasks.push_back(k.vmask(k.idx(p.K - c0), lanes));
+      for (int64_t v0 = 0; v0 < p.V; v0 += lanes)
+        valueMasks.push_back(k.vmask(k.idx(p.V - v0), lanes));
+      // Per column vector a value and an output sum; besides them the
+      // row's decay, k' and q' broadcasts and S's old and new vectors.
+      blocks = columnBlocks(pattern.target, valueMasks.size(), 2, 5);
+    }
+
+    void emit() {
+      Value nT = k.mdim(io.queries, 1);
+      pattern.loadState(k, io, p, bi, h, S);
+      for (int64_t c0 = 0; c0 < roundUp(p.K, lanes); c0 += lanes)
+        k.vstore(k.vconst(0.0, lanes), z, {k.idx(c0)});
+      k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
+        pattern.prefetchStep(k, io, p, bi, h, t, nT);
+        step(t);
+      });
+      pattern.storeState(k, io, p, bi, h, S);
+    }
+
+  private:
+    bool perKeyDecay() const { return p.decayRank == 4; }
+
+    void step(Value t) {
+      Value decay = packKeyRows(t);
+      Value keySum = keyIndexedSum(decay);
+      // The output's scale (normalized) or current term (bonus), the same
+      // for every column.
+      Value inv, current;
+      if (p.normalize)
+        inv = k.splat(k.fdiv(k.f32(1.0), k.fadd(keySum, k.f32(p.eps))), lanes);
+      if (io.bonus)
+        current = k.splat(keySum, lanes);
+      for (size_t i = 0; i + 1 < blocks.size(); ++i)
+        stepColumns(t, blocks[i], blocks[i + 1], decay, inv, current);
+    }
+
+    /// Step t's key rows: phi(k'), phi(q') scale and, per key, the decays;
+    /// returns a scalar decay's factor (null for per-key decays).
+    Value packKeyRows(Value t) {
+      pattern.packRows(k, p, io.keys, bi, t, h, k.idx(1), keyRow, nullptr);
+      Value scale = k.f32(p.scale);
+      pattern.packRows(k, p, io.queries, bi, t, h, k.idx(1), queryRow,
+                       [&](Value) { return scale; });
+      if (!perKeyDecay())
+        return k.exp(logDecay(k, io, p, bi, t, h));
+      seqc::packRows(k, pattern.target,
+                     MatrixRef{io.decay,
+                               [&](Value, Value c) {
+                                 return SmallVector<Value>{bi, t, h, c};
+                               }},
+                     k.idx(1), p.K, decayRow,
+                     [&](Value v, Value) { return k.exp(v); });
+      return {};
+    }
+
+    /// q' . (u o k') with the bonus, else z = decay z + k' and q' . z (the
+    /// normalizer's sum, dead code when nothing normalizes).
+    Value keyIndexedSum(Value decay) {
+      Value sum = k.vconst(0.0, lanes);
+      for (size_t c = 0; c < keyMasks.size(); ++c) {
+        Value mask = keyMasks[c];
+        SmallVector<Value> at{k.idx(0), k.idx(c * lanes)};
+        Value kp = k.vloadMasked(keyRow, at, lanes, mask);
+        Value qp = k.vloadMasked(queryRow, at, lanes, mask);
+        if (io.bonus) {
+          Value u = k.vloadMasked(io.bonus, {h, k.idx(c * lanes)}, lanes, mask);
+          sum = k.vfma(qp, k.fmul(u, kp), sum);
+          continue;
+        }
+        Value f = decay ? k.splat(decay, lanes)
+                        : k.vloadMasked(decayRow, at, lanes, mask);
+        SmallVector<Value> zAt{k.idx(c * lanes)};
+        Value zk = k.vfma(f, k.vloadMasked(z, zAt, lanes, mask), kp);
+        k.vstoreMasked(zk, z, zAt, mask);
+        sum = k.vfma(qp, zk, sum);
+      }
+      return k.hsum(sum);
+    }
+
+    /// Step t on S's column vectors [first, last): every row decays and
+    /// takes k' v^T, and the output sums q'-weighted rows (S's new row, or
+    /// the old one with the bonus).
+    void stepColumns(Value t, size_t first, size_t last, Value decay, Value inv,
+                     Value current) {
+      SmallVector<Value> values, init;
+      for (size_t v = first; v < last; ++v) {
+        values.push_back(k.vloadMasked(io.values, {bi, t, h, k.idx(v * lanes)},
+                                       lanes, valueMasks[v]));
+        init.push_back(k.vconst(0.0, lanes));
+      }
+      SmallVector<Value> sums =
+          k.loop(k.idx(p.K), init, [&](Value kk, ValueRange acc) {
+            SmallVector<Value> row{k.idx(0), kk};
+            Value fs = k.splat(decay ? decay : k.mload(decayRow, row), lanes);
+            Value ks = k.splat(k.mload(keyRow, row), lanes);
+            Value qs = k.splat(k.mload(queryRow, row), lanes);
+            SmallVector<Value> next;
+            for (size_t j = 0; j < values.size(); ++j) {
+              SmallVector<Value> at{kk, k.idx((first + j) * lanes)};
+              Value mask = valueMasks[first + j];
+              Value old = k.vloadMasked(S, at, lanes, mask);
+              Value updated = k.vfma(ks, values[j], k.fmul(fs, old));
+              k.vstoreMasked(updated, S, at, mask);
+              next.push_back(k.vfma(qs, io.bonus ? old : updated, acc[j]));
+            }
+            return next;
+          });
+      // A state-only run's sums are dead code, which LLVM drops.
+      if (!p.outputUsed)
+        return;
+      for (size_t j = 0; j < values.size(); ++j) {
+        Value o = inv ? k.fmul(sums[j], inv) : sums[j];
+        if (current)
+          o = k.vfma(current, values[j], o);
+        k.vstoreMasked(o, io.out, {bi, t, h, k.idx((first + j) * lanes)},
+                       valueMasks[first + j]);
+      }
+    }
+
+    const CpuLinearAttention &pattern;
+    KernelBuilder &k;
+    const Params &p;
+    LinearAttentionBuffers io;
+    int64_t lanes;
+    Value h, bi, S, z, decayRow, keyRow, queryRow;
+    SmallVector<Value> keyMasks, valueMasks;
+    SmallVector<size_t> blocks;
+  };
 
   /// Whether the deferred-decay recurrence covers the op: a scalar decay
   /// (or none), no normalizer and no bonus.
@@ -387,7 +485,9 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     /// `scales` (c_t of each step): each row is first multiplied by
     /// `rowScale` when given, then takes each step's (k'/c) v^T in turn
     /// and adds (c q')-weighted itself to that step's output (when o is
-    /// read: a state-only run makes one FMA per element and step).
+    /// read: a state-only run makes one FMA per element and step). The
+    /// columns go in blocks whose vectors fit the register file
+    /// (columnBlocks), each block a pass over the rows.
     void pass(Value t, int steps, Value rowScale, ArrayRef<Value> scales) {
       auto factorOf = [&](Value i) {
         if (steps == 1)
@@ -402,10 +502,25 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
       if (p.outputUsed)
         pattern.packRows(k, p, io.queries, bi, t, h, k.idx(steps), qRows,
                          [&](Value i) { return k.fmul(factorOf(i), qScale); });
+      // Per column vector each step's value and (when o is read) output
+      // sum; besides them each step's k' and q' broadcasts, U's vector and
+      // the row scale.
+      int64_t perStep = p.outputUsed ? 2 : 1;
+      SmallVector<size_t> blocks =
+          columnBlocks(pattern.target, masks.size(), steps * perStep,
+                       steps * perStep + 1 + (rowScale ? 1 : 0));
+      for (size_t i = 0; i + 1 < blocks.size(); ++i)
+        passColumns(t, steps, rowScale, blocks[i], blocks[i + 1]);
+    }
+
+    /// pass for the column vectors [first, last).
+    void passColumns(Value t, int steps, Value rowScale, size_t first,
+                     size_t last) {
+      size_t count = last - first;
       SmallVector<SmallVector<Value>> values(steps);
       SmallVector<Value> init;
       for (int s = 0; s < steps; ++s)
-        for (size_t v = 0; v < masks.size(); ++v) {
+        for (size_t v = first; v < last; ++v) {
           values[s].push_back(k.vloadMasked(
               io.values, {bi, k.add(t, k.idx(s)), h, k.idx(v * lanes)}, lanes,
               masks[v]));
@@ -421,16 +536,17 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
               if (p.outputUsed)
                 qs.push_back(k.splat(k.mload(qRows, {k.idx(s), kk}), lanes));
             }
-            for (size_t v = 0; v < masks.size(); ++v) {
+            for (size_t j = 0; j < count; ++j) {
+              size_t v = first + j;
               SmallVector<Value> at{kk, k.idx(v * lanes)};
               Value u = k.vloadMasked(U, at, lanes, masks[v]);
               if (rowScaleVector)
                 u = k.fmul(u, rowScaleVector);
               for (int s = 0; s < steps; ++s) {
-                u = k.vfma(ks[s], values[s][v], u);
+                u = k.vfma(ks[s], values[s][j], u);
                 if (!p.outputUsed)
                   continue;
-                size_t out = s * masks.size() + v;
+                size_t out = s * count + j;
                 next[out] = k.vfma(qs[s], u, next[out]);
               }
               k.vstoreMasked(u, U, at, masks[v]);
@@ -440,10 +556,11 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
       if (!p.outputUsed)
         return;
       for (int s = 0; s < steps; ++s)
-        for (size_t v = 0; v < masks.size(); ++v)
-          k.vstoreMasked(outputs[s * masks.size() + v], io.out,
-                         {bi, k.add(t, k.idx(s)), h, k.idx(v * lanes)},
-                         masks[v]);
+        for (size_t j = 0; j < count; ++j)
+          k.vstoreMasked(
+              outputs[s * count + j], io.out,
+              {bi, k.add(t, k.idx(s)), h, k.idx((first + j) * lanes)},
+              masks[first + j]);
     }
 
     Value decay(Value t) { return k.exp(logDecay(k, io, p, bi, t, h)); }

@@ -1,11 +1,20 @@
 # seq.linear_attention against float64: the three decay shapes, feature maps,
 # scale, normalize (causal and not), non-causal with init, T = 1, odd sizes,
 # the carried state in two pieces, and RWKV-6's bonus (u) with every decay
-# shape (per-key decay + bonus is RWKV-6), and its errors.
+# shape (per-key decay + bonus is RWKV-6), and its errors. The CPU's
+# recurrences pass over the state's columns in blocks that fit the vector
+# registers: wide values take several blocks on every host, and AOT
+# libraries for x86-64-v3 (AVX2: 8 lanes, 16 registers) run those blocks
+# on any host that runs the tests.
 # RUN: %python %s
+import os
+import subprocess
+import tempfile
+
 import numpy as np
 from refs import linear_attention
-from seqc_testing import Checker, f32, func, rng, run_seqc, seq_op, type_of
+from seqc_testing import (SEQC_AOT_RUN, SEQC_COMPILE, Checker, f32, func, rng, run_seqc,
+                          seq_op, type_of)
 
 c = Checker()
 
@@ -49,7 +58,7 @@ def graph(v, use_decay, use_init, attrs, prefix="", init_from=None, use_bonus=Fa
 
 
 def case(Bs, T, H, K, V, decay_rank=0, init=False, feature="identity", causal=True,
-         normalize=False, scale=1.0, seed=0, chunk=0, bonus=False, g=None):
+         normalize=False, scale=1.0, seed=0, chunk=0, bonus=False, g=None, recurrent=False):
     v = make(Bs, T, H, K, V, decay_rank, seed)
     if g is not None:
         v["g"] = f32(g)
@@ -57,6 +66,8 @@ def case(Bs, T, H, K, V, decay_rank=0, init=False, feature="identity", causal=Tr
              f"normalize = {str(normalize).lower()}", f"scale = {scale} : f32"]
     if chunk:
         attrs.append(f"chunk_size = {chunk} : i64")
+    if recurrent:
+        attrs.append("seq.plan = #seq.plan<recurrent>")
     args, line, out = graph(v, decay_rank > 0, init, ", ".join(attrs), use_bonus=bonus)
     o, last = run_seqc(func(args, [line], [("%r#0", out[0]), ("%r#1", out[1])]),
                        [v[n] for n, _ in args])
@@ -65,6 +76,43 @@ def case(Bs, T, H, K, V, decay_rank=0, init=False, feature="identity", causal=Tr
                               bonus=v["u"] if bonus else None)
     tag = (f"B={Bs} T={T} H={H} K={K} V={V} decay={decay_rank} init={init} phi={feature} "
            f"causal={causal} normalize={normalize} scale={scale} chunk={chunk} bonus={bonus}")
+    c.close("o " + tag, o, ro)
+    c.close("last " + tag, last, rl)
+
+
+def aot_case(cpu, Bs, T, H, K, V, decay_rank=0, normalize=False, bonus=False,
+             feature="identity", seed=0):
+    """The op through an AOT library for `cpu` (strict, no fallback: the
+    kernels of that level's vector width and register file) against
+    float64."""
+    v = make(Bs, T, H, K, V, decay_rank, seed)
+    attrs = (f"feature_map = #seq.feature_map<{feature}>, "
+             f"normalize = {str(normalize).lower()}, scale = 0.25 : f32")
+    # (The normalizer's sum is not carried: a normalized op takes no init.)
+    args, line, out = graph(v, decay_rank > 0, not normalize, attrs, use_bonus=bonus)
+    mlir = func(args, [line], [("%r#0", out[0]), ("%r#1", out[1])])
+    with tempfile.TemporaryDirectory(prefix="seqc-la-aot-") as tmp:
+        src, lib = os.path.join(tmp, "la.mlir"), os.path.join(tmp, "la.so")
+        with open(src, "w") as f:
+            f.write(mlir)
+        p = subprocess.run([SEQC_COMPILE, src, "-o", lib, "--cpu", cpu,
+                            "--fallback-cpu", "none", "--strict"],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise AssertionError(f"seqc-compile --cpu {cpu}: {p.stderr}")
+        cmd = [SEQC_AOT_RUN, lib, "--output-dir", tmp]
+        for i, (n, _) in enumerate(args):
+            np.save(os.path.join(tmp, f"in{i}.npy"), v[n])
+            cmd += ["--input", os.path.join(tmp, f"in{i}.npy")]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise AssertionError(f"seqc-aot-run ({cpu}): {p.stderr}")
+        o, last = (np.load(os.path.join(tmp, f"result{i}.npy")) for i in range(2))
+    ro, rl = linear_attention(v["q"], v["k"], v["v"], v.get("g"),
+                              None if normalize else v["S0"], feature, True,
+                              normalize, 0.25, bonus=v["u"] if bonus else None)
+    tag = (f"AOT {cpu} K={K} V={V} decay={decay_rank} normalize={normalize} "
+           f"bonus={bonus} phi={feature}")
     c.close("o " + tag, o, ro)
     c.close("last " + tag, last, rl)
 
@@ -177,6 +225,24 @@ c.run("RWKV-6 chunks", lambda: case(1, 77, 2, 36, 33, decay_rank=4, init=True, b
 c.run("pieces RWKV-6", lambda: pieces(1, 90, 2, 8, 8, 4, 37, bonus=True))
 c.run("pieces bonus BTH elu+1", lambda: pieces(2, 27, 2, 4, 4, 3, 11, feature="elu_plus_one",
                                                bonus=True))
+# Values wider than the register file holds in one pass: V = 100 is 7
+# vectors of 16 lanes (the deferred decay's two steps carry 4 registers a
+# vector: two blocks on AVX-512, four on AVX2), with a masked last vector.
+c.run("recurrence, wide values", lambda: case(1, 37, 2, 24, 100, decay_rank=3, init=True,
+                                               seed=70, recurrent=True))
+c.run("recurrence GLA, wide values", lambda: case(1, 9, 2, 24, 250, decay_rank=4, init=True,
+                                                   seed=71, recurrent=True))
+# AVX2's 16 registers: 2 of 8 value vectors a block for the deferred decay,
+# 5 of 9 for GLA, the normalizer and the bonus (masked last vectors).
+for name, kw in (("scalar decay", dict(decay_rank=3)),
+                 ("GLA", dict(decay_rank=4)),
+                 ("normalized elu+1", dict(decay_rank=1, normalize=True,
+                                           feature="elu_plus_one")),
+                 ("RWKV-6", dict(decay_rank=4, bonus=True))):
+    c.run(f"AOT x86-64-v3 {name} K=V=64",
+          lambda kw=kw: aot_case("x86-64-v3", 1, 21, 2, 64, 64, seed=72, **kw))
+    c.run(f"AOT x86-64-v3 {name} K=20 V=70",
+          lambda kw=kw: aot_case("x86-64-v3", 2, 15, 1, 20, 70, seed=73, **kw))
 c.run("bonus with normalize", lambda: bonus_error("normalize = true"))
 c.run("bonus non-causal", lambda: bonus_error("causal = false"))
 c.finish()
