@@ -43,12 +43,12 @@ struct LinearAttentionBuffers : KernelBuffers<LinearAttentionBuffers> {
 /// (8 vectors, two steps a pass) held 32 and ran at 0.2 of the FMA peak.
 SmallVector<size_t> columnBlocks(const CpuTarget &target, size_t vectors,
                                  int64_t perVector, int64_t fixed) {
-  int64_t fit =
-      std::max<int64_t>((target.vectorRegisters() - fixed) / perVector, 1);
-  size_t count = (vectors + fit - 1) / fit;
+  const size_t fit = static_cast<size_t>(
+      std::max<int64_t>((target.vectorRegisters() - fixed) / perVector, 1));
+  const size_t count = (vectors + fit - 1) / fit;
   SmallVector<size_t> bounds;
   for (size_t i = 0; i <= count; ++i)
-    bounds.push_back(vectors * i / std::max<size_t>(count, 1));
+    bounds.push_back(count ? vectors * i / count : 0);
   return bounds;
 }
 
@@ -258,9 +258,11 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
         keyMasks.push_back(k.vmask(k.idx(p.K - c0), lanes));
       for (int64_t v0 = 0; v0 < p.V; v0 += lanes)
         valueMasks.push_back(k.vmask(k.idx(p.V - v0), lanes));
-      // Per column vector a value and an output sum; besides them the
-      // row's decay, k' and q' broadcasts and S's old and new vectors.
-      blocks = columnBlocks(pattern.target, valueMasks.size(), 2, 5);
+      // Per column vector a value and (when o is read) an output sum;
+      // besides them the row's decay, k' and (when o is read) q'
+      // broadcasts and S's old and new vectors.
+      blocks = columnBlocks(pattern.target, valueMasks.size(),
+                            p.outputUsed ? 2 : 1, p.outputUsed ? 5 : 4);
     }
 
     void emit() {
@@ -278,29 +280,37 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   private:
     bool perKeyDecay() const { return p.decayRank == 4; }
 
+    /// Step t: its key rows, the sums over keys, then S's column blocks.
     void step(Value t) {
-      Value decay = packKeyRows(t);
+      packKeyRows(t);
+      Value decay = scalarDecay(t);
       Value keySum = keyIndexedSum(decay);
       // The output's scale (normalized) or current term (bonus), the same
       // for every column.
       Value inv, current;
-      if (p.normalize)
+      if (p.normalize && keySum)
         inv = k.splat(k.fdiv(k.f32(1.0), k.fadd(keySum, k.f32(p.eps))), lanes);
-      if (io.bonus)
+      if (io.bonus && keySum)
         current = k.splat(keySum, lanes);
       for (size_t i = 0; i + 1 < blocks.size(); ++i)
         stepColumns(t, blocks[i], blocks[i + 1], decay, inv, current);
     }
 
-    /// Step t's key rows: phi(k'), phi(q') scale and, per key, the decays;
-    /// returns a scalar decay's factor (null for per-key decays).
-    Value packKeyRows(Value t) {
+    /// Step t's decay factor, or null for per-key decays (packKeyRows).
+    Value scalarDecay(Value t) {
+      return perKeyDecay() ? Value() : k.exp(logDecay(k, io, p, bi, t, h));
+    }
+
+    /// Step t's key rows: phi(k'), phi(q') scale (when o is read) and
+    /// per-key decays.
+    void packKeyRows(Value t) {
       pattern.packRows(k, p, io.keys, bi, t, h, k.idx(1), keyRow, nullptr);
       Value scale = k.f32(p.scale);
-      pattern.packRows(k, p, io.queries, bi, t, h, k.idx(1), queryRow,
-                       [&](Value) { return scale; });
+      if (p.outputUsed)
+        pattern.packRows(k, p, io.queries, bi, t, h, k.idx(1), queryRow,
+                         [&](Value) { return scale; });
       if (!perKeyDecay())
-        return k.exp(logDecay(k, io, p, bi, t, h));
+        return;
       seqc::packRows(k, pattern.target,
                      MatrixRef{io.decay,
                                [&](Value, Value c) {
@@ -308,12 +318,16 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
                                }},
                      k.idx(1), p.K, decayRow,
                      [&](Value v, Value) { return k.exp(v); });
-      return {};
     }
 
-    /// q' . (u o k') with the bonus, else z = decay z + k' and q' . z (the
-    /// normalizer's sum, dead code when nothing normalizes).
-    Value keyIndexedSum(Value decay) {
+    /// q' . (u o k') with the bonus; normalized, z = decay z + k' and
+    /// q' . z; else, or when o is not read, nothing (null). `scalarDecay`
+    /// is null for per-key decays (decayRow).
+    Value keyIndexedSum(Value scalarDecay) {
+      // z lives in a stack buffer the next step reads: LLVM would keep its
+      // update even where nothing reads the sum.
+      if ((!io.bonus && !p.normalize) || !p.outputUsed)
+        return {};
       Value sum = k.vconst(0.0, lanes);
       for (size_t c = 0; c < keyMasks.size(); ++c) {
         Value mask = keyMasks[c];
@@ -325,8 +339,8 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
           sum = k.vfma(qp, k.fmul(u, kp), sum);
           continue;
         }
-        Value f = decay ? k.splat(decay, lanes)
-                        : k.vloadMasked(decayRow, at, lanes, mask);
+        Value f = scalarDecay ? k.splat(scalarDecay, lanes)
+                              : k.vloadMasked(decayRow, at, lanes, mask);
         SmallVector<Value> zAt{k.idx(c * lanes)};
         Value zk = k.vfma(f, k.vloadMasked(z, zAt, lanes, mask), kp);
         k.vstoreMasked(zk, z, zAt, mask);
@@ -337,21 +351,25 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
 
     /// Step t on S's column vectors [first, last): every row decays and
     /// takes k' v^T, and the output sums q'-weighted rows (S's new row, or
-    /// the old one with the bonus).
-    void stepColumns(Value t, size_t first, size_t last, Value decay, Value inv,
-                     Value current) {
+    /// the old one with the bonus). `scalarDecay` is null for per-key
+    /// decays (decayRow).
+    void stepColumns(Value t, size_t first, size_t last, Value scalarDecay,
+                     Value inv, Value current) {
       SmallVector<Value> values, init;
       for (size_t v = first; v < last; ++v) {
         values.push_back(k.vloadMasked(io.values, {bi, t, h, k.idx(v * lanes)},
                                        lanes, valueMasks[v]));
-        init.push_back(k.vconst(0.0, lanes));
+        if (p.outputUsed)
+          init.push_back(k.vconst(0.0, lanes));
       }
       SmallVector<Value> sums =
           k.loop(k.idx(p.K), init, [&](Value kk, ValueRange acc) {
             SmallVector<Value> row{k.idx(0), kk};
-            Value fs = k.splat(decay ? decay : k.mload(decayRow, row), lanes);
+            Value fs = k.splat(
+                scalarDecay ? scalarDecay : k.mload(decayRow, row), lanes);
             Value ks = k.splat(k.mload(keyRow, row), lanes);
-            Value qs = k.splat(k.mload(queryRow, row), lanes);
+            Value qs =
+                p.outputUsed ? k.splat(k.mload(queryRow, row), lanes) : Value();
             SmallVector<Value> next;
             for (size_t j = 0; j < values.size(); ++j) {
               SmallVector<Value> at{kk, k.idx((first + j) * lanes)};
@@ -359,11 +377,11 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
               Value old = k.vloadMasked(S, at, lanes, mask);
               Value updated = k.vfma(ks, values[j], k.fmul(fs, old));
               k.vstoreMasked(updated, S, at, mask);
-              next.push_back(k.vfma(qs, io.bonus ? old : updated, acc[j]));
+              if (p.outputUsed)
+                next.push_back(k.vfma(qs, io.bonus ? old : updated, acc[j]));
             }
             return next;
           });
-      // A state-only run's sums are dead code, which LLVM drops.
       if (!p.outputUsed)
         return;
       for (size_t j = 0; j < values.size(); ++j) {

@@ -86,8 +86,11 @@ def aot_case(cpu, Bs, T, H, K, V, decay_rank=0, normalize=False, bonus=False,
     kernels of that level's vector width and register file) against
     float64."""
     v = make(Bs, T, H, K, V, decay_rank, seed)
+    # The recurrent plan, whatever the strategy would choose for the host's
+    # caches: the recurrence's blocks are what these cases are for.
     attrs = (f"feature_map = #seq.feature_map<{feature}>, "
-             f"normalize = {str(normalize).lower()}, scale = 0.25 : f32")
+             f"normalize = {str(normalize).lower()}, scale = 0.25 : f32, "
+             "seq.plan = #seq.plan<recurrent>")
     # (The normalizer's sum is not carried: a normalized op takes no init.)
     args, line, out = graph(v, decay_rank > 0, not normalize, attrs, use_bonus=bonus)
     mlir = func(args, [line], [("%r#0", out[0]), ("%r#1", out[1])])
@@ -226,14 +229,19 @@ c.run("pieces RWKV-6", lambda: pieces(1, 90, 2, 8, 8, 4, 37, bonus=True))
 c.run("pieces bonus BTH elu+1", lambda: pieces(2, 27, 2, 4, 4, 3, 11, feature="elu_plus_one",
                                                bonus=True))
 # Values wider than the register file holds in one pass: V = 100 is 7
-# vectors of 16 lanes (the deferred decay's two steps carry 4 registers a
-# vector: two blocks on AVX-512, four on AVX2), with a masked last vector.
+# vectors of 16 lanes or 13 of 8 (the deferred decay's two steps carry 4
+# registers a vector: two blocks on AVX-512, seven on AVX2), with a masked
+# last vector; steep decays take the single steps that fold c into U.
 c.run("recurrence, wide values", lambda: case(1, 37, 2, 24, 100, decay_rank=3, init=True,
                                                seed=70, recurrent=True))
 c.run("recurrence GLA, wide values", lambda: case(1, 9, 2, 24, 250, decay_rank=4, init=True,
                                                    seed=71, recurrent=True))
-# AVX2's 16 registers: 2 of 8 value vectors a block for the deferred decay,
-# 5 of 9 for GLA, the normalizer and the bonus (masked last vectors).
+c.run("recurrence, wide values, steep decays", lambda: case(
+    2, 45, 3, 16, 100, decay_rank=3, init=True, seed=74, g=steep_decays(2, 45, 3),
+    recurrent=True))
+# AVX2's 16 registers: blocks of 2 value vectors for the deferred decay
+# (4 blocks at V = 64, 5 at V = 70), of at most 5 for GLA, the normalizer
+# and the bonus (4 + 4 at V = 64, 4 + 5 at V = 70, a masked last vector).
 for name, kw in (("scalar decay", dict(decay_rank=3)),
                  ("GLA", dict(decay_rank=4)),
                  ("normalized elu+1", dict(decay_rank=1, normalize=True,
