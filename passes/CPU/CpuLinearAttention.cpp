@@ -52,6 +52,15 @@ SmallVector<size_t> columnBlocks(const CpuTarget &target, size_t vectors,
   return bounds;
 }
 
+/// The masks of a row of `n` elements in vectors of `lanes` (all lanes but
+/// in a ragged last vector).
+SmallVector<Value> rowMasks(KernelBuilder &k, int64_t n, int64_t lanes) {
+  SmallVector<Value> masks;
+  for (int64_t c0 = 0; c0 < n; c0 += lanes)
+    masks.push_back(k.vmask(k.idx(n - c0), lanes));
+  return masks;
+}
+
 struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   CpuLinearAttention(MLIRContext *ctx, const CpuTarget &target)
       : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
@@ -249,15 +258,17 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
       h = k.rems(task, k.idx(p.H));
       bi = k.divs(task, k.idx(p.H));
       S = k.stackBuffer({p.K, p.V});
+      // Buffers only for what this op reads (keyIndexedSum: z).
       int64_t paddedK = roundUp(p.K, lanes);
-      z = k.stackBuffer({paddedK});
-      decayRow = k.stackBuffer({1, paddedK});
       keyRow = k.stackBuffer({1, paddedK});
-      queryRow = k.stackBuffer({1, paddedK});
-      for (int64_t c0 = 0; c0 < p.K; c0 += lanes)
-        keyMasks.push_back(k.vmask(k.idx(p.K - c0), lanes));
-      for (int64_t v0 = 0; v0 < p.V; v0 += lanes)
-        valueMasks.push_back(k.vmask(k.idx(p.V - v0), lanes));
+      if (p.outputUsed)
+        queryRow = k.stackBuffer({1, paddedK});
+      if (perKeyDecay())
+        decayRow = k.stackBuffer({1, paddedK});
+      if (p.normalize && !io.bonus && p.outputUsed)
+        z = k.stackBuffer({paddedK});
+      keyMasks = rowMasks(k, p.K, lanes);
+      valueMasks = rowMasks(k, p.V, lanes);
       // Per column vector a value and (when o is read) an output sum;
       // besides them the row's decay, k' and (when o is read) q'
       // broadcasts and S's old and new vectors.
@@ -268,8 +279,9 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     void emit() {
       Value nT = k.mdim(io.queries, 1);
       pattern.loadState(k, io, p, bi, h, S);
-      for (int64_t c0 = 0; c0 < roundUp(p.K, lanes); c0 += lanes)
-        k.vstore(k.vconst(0.0, lanes), z, {k.idx(c0)});
+      if (z)
+        for (int64_t c0 = 0; c0 < roundUp(p.K, lanes); c0 += lanes)
+          k.vstore(k.vconst(0.0, lanes), z, {k.idx(c0)});
       k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
         pattern.prefetchStep(k, io, p, bi, h, t, nT);
         step(t);
@@ -326,7 +338,7 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     Value keyIndexedSum(Value scalarDecay) {
       // z lives in a stack buffer the next step reads: LLVM would keep its
       // update even where nothing reads the sum.
-      if ((!io.bonus && !p.normalize) || !p.outputUsed)
+      if (!p.outputUsed || (!io.bonus && !z))
         return {};
       Value sum = k.vconst(0.0, lanes);
       for (size_t c = 0; c < keyMasks.size(); ++c) {
@@ -441,8 +453,7 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
       U = k.stackBuffer({p.K, p.V});
       kRows = k.stackBuffer({2, roundUp(p.K, lanes)});
       qRows = k.stackBuffer({2, roundUp(p.K, lanes)});
-      for (int64_t v0 = 0; v0 < p.V; v0 += lanes)
-        masks.push_back(k.vmask(k.idx(p.V - v0), lanes));
+      masks = rowMasks(k, p.V, lanes);
     }
 
     void emit() {

@@ -7,14 +7,9 @@
 # libraries for x86-64-v3 (AVX2: 8 lanes, 16 registers) run those blocks
 # on any host that runs the tests.
 # RUN: %python %s
-import os
-import subprocess
-import tempfile
-
 import numpy as np
 from refs import linear_attention
-from seqc_testing import (SEQC_AOT_RUN, SEQC_COMPILE, Checker, f32, func, rng, run_seqc,
-                          seq_op, type_of)
+from seqc_testing import Checker, f32, func, rng, run_aot, run_seqc, seq_op, type_of
 
 c = Checker()
 
@@ -94,23 +89,7 @@ def aot_case(cpu, Bs, T, H, K, V, decay_rank=0, normalize=False, bonus=False,
     # (The normalizer's sum is not carried: a normalized op takes no init.)
     args, line, out = graph(v, decay_rank > 0, not normalize, attrs, use_bonus=bonus)
     mlir = func(args, [line], [("%r#0", out[0]), ("%r#1", out[1])])
-    with tempfile.TemporaryDirectory(prefix="seqc-la-aot-") as tmp:
-        src, lib = os.path.join(tmp, "la.mlir"), os.path.join(tmp, "la.so")
-        with open(src, "w") as f:
-            f.write(mlir)
-        p = subprocess.run([SEQC_COMPILE, src, "-o", lib, "--cpu", cpu,
-                            "--fallback-cpu", "none", "--strict"],
-                           capture_output=True, text=True)
-        if p.returncode != 0:
-            raise AssertionError(f"seqc-compile --cpu {cpu}: {p.stderr}")
-        cmd = [SEQC_AOT_RUN, lib, "--output-dir", tmp]
-        for i, (n, _) in enumerate(args):
-            np.save(os.path.join(tmp, f"in{i}.npy"), v[n])
-            cmd += ["--input", os.path.join(tmp, f"in{i}.npy")]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:
-            raise AssertionError(f"seqc-aot-run ({cpu}): {p.stderr}")
-        o, last = (np.load(os.path.join(tmp, f"result{i}.npy")) for i in range(2))
+    o, last = run_aot(mlir, [v[n] for n, _ in args], cpu)
     ro, rl = linear_attention(v["q"], v["k"], v["v"], v.get("g"),
                               None if normalize else v["S0"], feature, True,
                               normalize, 0.25, bonus=v["u"] if bonus else None)

@@ -151,6 +151,33 @@ def run_seqc(mlir, inputs, func=None, extra=(), expect_error=False, tol=1e-4,
         return runs[PIPELINE_NAMES.index(results_of)][2]
 
 
+def run_aot(mlir, inputs, cpu):
+    """Compiles `mlir` ahead of time for `cpu` (an x86-64 CPU or level:
+    its vector width and register file; strict, no fallback), runs it
+    through seqc-aot-run with `inputs` and returns its results."""
+    with tempfile.TemporaryDirectory(prefix="seqc-aot-") as tmp:
+        src, lib = os.path.join(tmp, "graph.mlir"), os.path.join(tmp, "graph.so")
+        with open(src, "w") as f:
+            f.write(mlir)
+        p = subprocess.run([SEQC_COMPILE, src, "-o", lib, "--cpu", cpu,
+                            "--fallback-cpu", "none", "--strict"],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise AssertionError(f"seqc-compile --cpu {cpu}: {p.stderr}")
+        cmd = [SEQC_AOT_RUN, lib, "--output-dir", tmp]
+        for i, a in enumerate(inputs):
+            np.save(os.path.join(tmp, f"in{i}.npy"), np.ascontiguousarray(a))
+            cmd += ["--input", os.path.join(tmp, f"in{i}.npy")]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise AssertionError(f"seqc-aot-run ({cpu}): {p.stderr}")
+        results, i = [], 0
+        while os.path.exists(os.path.join(tmp, f"result{i}.npy")):
+            results.append(np.load(os.path.join(tmp, f"result{i}.npy")))
+            i += 1
+        return results
+
+
 class Checker:
     """Collects comparisons; exits non-zero at the end if any failed."""
 
