@@ -5,11 +5,17 @@
 // (batch, value head) keeps the K x V state on its stack (16 KiB at
 // K = V = 64, in L1) and per step
 //
-//   rows     the step's row coefficients q', k, alpha, a, b, vectorized
-//            over K into a [5 x K] stack table (norms by vector sums)
-//   columns  the state's columns in groups of kColumnVectors vectors, each
-//            group both passes of the column update: the group's vectors
-//            are independent sums, which keeps the FMA units busy
+//   rows     the step's row coefficients q', k, alpha, b and the next
+//            step's a, vectorized over K into a stack table (norms by
+//            vector sums)
+//   columns  one pass over the state per block of column vectors (as many
+//            as the register file holds: each carries a write, an output
+//            sum and the next step's sum), the pass DeltaRecurrence
+//            describes
+//
+// With a decay the task holds the state as diag(c) U (the deferred decay
+// of DeltaRecurrence::deferDecay): the table then holds the coefficients
+// for U, and a step multiplies U's rows only when it folds c into them.
 //
 // The pattern is the targets' shared one (Transforms/DeltaRuleLowering.h);
 // the chunked WY form is CPU/CpuChunked.cpp's, this file only says how a
@@ -23,72 +29,295 @@
 #include "Transforms/DeltaRuleLowering.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace seqc;
 
 namespace {
 
-/// Column vectors one group of the update carries: each needs a sum, a
-/// write and an output vector live across the row loop (12 of AVX2's 16
-/// registers at 4).
-constexpr int64_t kColumnVectors = 4;
+/// The rows of the per-step coefficient table: the pass's coefficients
+/// (DeltaRow), then what a task keeps from step to step.
+enum CoefficientRow {
+  QueryRow,
+  KeyRow,
+  AlphaRow,
+  ARow,
+  BRow,
+  /// c of the deferred decay (S = c U).
+  ScaleRow,
+  /// The next step's key and per-key decays (each norm and exp computed
+  /// once).
+  NextKeyRow,
+  NextAlphaRow,
+  NumRows
+};
 
-/// The rows of the per-step coefficient table.
-enum CoefficientRow { QueryRow, KeyRow, AlphaRow, ARow, BRow, NumRows };
-
-class CpuDeltaRecurrence {
+/// One (batch, value head) of the recurrence.
+class DeltaTask {
 public:
-  CpuDeltaRecurrence(const CpuTarget &target, const DeltaRecurrence &form)
-      : target(target), form(form), lanes(target.vectorWidth), K(form.keyDim),
-        V(form.valueDim) {}
+  DeltaTask(const CpuTarget &target, const DeltaRecurrence &form,
+            KernelBuilder &k, Value task, ValueRange in)
+      : target(target), form(form), k(k), a(form.args(in)),
+        lanes(target.vectorWidth), K(form.keyDim), V(form.valueDim),
+        defers(form.decays()) {
+    Value heads = k.mdim(a.value, 2);
+    j = k.rems(task, heads);
+    bi = k.divs(task, heads);
+    h = form.queryHeadOf(k, a, j);
+    S = k.stackBuffer({K, V});
+    coeff = k.stackBuffer({NumRows, roundUp(K, lanes)});
+    sums = k.stackBuffer({roundUp(V, lanes)});
+    keyMasks = rowMasks(k, K, lanes);
+    valueMasks = rowMasks(k, V, lanes);
+    blocks = columnBlocks(target, valueMasks.size(), registersPerVector(),
+                          fixedRegisters());
+  }
 
-  void emit(ImplicitLocOpBuilder &b, KernelBuilder &kb, Value batch) const {
-    Value heads = kb.mdim(form.buffers[2], 2);
-    emitParallelKernel(b, form.name + "_recurrent", kb.mul(batch, heads),
-                       form.buffers,
-                       [&](KernelBuilder &k, Value task, ValueRange in) {
-                         emitTask(k, task, in);
-                       });
+  void emit() {
+    loadState();
+    nT = k.mdim(a.query, 1);
+    k.ifThen(k.cmp(arith::CmpIPredicate::sgt, nT, k.idx(0)), [&] {
+      firstSums();
+      k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) { step(t); });
+    });
+    storeState();
   }
 
 private:
-  void emitTask(KernelBuilder &k, Value task, ValueRange in) const {
-    DeltaArgs a = form.args(in);
-    Value heads = k.mdim(a.value, 2);
-    Value j = k.rems(task, heads), bi = k.divs(task, heads);
-    Value h = form.queryHeadOf(k, a, j);
-    Value S = k.stackBuffer({K, V});
-    Value coeff = k.stackBuffer({NumRows, roundUp(K, lanes)});
-    MatrixRef state{a.last, [&](Value r, Value c) {
-                      return SmallVector<Value>{bi, j, r, c};
-                    }};
+  /// Registers a column vector holds across a pass over the rows: its
+  /// write, output sum (when read), next step's sum and, for the
+  /// low-rank term, this step's sum.
+  int64_t registersPerVector() const {
+    return 2 + (form.outputUsed ? 1 : 0) + (form.generalized ? 1 : 0);
+  }
+  /// Beside them: the row's broadcasts (k, a, q', alpha, b) and the state
+  /// vector in flight.
+  int64_t fixedRegisters() const {
+    return 3 + (form.outputUsed ? 1 : 0) + (defers ? 1 : 0) +
+           (form.generalized ? 1 : 0);
+  }
+
+  /// S from init (or zeros); c = 1.
+  void loadState() {
     if (a.init)
-      packRows(k, target,
-               MatrixRef{a.init,
-                         [&](Value r, Value c) {
-                           return SmallVector<Value>{bi, j, r, c};
-                         }},
-               k.idx(K), V, S);
+      packRows(k, target, stateRef(a.init), k.idx(K), V, S);
     else
       packRows(k, target, rowMajor(S), k.idx(K), V, S,
                [&](Value, Value) { return k.vconst(0.0, lanes); });
-    Value nT = k.mdim(a.query, 1);
-    k.forEach(k.idx(0), nT, k.idx(1), [&](Value t) {
-      prefetchStep(k, a, bi, recurrencePrefetchStep(k, t, nT), j, h);
-      DeltaStep step = form.step(k, a, bi, t, j, [&](Value x) {
-        return sumOfSquares(k, x, bi, t, h);
-      });
-      tabulateRows(k, a, step, bi, t, j, h, coeff);
-      for (int64_t v0 = 0; v0 < V; v0 += kColumnVectors * lanes)
-        updateColumns(k, a, step, coeff, S, bi, t, j, v0);
-    });
-    packRows(k, target, rowMajor(S), k.idx(K), V, state);
+    if (defers)
+      for (int64_t r0 = 0; r0 < K; r0 += lanes)
+        k.vstore(k.vconst(1.0, lanes), coeff, {k.idx(ScaleRow), k.idx(r0)});
+  }
+
+  /// last = c U.
+  void storeState() {
+    packRows(k, target, rowMajor(S), k.idx(K), V, stateRef(a.last),
+             [&](Value v, Value r) {
+               if (!defers)
+                 return v;
+               return k.fmul(
+                   v, k.splat(k.mload(coeff, {k.idx(ScaleRow), r}), lanes));
+             });
+  }
+
+  MatrixRef stateRef(Value m) {
+    return MatrixRef{m, [this](Value r, Value c) {
+                       return SmallVector<Value>{bi, j, r, c};
+                     }};
+  }
+
+  /// Step t's scalars.
+  DeltaStep scalars(Value t) {
+    return form.step(k, a, bi, t, j,
+                     [&](Value x) { return sumOfSquares(x, t); });
+  }
+
+  /// |x[bi, t, h, :]|^2 by vectors.
+  Value sumOfSquares(Value x, Value t) {
+    Value sum = k.vconst(0.0, lanes);
+    for (auto [i, mask] : llvm::enumerate(keyMasks)) {
+      Value e = k.vloadMasked(x, {bi, t, h, k.idx(i * lanes)}, lanes, mask);
+      sum = k.vfma(e, e, sum);
+    }
+    return k.hsum(sum);
+  }
+
+  /// The rows of step t as vectors of K, through rows [r0, r0 + lanes).
+  DeltaRow rowsAt(const DeltaStep &step, Value t, size_t vector) {
+    Value mask = keyMasks[vector];
+    ChannelRun run{[&](Value m, ArrayRef<Value> at) {
+                     return k.vloadMasked(m, at, lanes, mask);
+                   },
+                   [&](Value s) { return k.splat(s, lanes); }};
+    return form.row(k, run, a, step, bi, t, j, h, k.idx(vector * lanes));
+  }
+
+  Value tableRow(CoefficientRow which, size_t vector) {
+    return k.vload(coeff, {k.idx(which), k.idx(vector * lanes)}, lanes);
+  }
+  void setTableRow(CoefficientRow which, size_t vector, Value v) {
+    if (v)
+      k.vstore(v, coeff, {k.idx(which), k.idx(vector * lanes)});
+  }
+  void setTable(const DeltaRow &row, size_t vector) {
+    setTableRow(QueryRow, vector, row.query);
+    setTableRow(KeyRow, vector, row.key);
+    setTableRow(AlphaRow, vector, row.alpha);
+    setTableRow(ARow, vector, row.a);
+    setTableRow(BRow, vector, row.b);
+  }
+
+  /// p_0, the first step's sums, into `sums` (and its per-key decays).
+  void firstSums() {
+    DeltaStep first = scalars(k.idx(0));
+    for (size_t v = 0; v < keyMasks.size(); ++v) {
+      DeltaRow row = rowsAt(first, k.idx(0), v);
+      setTableRow(ARow, v, row.a);
+      setTableRow(NextKeyRow, v, row.key);
+      if (form.decay == DeltaRecurrence::Decay::PerKey)
+        setTableRow(NextAlphaRow, v, row.alpha);
+    }
+    for (size_t i = 0; i + 1 < blocks.size(); ++i) {
+      SmallVector<ColumnRun> runs = columnRuns(k.idx(0), i);
+      SmallVector<Value> p = form.emitColumnSums(
+          k, runs,
+          [&](Value r) {
+            return k.mload(coeff, {k.idx(ARow), r});
+          },
+          [&](Value s) { return k.splat(s, lanes); }, k.idx(K));
+      storeSums(i, p);
+    }
+  }
+
+  void step(Value t) {
+    Value nT1 = k.sub(nT, k.idx(1));
+    prefetchStep(recurrencePrefetchStep(k, t, nT));
+    Value tNext = k.mins(k.add(t, k.idx(1)), nT1);
+    DeltaStep now = scalars(t);
+    Value fold = tabulate(now, t, scalars(tNext), tNext);
+    if (!fold) {
+      pass(now, t, /*multiply=*/false);
+      return;
+    }
+    k.ifElse(
+        fold, {},
+        [&] {
+          pass(now, t, /*multiply=*/true);
+          return SmallVector<Value>{};
+        },
+        [&] {
+          pass(now, t, /*multiply=*/false);
+          return SmallVector<Value>{};
+        });
+  }
+
+  /// The step's coefficients into the table, vectorized over K: step t's
+  /// q', k, alpha and b, step tNext's a (its key and per-key decays kept
+  /// for the next step, so each norm and exp is computed once). A
+  /// deferring task takes them for U (DeltaRecurrence::deferDecay) and
+  /// returns whether the step folds; otherwise null.
+  Value tabulate(const DeltaStep &now, Value t, const DeltaStep &next,
+                 Value tNext) {
+    Value fold = defers ? scales(now) : Value();
+    for (size_t v = 0; v < keyMasks.size(); ++v) {
+      DeltaRow row = rowsAt(now, t, v), following = rowsAt(next, tNext, v);
+      row.key = tableRow(NextKeyRow, v);
+      setTableRow(NextKeyRow, v, following.key);
+      if (form.decay == DeltaRecurrence::Decay::PerKey)
+        setTableRow(NextAlphaRow, v, following.alpha);
+      row.a = following.a;
+      if (defers) {
+        Value scale = tableRow(AlphaRow, v);
+        row = form.deferDecay(k, row, scale, fold);
+        setTableRow(ScaleRow, v, k.select(fold, k.vconst(1.0, lanes), scale));
+      }
+      setTable(row, v);
+    }
+    return fold;
+  }
+
+  /// c' = c alpha of each row into the table's alpha row; returns whether
+  /// the step folds (some c' out of range).
+  Value scales(const DeltaStep &now) {
+    Value outOfRange;
+    for (size_t v = 0; v < keyMasks.size(); ++v) {
+      Value alpha = form.decay == DeltaRecurrence::Decay::PerKey
+                        ? tableRow(NextAlphaRow, v)
+                        : k.splat(now.alpha, lanes);
+      Value scale = k.fmul(tableRow(ScaleRow, v), alpha);
+      setTableRow(AlphaRow, v, scale);
+      Value out = DeltaRecurrence::scaleOutOfRange(k, scale);
+      outOfRange = outOfRange ? k.ori(outOfRange, out) : out;
+    }
+    return vector::ReductionOp::create(k.builder(), vector::CombiningKind::OR,
+                                       outOfRange);
+  }
+
+  /// Step t's pass over S, block by block: each row is first multiplied
+  /// by its alpha when `multiply` (a task that does not defer the decay,
+  /// or a step that folds it).
+  void pass(const DeltaStep &now, Value t, bool multiply) {
+    auto rows = [&](Value r) {
+      auto at = [&](CoefficientRow which) {
+        return k.mload(coeff, {k.idx(which), r});
+      };
+      DeltaRow row;
+      if (form.outputUsed)
+        row.query = at(QueryRow);
+      row.key = at(KeyRow);
+      if (multiply && form.decays())
+        row.alpha = at(AlphaRow);
+      row.a = at(ARow);
+      if (form.generalized)
+        row.b = at(BRow);
+      return row;
+    };
+    for (size_t i = 0; i + 1 < blocks.size(); ++i) {
+      SmallVector<ColumnRun> runs = columnRuns(t, i);
+      SmallVector<Value> p;
+      for (size_t v = blocks[i]; v < blocks[i + 1]; ++v)
+        p.push_back(k.vload(sums, {k.idx(v * lanes)}, lanes));
+      ColumnStep done = form.emitColumnStep(
+          k, runs, p, rows, [&](Value s) { return k.splat(s, lanes); }, now,
+          k.idx(K));
+      storeSums(i, done.sums);
+      for (auto [n, o] : llvm::enumerate(done.outputs)) {
+        size_t v = blocks[i] + n;
+        k.vstoreMasked(o, a.out, {bi, t, j, k.idx(v * lanes)}, valueMasks[v]);
+      }
+    }
+  }
+
+  /// The column vectors of block i as runs of S, with step t's values.
+  SmallVector<ColumnRun> columnRuns(Value t, size_t i) {
+    SmallVector<ColumnRun> runs;
+    for (size_t v = blocks[i]; v < blocks[i + 1]; ++v) {
+      Value mask = valueMasks[v], col = k.idx(v * lanes);
+      bool whole = (int64_t)(v + 1) * lanes <= V;
+      auto load = [this, whole, mask, col](Value r) {
+        return whole ? k.vload(S, {r, col}, lanes)
+                     : k.vloadMasked(S, {r, col}, lanes, mask);
+      };
+      auto store = [this, whole, mask, col](Value r, Value s) {
+        if (whole)
+          k.vstore(s, S, {r, col});
+        else
+          k.vstoreMasked(s, S, {r, col}, mask);
+      };
+      Value value = k.vloadMasked(a.value, {bi, t, j, col}, lanes, mask);
+      runs.push_back(ColumnRun{load, store, value});
+    }
+    return runs;
+  }
+
+  void storeSums(size_t i, ArrayRef<Value> p) {
+    for (auto [n, sum] : llvm::enumerate(p))
+      k.vstore(sum, sums, {k.idx((blocks[i] + n) * lanes)});
   }
 
   /// The rows step t reads (and the output row it writes).
-  void prefetchStep(KernelBuilder &k, const DeltaArgs &a, Value bi, Value t,
-                    Value j, Value h) const {
+  void prefetchStep(Value t) {
     for (Value m : {a.key, a.a, a.b})
       if (m)
         k.prefetchRow(m, {bi, t, h, k.idx(0)}, K);
@@ -101,92 +330,35 @@ private:
     k.prefetchRow(a.out, {bi, t, j, k.idx(0)}, V, /*forWrite=*/true);
   }
 
-  /// |x[bi, t, h, :]|^2 by vectors.
-  Value sumOfSquares(KernelBuilder &k, Value x, Value bi, Value t,
-                     Value h) const {
-    Value sum = k.vconst(0.0, lanes);
-    for (int64_t r0 = 0; r0 < K; r0 += lanes) {
-      Value e = k.vloadMasked(x, {bi, t, h, k.idx(r0)}, lanes,
-                              k.vmask(k.idx(K - r0), lanes));
-      sum = k.vfma(e, e, sum);
-    }
-    return k.hsum(sum);
-  }
-
-  /// The step's row coefficients into `coeff` [NumRows x K].
-  void tabulateRows(KernelBuilder &k, const DeltaArgs &a, const DeltaStep &step,
-                    Value bi, Value t, Value j, Value h, Value coeff) const {
-    for (int64_t r0 = 0; r0 < K; r0 += lanes) {
-      Value mask = k.vmask(k.idx(K - r0), lanes);
-      ChannelRun run{[&](Value m, ArrayRef<Value> at) {
-                       return k.vloadMasked(m, at, lanes, mask);
-                     },
-                     [&](Value s) { return k.splat(s, lanes); }};
-      DeltaRow row = form.row(k, run, a, step, bi, t, j, h, k.idx(r0));
-      auto put = [&](CoefficientRow which, Value v) {
-        if (v)
-          k.vstore(v, coeff, {k.idx(which), k.idx(r0)});
-      };
-      put(QueryRow, row.query);
-      put(KeyRow, row.key);
-      if (form.decay == DeltaRecurrence::Decay::PerKey)
-        put(AlphaRow, row.alpha); // scalar decays are step.alpha
-      put(ARow, row.a);
-      put(BRow, row.b);
-    }
-  }
-
-  /// Both passes of the update over columns [v0, v0 + kColumnVectors
-  /// lanes) of S, and their outputs when read (DeltaRecurrence::outputUsed).
-  void updateColumns(KernelBuilder &k, const DeltaArgs &a,
-                     const DeltaStep &step, Value coeff, Value S, Value bi,
-                     Value t, Value j, int64_t v0) const {
-    SmallVector<ColumnRun> runs;
-    SmallVector<Value> masks;
-    for (int64_t c0 = v0; c0 < std::min(V, v0 + kColumnVectors * lanes);
-         c0 += lanes) {
-      Value mask = c0 + lanes <= V ? Value() : k.vmask(k.idx(V - c0), lanes);
-      Value col = k.idx(c0);
-      masks.push_back(mask);
-      auto load = [&k, mask, S, col, this](Value r) {
-        return mask ? k.vloadMasked(S, {r, col}, lanes, mask)
-                    : k.vload(S, {r, col}, lanes);
-      };
-      auto store = [&k, mask, S, col](Value r, Value s) {
-        if (mask)
-          k.vstoreMasked(s, S, {r, col}, mask);
-        else
-          k.vstore(s, S, {r, col});
-      };
-      Value value = k.vloadMasked(a.value, {bi, t, j, col}, lanes,
-                                  k.vmask(k.idx(V - c0), lanes));
-      runs.push_back(ColumnRun{load, store, value});
-    }
-    auto rows = [&](Value r) {
-      auto at = [&](CoefficientRow which) {
-        return k.mload(coeff, {k.idx(which), r});
-      };
-      DeltaRow row{form.outputUsed ? at(QueryRow) : Value(), at(KeyRow),
-                   step.alpha, at(ARow), Value()};
-      if (form.decay == DeltaRecurrence::Decay::PerKey)
-        row.alpha = at(AlphaRow);
-      if (form.generalized)
-        row.b = at(BRow);
-      return row;
-    };
-    SmallVector<Value> outs = form.emitColumnStep(
-        k, runs, rows, [&](Value s) { return k.splat(s, lanes); }, step,
-        k.idx(K));
-    for (size_t i = 0; i < outs.size(); ++i) {
-      int64_t c0 = v0 + i * lanes;
-      k.vstoreMasked(outs[i], a.out, {bi, t, j, k.idx(c0)},
-                     k.vmask(k.idx(V - c0), lanes));
-    }
-  }
-
   const CpuTarget &target;
   const DeltaRecurrence &form;
+  KernelBuilder &k;
+  DeltaArgs a;
   const int64_t lanes, K, V;
+  /// Whether the task holds S as c U (a decay to defer).
+  const bool defers;
+  Value j, bi, h, nT, S, coeff, sums;
+  SmallVector<Value> keyMasks, valueMasks;
+  SmallVector<size_t> blocks;
+};
+
+class CpuDeltaRecurrence {
+public:
+  CpuDeltaRecurrence(const CpuTarget &target, const DeltaRecurrence &form)
+      : target(target), form(form) {}
+
+  void emit(ImplicitLocOpBuilder &b, KernelBuilder &kb, Value batch) const {
+    Value heads = kb.mdim(form.buffers[2], 2);
+    emitParallelKernel(b, form.name + "_recurrent", kb.mul(batch, heads),
+                       form.buffers,
+                       [&](KernelBuilder &k, Value task, ValueRange in) {
+                         DeltaTask(target, form, k, task, in).emit();
+                       });
+  }
+
+private:
+  const CpuTarget &target;
+  const DeltaRecurrence &form;
 };
 
 /// The CPU's part of the delta rules' lowering

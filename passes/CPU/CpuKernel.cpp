@@ -42,3 +42,21 @@ bool seqc::cpuTakesElementTypes(Operation *op) {
 std::string CpuItemDispatch::unsupportedTypes(Operation *op) const {
   return cpuTakesElementTypes(op) ? "" : cpuElementTypesReason;
 }
+
+SmallVector<size_t> seqc::columnBlocks(const CpuTarget &target, size_t vectors,
+                                       int64_t perVector, int64_t fixed) {
+  const size_t fit = static_cast<size_t>(
+      std::max<int64_t>((target.vectorRegisters() - fixed) / perVector, 1));
+  const size_t count = (vectors + fit - 1) / fit;
+  SmallVector<size_t> bounds;
+  for (size_t i = 0; i <= count; ++i)
+    bounds.push_back(count ? vectors * i / count : 0);
+  return bounds;
+}
+
+SmallVector<Value> seqc::rowMasks(KernelBuilder &k, int64_t n, int64_t lanes) {
+  SmallVector<Value> masks;
+  for (int64_t c0 = 0; c0 < n; c0 += lanes)
+    masks.push_back(k.vmask(k.idx(n - c0), lanes));
+  return masks;
+}

@@ -65,6 +65,21 @@ public:
   std::string unsupportedTypes(mlir::Operation *op) const override;
 };
 
+/// Splits `vectors` column vectors into the fewest blocks whose vectors a
+/// loop can carry in registers, of near-equal sizes: each column vector
+/// holds `perVector` registers across the loop, beside `fixed` others.
+/// Returns the blocks' bounds (first vectors, then the end). More than the
+/// register file holds spills the sums to the stack on every iteration:
+/// with AVX2's 16 registers, linear attention's recurrence over V = 64
+/// (8 vectors, two steps a pass) held 32 and ran at 0.2 of the FMA peak.
+llvm::SmallVector<size_t> columnBlocks(const CpuTarget &target, size_t vectors,
+                                       int64_t perVector, int64_t fixed);
+
+/// The masks of a row of `n` elements in vectors of `lanes` (all lanes but
+/// in a ragged last vector).
+llvm::SmallVector<mlir::Value> rowMasks(KernelBuilder &k, int64_t n,
+                                        int64_t lanes);
+
 /// The step whose rows a recurrence's step t prefetches: t + 32, clamped
 /// to the last of nT steps. A head's consecutive rows lie H rows apart (a
 /// page at H16 K64), where the hardware prefetchers stop; a step of a

@@ -34,33 +34,6 @@ struct LinearAttentionBuffers : KernelBuffers<LinearAttentionBuffers> {
   }
 };
 
-/// Splits `vectors` column vectors into the fewest blocks whose vectors a
-/// loop can carry in registers, of near-equal sizes: each column vector
-/// holds `perVector` registers across the loop, beside `fixed` others.
-/// Returns the blocks' bounds (first vectors, then the end). More than the
-/// register file holds spills the sums to the stack on every iteration:
-/// with AVX2's 16 registers, linear attention's recurrence over V = 64
-/// (8 vectors, two steps a pass) held 32 and ran at 0.2 of the FMA peak.
-SmallVector<size_t> columnBlocks(const CpuTarget &target, size_t vectors,
-                                 int64_t perVector, int64_t fixed) {
-  const size_t fit = static_cast<size_t>(
-      std::max<int64_t>((target.vectorRegisters() - fixed) / perVector, 1));
-  const size_t count = (vectors + fit - 1) / fit;
-  SmallVector<size_t> bounds;
-  for (size_t i = 0; i <= count; ++i)
-    bounds.push_back(count ? vectors * i / count : 0);
-  return bounds;
-}
-
-/// The masks of a row of `n` elements in vectors of `lanes` (all lanes but
-/// in a ragged last vector).
-SmallVector<Value> rowMasks(KernelBuilder &k, int64_t n, int64_t lanes) {
-  SmallVector<Value> masks;
-  for (int64_t c0 = 0; c0 < n; c0 += lanes)
-    masks.push_back(k.vmask(k.idx(n - c0), lanes));
-  return masks;
-}
-
 struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
   CpuLinearAttention(MLIRContext *ctx, const CpuTarget &target)
       : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}

@@ -24,6 +24,54 @@ using namespace seqc;
 
 namespace {
 
+/// The steps of one state column (thread): step t's pass reads the rows
+/// of step t and the next step's a (the last step's pass reads its own).
+void emitColumn(KernelBuilder &k, const DeltaRecurrence &form,
+                const DeltaArgs &a, Value bi, Value j, Value h,
+                ColumnRun &column, Value c) {
+  Value K = k.mdim(a.query, 3), nT = k.mdim(a.query, 1);
+  ChannelRun scalars{
+      [&](Value m, ArrayRef<Value> at) { return k.mload(m, at); },
+      [](Value s) { return s; }};
+  auto identity = [](Value s) { return s; };
+  auto stepAt = [&](Value t) {
+    return form.step(k, a, bi, t, j, [&](Value x) {
+      return k.sumOver(K, [&](Value r) {
+        Value e = k.mload(x, {bi, t, h, r});
+        return k.fmul(e, e);
+      });
+    });
+  };
+  Value first = k.ifElse(
+      k.cmp(arith::CmpIPredicate::sgt, nT, k.idx(0)), {k.f32Type()},
+      [&] {
+        DeltaStep step = stepAt(k.idx(0));
+        return form.emitColumnSums(
+            k, {column},
+            [&](Value r) {
+              return form.row(k, scalars, a, step, bi, k.idx(0), j, h, r).a;
+            },
+            identity, K);
+      },
+      [&] { return SmallVector<Value>{k.f32(0.0)}; })[0];
+  k.loop(nT, {first}, [&](Value t, ValueRange sums) {
+    Value tNext = k.mins(k.add(t, k.idx(1)), k.sub(nT, k.idx(1)));
+    DeltaStep step = stepAt(t), next = stepAt(tNext);
+    column.value = k.mload(a.value, {bi, t, j, c});
+    ColumnStep pass = form.emitColumnStep(
+        k, {column}, sums,
+        [&](Value r) {
+          DeltaRow row = form.row(k, scalars, a, step, bi, t, j, h, r);
+          row.a = form.row(k, scalars, a, next, bi, tNext, j, h, r).a;
+          return row;
+        },
+        identity, step, K);
+    if (form.outputUsed)
+      k.mstore(pass.outputs[0], a.out, {bi, t, j, c});
+    return pass.sums;
+  });
+}
+
 void emitDeltaRecurrent(ImplicitLocOpBuilder &b, const GpuTarget &target,
                         KernelBuilder &kb, const DeltaRecurrence &form,
                         Value batch) {
@@ -43,9 +91,6 @@ void emitDeltaRecurrent(ImplicitLocOpBuilder &b, const GpuTarget &target,
         Value bi = k.divs(blk.blockId, nHeads);
         Value h = form.queryHeadOf(k, a, j);
         Value K = k.mdim(a.query, 3);
-        ChannelRun scalars{
-            [&](Value m, ArrayRef<Value> at) { return k.mload(m, at); },
-            [](Value s) { return s; }};
         blk.phase(
             k.mdim(a.value, 3),
             [&](Value c) {
@@ -60,23 +105,7 @@ void emitDeltaRecurrent(ImplicitLocOpBuilder &b, const GpuTarget &target,
                                  k.mstore(s, a.last, {bi, j, r, c});
                                },
                                Value()};
-              k.forEach(k.idx(0), k.mdim(a.query, 1), k.idx(1), [&](Value t) {
-                DeltaStep step = form.step(k, a, bi, t, j, [&](Value x) {
-                  return k.sumOver(K, [&](Value r) {
-                    Value e = k.mload(x, {bi, t, h, r});
-                    return k.fmul(e, e);
-                  });
-                });
-                column.value = k.mload(a.value, {bi, t, j, c});
-                SmallVector<Value> out = form.emitColumnStep(
-                    k, {column},
-                    [&](Value r) {
-                      return form.row(k, scalars, a, step, bi, t, j, h, r);
-                    },
-                    [](Value s) { return s; }, step, K);
-                if (form.outputUsed)
-                  k.mstore(out[0], a.out, {bi, t, j, c});
-              });
+              emitColumn(k, form, a, bi, j, h, column, c);
             },
             /*barrier=*/false);
       });

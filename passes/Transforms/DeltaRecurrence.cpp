@@ -154,50 +154,86 @@ DeltaRow DeltaRecurrence::row(KernelBuilder &k, const ChannelRun &run,
 }
 
 SmallVector<Value>
-DeltaRecurrence::emitColumnStep(KernelBuilder &k, ArrayRef<ColumnRun> runs,
-                                const std::function<DeltaRow(Value)> &rows,
+DeltaRecurrence::emitColumnSums(KernelBuilder &k, ArrayRef<ColumnRun> runs,
+                                const std::function<Value(Value)> &a,
                                 const std::function<Value(Value)> &broadcast,
-                                const DeltaStep &step, Value K) const {
-  // Pass 1: p = sum_r a_r S[r, :], one independent sum per run.
-  SmallVector<Value> zeros;
-  for (const ColumnRun &run : runs)
-    zeros.push_back(k.like(run.value, 0.0));
-  SmallVector<Value> p = k.loop(K, zeros, [&](Value r, ValueRange acc) {
-    Value ar = broadcast(rows(r).a);
+                                Value K) const {
+  SmallVector<Value> zeros(runs.size(), broadcast(k.f32(0.0)));
+  return k.loop(K, zeros, [&](Value r, ValueRange acc) {
+    Value ar = broadcast(a(r));
     SmallVector<Value> next;
     for (auto [run, sum] : llvm::zip(runs, acc))
       next.push_back(mulAdd(k, ar, run.loadState(r), sum));
     return next;
   });
+}
+
+ColumnStep
+DeltaRecurrence::emitColumnStep(KernelBuilder &k, ArrayRef<ColumnRun> runs,
+                                ValueRange sums,
+                                const std::function<DeltaRow(Value)> &rows,
+                                const std::function<Value(Value)> &broadcast,
+                                const DeltaStep &step, Value K) const {
   // What every row takes of k_r: beta (v - p) (the delta rule's
   // correction) or v itself.
   SmallVector<Value> write;
-  for (auto [run, sum] : llvm::zip(runs, p))
+  for (auto [run, sum] : llvm::zip(runs, sums))
     write.push_back(generalized
                         ? run.value
                         : k.fmul(broadcast(step.beta), k.fsub(run.value, sum)));
-  // Pass 2: S[r, :] = alpha_r S[r, :] + k_r u (+ b_r p); o = sum_r q'_r S.
-  SmallVector<Value> outputs =
-      k.loop(K, outputUsed ? zeros : SmallVector<Value>(),
-             [&](Value r, ValueRange acc) {
-               DeltaRow coeff = rows(r);
-               Value alpha = coeff.alpha ? broadcast(coeff.alpha) : Value();
-               Value key = broadcast(coeff.key);
-               Value query = outputUsed ? broadcast(coeff.query) : Value();
-               Value lowRank = coeff.b ? broadcast(coeff.b) : Value();
-               SmallVector<Value> next;
-               for (size_t i = 0; i < runs.size(); ++i) {
-                 Value s = runs[i].loadState(r);
-                 if (alpha)
-                   s = k.fmul(alpha, s);
-                 s = mulAdd(k, key, write[i], s);
-                 if (lowRank)
-                   s = mulAdd(k, lowRank, p[i], s);
-                 runs[i].storeState(r, s);
-                 if (outputUsed)
-                   next.push_back(mulAdd(k, query, s, acc[i]));
-               }
-               return next;
-             });
-  return outputs;
+  // The loop carries the outputs' sums (when read), then the next step's.
+  SmallVector<Value> init;
+  for (int part = outputUsed ? 0 : 1; part < 2; ++part)
+    for (const ColumnRun &run : runs)
+      init.push_back(k.like(run.value, 0.0));
+  size_t n = runs.size();
+  SmallVector<Value> acc = k.loop(K, init, [&](Value r, ValueRange acc) {
+    DeltaRow coeff = rows(r);
+    Value alpha = coeff.alpha ? broadcast(coeff.alpha) : Value();
+    Value key = broadcast(coeff.key), nextA = broadcast(coeff.a);
+    Value query = outputUsed ? broadcast(coeff.query) : Value();
+    Value lowRank = coeff.b ? broadcast(coeff.b) : Value();
+    SmallVector<Value> next(acc);
+    ValueRange nextSums = acc.take_back(n);
+    for (size_t i = 0; i < n; ++i) {
+      Value s = runs[i].loadState(r);
+      if (alpha)
+        s = k.fmul(alpha, s);
+      s = mulAdd(k, key, write[i], s);
+      if (lowRank)
+        s = mulAdd(k, lowRank, sums[i], s);
+      runs[i].storeState(r, s);
+      if (outputUsed)
+        next[i] = mulAdd(k, query, s, acc[i]);
+      next[acc.size() - n + i] = mulAdd(k, nextA, s, nextSums[i]);
+    }
+    return next;
+  });
+  ColumnStep result;
+  result.outputs.assign(acc.begin(), acc.end() - n);
+  result.sums.assign(acc.end() - n, acc.end());
+  return result;
+}
+
+DeltaRow DeltaRecurrence::deferDecay(KernelBuilder &k, const DeltaRow &row,
+                                     Value scale, Value fold) const {
+  // Both forms' coefficients; the step's choice selects one.
+  auto pick = [&](Value folded, Value deferred) {
+    return folded ? k.select(fold, folded, deferred) : Value();
+  };
+  auto over = [&](Value x) { return x ? k.fdiv(x, scale) : Value(); };
+  auto times = [&](Value x) { return x ? k.fmul(x, scale) : Value(); };
+  DeltaRow out;
+  out.alpha = scale;
+  out.key = pick(row.key, over(row.key));
+  out.b = pick(row.b, over(row.b));
+  out.query = pick(row.query, times(row.query));
+  out.a = pick(row.a, times(row.a));
+  return out;
+}
+
+Value DeltaRecurrence::scaleOutOfRange(KernelBuilder &k, Value c) {
+  // Unordered comparisons: NaN is out of range.
+  return k.ori(k.fcmp(arith::CmpFPredicate::ULT, c, k.like(c, 0x1p-32)),
+               k.fcmp(arith::CmpFPredicate::UGT, c, k.like(c, 0x1p32)));
 }
