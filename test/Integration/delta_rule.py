@@ -9,20 +9,20 @@
 # RUN: %python %s
 import numpy as np
 from refs import delta_rule, generalized_delta_rule
-from seqc_testing import (Checker, bf16, f32, func, mlir_type, rel_rms, rng, run_seqc, seq_op,
-                          type_of)
+from seqc_testing import (Checker, bf16, f32, func, mlir_type, rel_rms, rng, run_aot, run_seqc,
+                          seq_op, type_of)
 
 c = Checker()
 
 
 def make(Bs, T, H, HV, K, V, decay_rank, seed, l2norm=False, knorm=(0.5, 1.5), bk=(0.05, 1.95),
-         g_range=(0.01, 0.5), g_floor=0.0):
+         g_range=(0.01, 0.5), g_floor=0.0, g_fn=None):
     """Inputs of one case. With qk_l2norm, q and k are standard normal * 0.5
     and beta is uniform in `bk`. Without it, each key has a norm uniform in
     `knorm` and beta_t = c_t / |k_t|^2 with c_t uniform in `bk`, so that
     beta |k|^2 (the size of the update, < 2 for a stable recurrence) is
     controlled. g is -uniform(g_range); `g_floor` is the fraction of steps
-    whose g is exactly -g_range[1]."""
+    whose g is exactly -g_range[1]. `g_fn(r, shape)`, when given, makes g."""
     r = rng(seed)
     v = dict(q=f32(r.standard_normal((Bs, T, H, K)) * 0.5),
              k=r.standard_normal((Bs, T, H, K)),
@@ -42,7 +42,7 @@ def make(Bs, T, H, HV, K, V, decay_rank, seed, l2norm=False, knorm=(0.5, 1.5), b
         g = -r.uniform(g_range[0], g_range[1], shape)
         if g_floor:
             g = np.where(r.uniform(0, 1, shape) < g_floor, -g_range[1], g)
-        v["g"] = f32(g)
+        v["g"] = f32(g_fn(r, shape) if g_fn else g)
     return v
 
 
@@ -77,6 +77,11 @@ def attr_text(l2norm, scale, eps=None, chunk=0):
     return ", ".join(attrs)
 
 
+def options(kw):
+    """A case's extra options for its tag (functions by name)."""
+    return "".join(f" {k}={getattr(v, '__name__', v)}" for k, v in kw.items())
+
+
 def case(Bs, T, H, HV, K, V, decay_rank=0, init=False, l2norm=False, scale=1.0, seed=0,
          eps=None, chunk=0, **kw):
     scale = float(np.float32(scale))
@@ -88,7 +93,23 @@ def case(Bs, T, H, HV, K, V, decay_rank=0, init=False, l2norm=False, scale=1.0, 
                         v["S0"] if init else None, l2norm, scale,
                         1e-6 if eps is None else eps)
     tag = (f"B={Bs} T={T} H={H} HV={HV} K={K} V={V} decay={decay_rank} init={init} "
-           f"l2norm={l2norm} scale={scale:.4g}{' ' + str(kw) if kw else ''}")
+           f"l2norm={l2norm} scale={scale:.4g}{options(kw)}")
+    c.close("o " + tag, o, ro)
+    c.close("last " + tag, last, rl)
+
+
+def aot_case(cpu, T, K, V, decay_rank, seed=0, **kw):
+    """The recurrence through an AOT library for `cpu` (strict, no fallback:
+    that level's vector width and register file, whatever the host's), the
+    recurrent plan pinned, against float64."""
+    v = make(1, T, 2, 2, K, V, decay_rank, seed, l2norm=True, **kw)
+    attrs = attr_text(True, K ** -0.5) + ", seq.plan = #seq.plan<recurrent>"
+    args, line, out = graph(v, decay_rank > 0, True, attrs)
+    o, last = run_aot(func(args, [line], [("%r#0", out[0]), ("%r#1", out[1])]),
+                      [v[n] for n, _ in args], cpu)
+    ro, rl = delta_rule(v["q"], v["k"], v["v"], v["beta"], v.get("g"), v["S0"], True,
+                        float(np.float32(K ** -0.5)))
+    tag = f"AOT {cpu} T={T} K={K} V={V} decay={decay_rank}{options(kw)}"
     c.close("o " + tag, o, ro)
     c.close("last " + tag, last, rl)
 
@@ -214,6 +235,39 @@ c.run("stress decay exp(-20) gated", lambda: case(1, 100, 1, 2, 16, 16, decay_ra
 c.run("stress decay exp(-20) KDA", lambda: case(1, 100, 1, 1, 16, 16, decay_rank=4, init=True,
                                                 l2norm=True, g_range=(0.01, 20.0), g_floor=0.1,
                                                 seed=24))
+# The CPU defers the decay (S = c U): decays that take c out of
+# [2^-32, 2^32] within a step or two (exp(-80); growth with g > 0, outside
+# SPEC 4's range) fold it back; mild ones over a long T never do (c down to
+# about 2^-15).
+
+
+def steep(r, shape):
+    return np.where(r.uniform(0, 1, shape) < 0.2, -80.0, -r.uniform(0.01, 0.5, shape))
+
+
+def growth(r, shape):
+    return r.uniform(0.0, 0.9, shape)
+
+
+def mild(r, shape):
+    return -r.uniform(0.001, 0.006, shape)
+
+
+for rank, name in ((3, "gated"), (4, "KDA")):
+    c.run(f"decays exp(-80) {name}", lambda: case(1, 60, 1, 2, 16, 24, decay_rank=rank,
+                                                   init=True, l2norm=True, g_fn=steep, seed=30))
+    c.run(f"growth {name}", lambda: case(1, 50, 1, 1, 16, 16, decay_rank=rank, init=True,
+                                         l2norm=True, g_fn=growth, seed=32))
+    c.run(f"mild decays T=3000 {name}", lambda: case(1, 3000, 1, 1, 64, 64, decay_rank=rank,
+                                                     init=True, l2norm=True, g_fn=mild,
+                                                     seed=33))
+# AVX2's 8 lanes and 16 registers (three blocks of columns at V = 64) on
+# any host; ragged K and V.
+for rank in (0, 3, 4):
+    c.run(f"AOT x86-64-v3 decay={rank}", lambda: aot_case("x86-64-v3", 150, 64, 64, rank,
+                                                         seed=34))
+c.run("AOT x86-64-v3 K=20 V=70 steep", lambda: aot_case("x86-64-v3", 90, 20, 70, 4, seed=35,
+                                                        g_fn=steep))
 c.run("long T=2048", lambda: case(1, 2048, 1, 1, 8, 8, decay_rank=3, init=True, seed=25))
 c.run("long T=16384", lambda: case(1, 16384, 1, 1, 4, 4, decay_rank=3, l2norm=True, seed=26))
 # The state carried across two calls, split inside a chunk.

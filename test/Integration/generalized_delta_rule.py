@@ -5,18 +5,18 @@
 # RUN: %python %s
 import numpy as np
 from refs import generalized_delta_rule
-from seqc_testing import (Checker, bf16, f32, func, mlir_type, rel_rms, rng, run_seqc, seq_op,
-                          type_of)
+from seqc_testing import (Checker, bf16, f32, func, mlir_type, rel_rms, rng, run_aot, run_seqc,
+                          seq_op, type_of)
 
 c = Checker()
 REQ = ("q", "k", "v", "a", "b")
 
 
-def make(Bs, T, H, K, V, decay, seed, generic=False):
+def make(Bs, T, H, K, V, decay, seed, generic=False, g_fn=None):
     """RWKV-7-like: kappa^ L2-normalized over K, a_rwkv in (0, 1), so that
     diag(w) + b a^T = diag(w) - (a_rwkv kappa^) kappa^T keeps the state
     bounded; g = -exp(w) in about [-1.5, -0.1]. `generic`: a and b standard
-    normal * 0.3 (for short T)."""
+    normal * 0.3 (for short T). `g_fn(r, shape)`, when given, makes g."""
     r = rng(seed)
     v = dict(q=f32(r.standard_normal((Bs, T, H, K)) * 0.5),
              k=f32(r.standard_normal((Bs, T, H, K)) * K ** -0.5),
@@ -32,7 +32,8 @@ def make(Bs, T, H, K, V, decay, seed, generic=False):
         v["a"] = f32(-kap)
         v["b"] = f32(kap * a_rwkv)
     if decay:
-        v["g"] = f32(-np.exp(r.uniform(-2.3, 0.4, (Bs, T, H, K))))
+        shape = (Bs, T, H, K)
+        v["g"] = f32(g_fn(r, shape) if g_fn else -np.exp(r.uniform(-2.3, 0.4, shape)))
     return v
 
 
@@ -58,16 +59,30 @@ def attr_text(scale):
     return f"scale = {scale!r} : f32" if scale != 1.0 else ""
 
 
-def case(Bs, T, H, K, V, decay=False, init=False, scale=1.0, generic=False, seed=0):
+def case(Bs, T, H, K, V, decay=False, init=False, scale=1.0, generic=False, seed=0, g_fn=None):
     scale = float(np.float32(scale))
-    v = make(Bs, T, H, K, V, decay, seed, generic)
+    v = make(Bs, T, H, K, V, decay, seed, generic, g_fn)
     args, line, out = graph(v, decay, init, attr_text(scale))
     o, last = run_seqc(func(args, [line], [("%r#0", out[0]), ("%r#1", out[1])]),
                        [v[n] for n, _ in args])
     ro, rl = generalized_delta_rule(*(v[n] for n in REQ), v.get("g"), v["S0"] if init else None,
                                     scale)
     tag = (f"B={Bs} T={T} H={H} K={K} V={V} decay={decay} init={init} scale={scale:.4g} "
-           f"{'generic' if generic else 'rwkv7'}")
+           f"{'generic' if generic else 'rwkv7'}{' g=' + g_fn.__name__ if g_fn else ''}")
+    c.close("o " + tag, o, ro)
+    c.close("last " + tag, last, rl)
+
+
+def aot_case(cpu, T, K, V, seed=0, g_fn=None):
+    """The recurrence through an AOT library for `cpu` (strict, no fallback:
+    that level's vector width and register file, whatever the host's)
+    against float64."""
+    v = make(1, T, 2, K, V, True, seed, g_fn=g_fn)
+    args, line, out = graph(v, True, True, attr_text(0.25))
+    o, last = run_aot(func(args, [line], [("%r#0", out[0]), ("%r#1", out[1])]),
+                      [v[n] for n, _ in args], cpu)
+    ro, rl = generalized_delta_rule(*(v[n] for n in REQ), v["g"], v["S0"], 0.25)
+    tag = f"AOT {cpu} T={T} K={K} V={V}{' g=' + g_fn.__name__ if g_fn else ''}"
     c.close("o " + tag, o, ro)
     c.close("last " + tag, last, rl)
 
@@ -132,6 +147,26 @@ c.run("chunks T=100", lambda: case(1, 100, 2, 32, 32, decay=True, init=True, see
 c.run("chunks T=129 no decay", lambda: case(1, 129, 1, 16, 24, seed=11))
 c.run("chunks T=200", lambda: case(1, 200, 1, 20, 20, decay=True, scale=20 ** -0.5, seed=12))
 # The state carried across two calls, split inside a chunk.
+# The CPU defers the decay (S = c U): steps of exp(-80) fold c back into
+# the state; so do decays that grow it (g > 0, outside SPEC 4's range).
+
+
+def steep(r, shape):
+    return np.where(r.uniform(0, 1, shape) < 0.2, -80.0, -r.uniform(0.01, 0.5, shape))
+
+
+def growth(r, shape):
+    return r.uniform(0.0, 0.9, shape)
+
+
+c.run("decays exp(-80)", lambda: case(1, 60, 2, 16, 24, decay=True, init=True, g_fn=steep,
+                                      seed=13))
+c.run("growth", lambda: case(1, 50, 1, 16, 16, decay=True, init=True, g_fn=growth, seed=14))
+# AVX2's 8 lanes and 16 registers (four blocks of columns at V = 64) on any
+# host; ragged K and V.
+c.run("AOT x86-64-v3", lambda: aot_case("x86-64-v3", 150, 64, 64, seed=15))
+c.run("AOT x86-64-v3 K=20 V=70 steep", lambda: aot_case("x86-64-v3", 90, 20, 70, seed=16,
+                                                        g_fn=steep))
 c.run("pieces decay", lambda: pieces(1, 90, 2, 8, 8, True, 37))
 c.run("pieces no decay", lambda: pieces(2, 50, 1, 6, 10, False, 21))
 c.run("bf16 decay", case_bf16)
