@@ -46,8 +46,7 @@ enum CoefficientRow {
   BRow,
   /// c of the deferred decay (S = c U).
   ScaleRow,
-  /// The next step's key and per-key decays (each norm and exp computed
-  /// once).
+  /// The next step's key and decays (each norm and exp computed once).
   NextKeyRow,
   NextAlphaRow,
   NumRows
@@ -91,8 +90,11 @@ private:
   int64_t registersPerVector() const {
     return 2 + (form.outputUsed ? 1 : 0) + (form.generalized ? 1 : 0);
   }
-  /// Beside them: the row's broadcasts (k, a, q', alpha, b) and the state
-  /// vector in flight.
+  /// Beside them: the row's broadcasts (k, a, q', b and, in a pass that
+  /// multiplies the rows, c') and the state vector in flight. Both passes
+  /// take the blocks of the one that multiplies: on a Zen 3 (AVX2) the
+  /// delta rule's blocks of four column vectors (two at V = 64), which fit
+  /// 16 registers only without c', ran 1.07x slower than three blocks.
   int64_t fixedRegisters() const {
     return 3 + (form.outputUsed ? 1 : 0) + (defers ? 1 : 0) +
            (form.generalized ? 1 : 0);
@@ -106,8 +108,8 @@ private:
       packRows(k, target, rowMajor(S), k.idx(K), V, S,
                [&](Value, Value) { return k.vconst(0.0, lanes); });
     if (defers)
-      for (int64_t r0 = 0; r0 < K; r0 += lanes)
-        k.vstore(k.vconst(1.0, lanes), coeff, {k.idx(ScaleRow), k.idx(r0)});
+      for (size_t v = 0; v < keyMasks.size(); ++v)
+        setTableRow(ScaleRow, v, k.vconst(1.0, lanes));
   }
 
   /// last = c U.
@@ -127,30 +129,33 @@ private:
                      }};
   }
 
-  /// Step t's scalars.
-  DeltaStep scalars(Value t) {
-    return form.step(k, a, bi, t, j,
-                     [&](Value x) { return sumOfSquares(x, t); });
+  /// The target's |x[bi, t, h, :]|^2, by vectors.
+  std::function<Value(Value)> sumsOfSquares(Value t) {
+    return [this, t](Value x) {
+      Value sum = k.vconst(0.0, lanes);
+      for (auto [i, mask] : llvm::enumerate(keyMasks)) {
+        Value e = k.vloadMasked(x, {bi, t, h, k.idx(i * lanes)}, lanes, mask);
+        sum = k.vfma(e, e, sum);
+      }
+      return k.hsum(sum);
+    };
   }
 
-  /// |x[bi, t, h, :]|^2 by vectors.
-  Value sumOfSquares(Value x, Value t) {
-    Value sum = k.vconst(0.0, lanes);
-    for (auto [i, mask] : llvm::enumerate(keyMasks)) {
-      Value e = k.vloadMasked(x, {bi, t, h, k.idx(i * lanes)}, lanes, mask);
-      sum = k.vfma(e, e, sum);
-    }
-    return k.hsum(sum);
-  }
-
-  /// The rows of step t as vectors of K, through rows [r0, r0 + lanes).
-  DeltaRow rowsAt(const DeltaStep &step, Value t, size_t vector) {
+  /// Key rows [vector * lanes, ...) as a run of one vector.
+  ChannelRun vectorRun(size_t vector) {
     Value mask = keyMasks[vector];
-    ChannelRun run{[&](Value m, ArrayRef<Value> at) {
-                     return k.vloadMasked(m, at, lanes, mask);
-                   },
-                   [&](Value s) { return k.splat(s, lanes); }};
-    return form.row(k, run, a, step, bi, t, j, h, k.idx(vector * lanes));
+    return ChannelRun{[this, mask](Value m, ArrayRef<Value> at) {
+                        return k.vloadMasked(m, at, lanes, mask);
+                      },
+                      [this](Value s) { return k.splat(s, lanes); }};
+  }
+  DeltaRow keyRowsAt(const DeltaStep &step, Value t, size_t vector) {
+    return form.keyRows(k, vectorRun(vector), a, step, bi, t, j, h,
+                        k.idx(vector * lanes));
+  }
+  DeltaRow updateRowsAt(const DeltaStep &step, Value t, size_t vector) {
+    return form.updateRows(k, vectorRun(vector), a, step, bi, t, h,
+                           k.idx(vector * lanes));
   }
 
   Value tableRow(CoefficientRow which, size_t vector) {
@@ -160,28 +165,32 @@ private:
     if (v)
       k.vstore(v, coeff, {k.idx(which), k.idx(vector * lanes)});
   }
+  /// A row's coefficients for the pass but alpha (scales writes c').
   void setTable(const DeltaRow &row, size_t vector) {
     setTableRow(QueryRow, vector, row.query);
     setTableRow(KeyRow, vector, row.key);
-    setTableRow(AlphaRow, vector, row.alpha);
     setTableRow(ARow, vector, row.a);
     setTableRow(BRow, vector, row.b);
   }
+  /// A step's key and decay rows, kept for its update.
+  void keepKeyRows(const DeltaRow &row, size_t vector) {
+    setTableRow(NextKeyRow, vector, row.key);
+    if (defers)
+      setTableRow(NextAlphaRow, vector, row.alpha);
+  }
 
-  /// p_0, the first step's sums, into `sums` (and its per-key decays).
+  /// p_0, the first step's sums, into `sums`; its key rows kept.
   void firstSums() {
-    DeltaStep first = scalars(k.idx(0));
+    Value t = k.idx(0);
+    DeltaStep first = form.keyScalars(k, a, bi, t, j, sumsOfSquares(t));
     for (size_t v = 0; v < keyMasks.size(); ++v) {
-      DeltaRow row = rowsAt(first, k.idx(0), v);
+      DeltaRow row = keyRowsAt(first, t, v);
       setTableRow(ARow, v, row.a);
-      setTableRow(NextKeyRow, v, row.key);
-      if (form.decay == DeltaRecurrence::Decay::PerKey)
-        setTableRow(NextAlphaRow, v, row.alpha);
+      keepKeyRows(row, v);
     }
     for (size_t i = 0; i + 1 < blocks.size(); ++i) {
-      SmallVector<ColumnRun> runs = columnRuns(k.idx(0), i);
       SmallVector<Value> p = form.emitColumnSums(
-          k, runs,
+          k, columnRuns(t, i),
           [&](Value r) {
             return k.mload(coeff, {k.idx(ARow), r});
           },
@@ -191,42 +200,37 @@ private:
   }
 
   void step(Value t) {
-    Value nT1 = k.sub(nT, k.idx(1));
     prefetchStep(recurrencePrefetchStep(k, t, nT));
-    Value tNext = k.mins(k.add(t, k.idx(1)), nT1);
-    DeltaStep now = scalars(t);
-    Value fold = tabulate(now, t, scalars(tNext), tNext);
-    if (!fold) {
-      pass(now, t, /*multiply=*/false);
-      return;
-    }
-    k.ifElse(
-        fold, {},
-        [&] {
-          pass(now, t, /*multiply=*/true);
-          return SmallVector<Value>{};
-        },
-        [&] {
-          pass(now, t, /*multiply=*/false);
-          return SmallVector<Value>{};
-        });
+    Value tNext = k.mins(k.add(t, k.idx(1)), k.sub(nT, k.idx(1)));
+    DeltaStep now = form.updateScalars(k, a, bi, t, j, sumsOfSquares(t));
+    DeltaStep next = form.keyScalars(k, a, bi, tNext, j, sumsOfSquares(tNext));
+    Value fold = tabulate(now, t, next, tNext);
+    auto passOf = [&](bool multiply) {
+      return [&, multiply] {
+        pass(now, t, multiply);
+        return SmallVector<Value>{};
+      };
+    };
+    if (fold)
+      k.ifElse(fold, {}, passOf(true), passOf(false));
+    else
+      passOf(false)();
   }
 
   /// The step's coefficients into the table, vectorized over K: step t's
-  /// q', k, alpha and b, step tNext's a (its key and per-key decays kept
-  /// for the next step, so each norm and exp is computed once). A
-  /// deferring task takes them for U (DeltaRecurrence::deferDecay) and
-  /// returns whether the step folds; otherwise null.
+  /// q', k and b, step tNext's a (its key rows kept for its update: each
+  /// key's norm and exps are computed once). A deferring task takes them
+  /// for U (DeltaRecurrence::deferDecay) and returns whether the step
+  /// folds; otherwise null.
   Value tabulate(const DeltaStep &now, Value t, const DeltaStep &next,
                  Value tNext) {
-    Value fold = defers ? scales(now) : Value();
+    Value fold = defers ? scales() : Value();
     for (size_t v = 0; v < keyMasks.size(); ++v) {
-      DeltaRow row = rowsAt(now, t, v), following = rowsAt(next, tNext, v);
+      DeltaRow row = updateRowsAt(now, t, v);
+      DeltaRow following = keyRowsAt(next, tNext, v);
       row.key = tableRow(NextKeyRow, v);
-      setTableRow(NextKeyRow, v, following.key);
-      if (form.decay == DeltaRecurrence::Decay::PerKey)
-        setTableRow(NextAlphaRow, v, following.alpha);
       row.a = following.a;
+      keepKeyRows(following, v);
       if (defers) {
         Value scale = tableRow(AlphaRow, v);
         row = form.deferDecay(k, row, scale, fold);
@@ -239,24 +243,22 @@ private:
 
   /// c' = c alpha of each row into the table's alpha row; returns whether
   /// the step folds (some c' out of range).
-  Value scales(const DeltaStep &now) {
+  Value scales() {
+    if (keyMasks.empty()) // K = 0: no rows to fold
+      return k.i1(false);
     Value outOfRange;
     for (size_t v = 0; v < keyMasks.size(); ++v) {
-      Value alpha = form.decay == DeltaRecurrence::Decay::PerKey
-                        ? tableRow(NextAlphaRow, v)
-                        : k.splat(now.alpha, lanes);
-      Value scale = k.fmul(tableRow(ScaleRow, v), alpha);
+      Value scale = k.fmul(tableRow(ScaleRow, v), tableRow(NextAlphaRow, v));
       setTableRow(AlphaRow, v, scale);
-      Value out = DeltaRecurrence::scaleOutOfRange(k, scale);
+      Value out = deferredScaleOutOfRange(k, scale);
       outOfRange = outOfRange ? k.ori(outOfRange, out) : out;
     }
     return vector::ReductionOp::create(k.builder(), vector::CombiningKind::OR,
                                        outOfRange);
   }
 
-  /// Step t's pass over S, block by block: each row is first multiplied
-  /// by its alpha when `multiply` (a task that does not defer the decay,
-  /// or a step that folds it).
+  /// Step t's pass over U, block by block: each row is first multiplied
+  /// by its c' when `multiply` (a step that folds c).
   void pass(const DeltaStep &now, Value t, bool multiply) {
     auto rows = [&](Value r) {
       auto at = [&](CoefficientRow which) {
@@ -266,7 +268,7 @@ private:
       if (form.outputUsed)
         row.query = at(QueryRow);
       row.key = at(KeyRow);
-      if (multiply && form.decays())
+      if (multiply)
         row.alpha = at(AlphaRow);
       row.a = at(ARow);
       if (form.generalized)
@@ -274,13 +276,12 @@ private:
       return row;
     };
     for (size_t i = 0; i + 1 < blocks.size(); ++i) {
-      SmallVector<ColumnRun> runs = columnRuns(t, i);
       SmallVector<Value> p;
       for (size_t v = blocks[i]; v < blocks[i + 1]; ++v)
         p.push_back(k.vload(sums, {k.idx(v * lanes)}, lanes));
       ColumnStep done = form.emitColumnStep(
-          k, runs, p, rows, [&](Value s) { return k.splat(s, lanes); }, now,
-          k.idx(K));
+          k, columnRuns(t, i), p, rows,
+          [&](Value s) { return k.splat(s, lanes); }, now, k.idx(K));
       storeSums(i, done.sums);
       for (auto [n, o] : llvm::enumerate(done.outputs)) {
         size_t v = blocks[i] + n;
@@ -289,12 +290,12 @@ private:
     }
   }
 
-  /// The column vectors of block i as runs of S, with step t's values.
+  /// The column vectors of block i as runs of U, with step t's values.
   SmallVector<ColumnRun> columnRuns(Value t, size_t i) {
     SmallVector<ColumnRun> runs;
     for (size_t v = blocks[i]; v < blocks[i + 1]; ++v) {
       Value mask = valueMasks[v], col = k.idx(v * lanes);
-      bool whole = (int64_t)(v + 1) * lanes <= V;
+      bool whole = static_cast<int64_t>(v + 1) * lanes <= V;
       auto load = [this, whole, mask, col](Value r) {
         return whole ? k.vload(S, {r, col}, lanes)
                      : k.vloadMasked(S, {r, col}, lanes, mask);

@@ -568,10 +568,7 @@ struct CpuLinearAttention : OpRewritePattern<seq::LinearAttentionOp> {
     Value decay(Value t) { return k.exp(logDecay(k, io, p, bi, t, h)); }
 
     /// 2^-32 <= c <= 2^32 (false for NaN).
-    Value inRange(Value c) {
-      return k.andi(k.fcmp(arith::CmpFPredicate::OGE, c, k.f32(0x1p-32)),
-                    k.fcmp(arith::CmpFPredicate::OLE, c, k.f32(0x1p32)));
-    }
+    Value inRange(Value c) { return k.noti(deferredScaleOutOfRange(k, c)); }
 
     const CpuLinearAttention &pattern;
     KernelBuilder &k;

@@ -139,3 +139,9 @@ IRMapping RegionCaptures::map(OpBuilder &b, ValueRange args) const {
     b.clone(*c, m);
   return m;
 }
+
+Value seqc::deferredScaleOutOfRange(KernelBuilder &k, Value c) {
+  // Unordered comparisons: NaN is out of range.
+  return k.ori(k.fcmp(arith::CmpFPredicate::ULT, c, k.like(c, 0x1p-32)),
+               k.fcmp(arith::CmpFPredicate::UGT, c, k.like(c, 0x1p32)));
+}

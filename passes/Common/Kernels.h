@@ -61,6 +61,12 @@ Value asTensor(mlir::ImplicitLocOpBuilder &b, Value buffer,
 
 inline int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
+/// Whether c (scalars or vectors) is out of [2^-32, 2^32] or NaN. The
+/// recurrences that defer their decay (the state held as c U, so that a
+/// step's decay multiplies c alone) take k / c into U: they keep c in this
+/// range, where k / c cannot overflow, and fold c into U when it leaves.
+Value deferredScaleOutOfRange(KernelBuilder &k, Value c);
+
 /// The values a region uses from above, for a kernel that inlines it: a
 /// kernel function (a CPU task, an emulated GPU block) cannot see its
 /// caller's values.

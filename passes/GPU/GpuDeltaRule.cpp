@@ -5,7 +5,8 @@
 // fused-recurrent design: a block per (batch, value head), a thread per
 // state column, which it owns for the whole sequence, so the steps need no
 // barrier. The column (f32) lives in `last`, cached: every thread reads the
-// step's q, k, a, b rows, which all threads of the block share.
+// step's q, k, a, b rows and the next step's k, a and decays (for the next
+// step's sums, DeltaRecurrence.h), which all threads of the block share.
 //
 // This is the plan for decode, KDA's per-key decay and the generalized
 // rule; a long delta rule with a scalar decay takes the chunked form
@@ -25,7 +26,9 @@ using namespace seqc;
 namespace {
 
 /// The steps of one state column (thread): step t's pass reads the rows
-/// of step t and the next step's a (the last step's pass reads its own).
+/// of step t and the next step's key rows for its a (the last step's pass
+/// reads its own). The loop carries the next step's sums and, with
+/// qk_l2norm, its key's factor (each key is normed once).
 void emitColumn(KernelBuilder &k, const DeltaRecurrence &form,
                 const DeltaArgs &a, Value bi, Value j, Value h,
                 ColumnRun &column, Value c) {
@@ -34,41 +37,59 @@ void emitColumn(KernelBuilder &k, const DeltaRecurrence &form,
       [&](Value m, ArrayRef<Value> at) { return k.mload(m, at); },
       [](Value s) { return s; }};
   auto identity = [](Value s) { return s; };
-  auto stepAt = [&](Value t) {
-    return form.step(k, a, bi, t, j, [&](Value x) {
+  auto sumsOfSquares = [&](Value t) {
+    return [&, t](Value x) {
       return k.sumOver(K, [&](Value r) {
         Value e = k.mload(x, {bi, t, h, r});
         return k.fmul(e, e);
       });
-    });
+    };
   };
-  Value first = k.ifElse(
-      k.cmp(arith::CmpIPredicate::sgt, nT, k.idx(0)), {k.f32Type()},
+  auto keyScalars = [&](Value t, Value keyFactor) {
+    return form.keyScalars(k, a, bi, t, j, sumsOfSquares(t), keyFactor);
+  };
+  // (sums, key factor) as the loop carries them.
+  auto carried = [&](Value sum, const DeltaStep &keys) {
+    SmallVector<Value> values{sum};
+    if (keys.keyFactor)
+      values.push_back(keys.keyFactor);
+    return values;
+  };
+  SmallVector<Type> types(form.l2norm ? 2 : 1, k.f32Type());
+  SmallVector<Value> first = k.ifElse(
+      k.cmp(arith::CmpIPredicate::sgt, nT, k.idx(0)), types,
       [&] {
-        DeltaStep step = stepAt(k.idx(0));
-        return form.emitColumnSums(
+        Value t = k.idx(0);
+        DeltaStep keys = keyScalars(t, Value());
+        Value sum = form.emitColumnSums(
             k, {column},
             [&](Value r) {
-              return form.row(k, scalars, a, step, bi, k.idx(0), j, h, r).a;
+              return form.keyRows(k, scalars, a, keys, bi, t, j, h, r).a;
             },
-            identity, K);
+            identity, K)[0];
+        return carried(sum, keys);
       },
-      [&] { return SmallVector<Value>{k.f32(0.0)}; })[0];
-  k.loop(nT, {first}, [&](Value t, ValueRange sums) {
+      [&] { return SmallVector<Value>(types.size(), k.f32(0.0)); });
+  k.loop(nT, first, [&](Value t, ValueRange state) {
     Value tNext = k.mins(k.add(t, k.idx(1)), k.sub(nT, k.idx(1)));
-    DeltaStep step = stepAt(t), next = stepAt(tNext);
+    DeltaStep keys = keyScalars(t, form.l2norm ? state[1] : Value());
+    DeltaStep next = keyScalars(tNext, Value());
+    DeltaStep now = form.updateScalars(k, a, bi, t, j, sumsOfSquares(t));
     column.value = k.mload(a.value, {bi, t, j, c});
     ColumnStep pass = form.emitColumnStep(
-        k, {column}, sums,
+        k, {column}, state.take_front(1),
         [&](Value r) {
-          DeltaRow row = form.row(k, scalars, a, step, bi, t, j, h, r);
-          row.a = form.row(k, scalars, a, next, bi, tNext, j, h, r).a;
+          DeltaRow row = form.updateRows(k, scalars, a, now, bi, t, h, r);
+          DeltaRow key = form.keyRows(k, scalars, a, keys, bi, t, j, h, r);
+          row.key = key.key;
+          row.alpha = key.alpha;
+          row.a = form.keyRows(k, scalars, a, next, bi, tNext, j, h, r).a;
           return row;
         },
-        identity, step, K);
+        identity, now, K);
     if (form.outputUsed)
       k.mstore(pass.outputs[0], a.out, {bi, t, j, c});
-    return pass.sums;
+    return carried(pass.sums[0], next);
   });
 }
 

@@ -104,23 +104,18 @@ Value DeltaRecurrence::queryHeadOf(KernelBuilder &k, const DeltaArgs &a,
   return k.divs(j, perHead);
 }
 
-DeltaStep
-DeltaRecurrence::step(KernelBuilder &k, const DeltaArgs &a, Value bi, Value t,
-                      Value j,
-                      const std::function<Value(Value)> &sumOfSquares) const {
+/// 1 / sqrt(|x|^2 + eps), as the SPEC writes it (no max with eps).
+static Value inverseNorm(KernelBuilder &k, Value sumOfSquares, double eps) {
+  return k.fdiv(k.f32(1.0), k.sqrt(k.fadd(sumOfSquares, k.f32(eps))));
+}
+
+DeltaStep DeltaRecurrence::keyScalars(
+    KernelBuilder &k, const DeltaArgs &a, Value bi, Value t, Value j,
+    const std::function<Value(Value)> &sumOfSquares, Value keyFactor) const {
   DeltaStep s;
-  s.queryFactor = k.f32(scale);
-  if (l2norm) {
-    // 1 / sqrt(|x|^2 + eps), as the SPEC writes it (no max with eps).
-    auto inverseNorm = [&](Value x) {
-      return k.fdiv(k.f32(1.0), k.sqrt(k.fadd(sumOfSquares(x), k.f32(eps))));
-    };
-    if (outputUsed)
-      s.queryFactor = k.fmul(inverseNorm(a.query), s.queryFactor);
-    s.keyFactor = inverseNorm(a.key);
-  }
-  if (a.beta)
-    s.beta = k.mload(a.beta, {bi, t, j});
+  if (l2norm)
+    s.keyFactor =
+        keyFactor ? keyFactor : inverseNorm(k, sumOfSquares(a.key), eps);
   if (decay == Decay::PerHead)
     s.alpha = k.exp(k.mload(a.decay, {j}));
   else if (decay == Decay::PerStep)
@@ -128,14 +123,26 @@ DeltaRecurrence::step(KernelBuilder &k, const DeltaArgs &a, Value bi, Value t,
   return s;
 }
 
-DeltaRow DeltaRecurrence::row(KernelBuilder &k, const ChannelRun &run,
-                              const DeltaArgs &a, const DeltaStep &step,
-                              Value bi, Value t, Value j, Value h,
-                              Value r) const {
+DeltaStep DeltaRecurrence::updateScalars(
+    KernelBuilder &k, const DeltaArgs &a, Value bi, Value t, Value j,
+    const std::function<Value(Value)> &sumOfSquares) const {
+  DeltaStep s;
+  if (outputUsed) {
+    s.queryFactor = k.f32(scale);
+    if (l2norm)
+      s.queryFactor =
+          k.fmul(inverseNorm(k, sumOfSquares(a.query), eps), s.queryFactor);
+  }
+  if (a.beta)
+    s.beta = k.mload(a.beta, {bi, t, j});
+  return s;
+}
+
+DeltaRow DeltaRecurrence::keyRows(KernelBuilder &k, const ChannelRun &run,
+                                  const DeltaArgs &a, const DeltaStep &step,
+                                  Value bi, Value t, Value j, Value h,
+                                  Value r) const {
   DeltaRow row;
-  if (outputUsed)
-    row.query = k.fmul(run.load(a.query, {bi, t, h, r}),
-                       run.broadcast(step.queryFactor));
   row.key = run.load(a.key, {bi, t, h, r});
   if (step.keyFactor)
     row.key = k.fmul(row.key, run.broadcast(step.keyFactor));
@@ -143,13 +150,23 @@ DeltaRow DeltaRecurrence::row(KernelBuilder &k, const ChannelRun &run,
     row.alpha = k.exp(run.load(a.decay, {bi, t, j, r}));
   else if (step.alpha)
     row.alpha = run.broadcast(step.alpha);
-  if (generalized) {
+  if (generalized)
     row.a = run.load(a.a, {bi, t, h, r});
-    row.b = run.load(a.b, {bi, t, h, r});
-  } else {
-    // S~^T k reads the decayed state: a = alpha o k.
+  else // S~^T k reads the decayed state: a = alpha o k.
     row.a = row.alpha ? k.fmul(row.alpha, row.key) : row.key;
-  }
+  return row;
+}
+
+DeltaRow DeltaRecurrence::updateRows(KernelBuilder &k, const ChannelRun &run,
+                                     const DeltaArgs &a, const DeltaStep &step,
+                                     Value bi, Value t, Value h,
+                                     Value r) const {
+  DeltaRow row;
+  if (outputUsed)
+    row.query = k.fmul(run.load(a.query, {bi, t, h, r}),
+                       run.broadcast(step.queryFactor));
+  if (generalized)
+    row.b = run.load(a.b, {bi, t, h, r});
   return row;
 }
 
@@ -224,16 +241,10 @@ DeltaRow DeltaRecurrence::deferDecay(KernelBuilder &k, const DeltaRow &row,
   auto over = [&](Value x) { return x ? k.fdiv(x, scale) : Value(); };
   auto times = [&](Value x) { return x ? k.fmul(x, scale) : Value(); };
   DeltaRow out;
-  out.alpha = scale;
+  out.alpha = scale; // what a folding step multiplies U's rows by
   out.key = pick(row.key, over(row.key));
   out.b = pick(row.b, over(row.b));
   out.query = pick(row.query, times(row.query));
   out.a = pick(row.a, times(row.a));
   return out;
-}
-
-Value DeltaRecurrence::scaleOutOfRange(KernelBuilder &k, Value c) {
-  // Unordered comparisons: NaN is out of range.
-  return k.ori(k.fcmp(arith::CmpFPredicate::ULT, c, k.like(c, 0x1p-32)),
-               k.fcmp(arith::CmpFPredicate::UGT, c, k.like(c, 0x1p32)));
 }

@@ -50,7 +50,11 @@ struct DeltaArgs {
   Value decay, init;
 };
 
-/// A step's scalars, shared by its rows.
+/// A step's scalars, shared by its rows. Its key is read twice, by the
+/// sums of the step before (a_r) and by its own update: the scalars and
+/// rows of the key (keyScalars, keyRows) are computed once, for the step
+/// before, and kept by the target; the rest only for the update
+/// (updateScalars, updateRows).
 struct DeltaStep {
   /// q' = q * queryFactor (scale, over |q| with qk_l2norm).
   Value queryFactor;
@@ -122,16 +126,28 @@ public:
 
   /// The query/key head of value head j.
   Value queryHeadOf(KernelBuilder &k, const DeltaArgs &a, Value j) const;
-  /// Step t's scalars for value head j (query head h); `sumOfSquares(x)`
-  /// is the target's |x[bi, t, h, :]|^2 over K (for qk_l2norm).
-  DeltaStep step(KernelBuilder &k, const DeltaArgs &a, Value bi, Value t,
-                 Value j,
-                 const std::function<Value(Value)> &sumOfSquares) const;
-  /// The coefficients of rows [r, ...) of step t, loaded through `run`
-  /// (ChannelRun: scalars or vectors of rows); `a` is step t's.
-  DeltaRow row(KernelBuilder &k, const ChannelRun &run, const DeltaArgs &a,
-               const DeltaStep &step, Value bi, Value t, Value j, Value h,
-               Value r) const;
+  /// Step t's scalars for value head j (query head h) that its key rows
+  /// read: the key's factor (qk_l2norm; `keyFactor` when the target already
+  /// has it) and a decay per head or step. `sumOfSquares(x)` is the
+  /// target's |x[bi, t, h, :]|^2 over K.
+  DeltaStep keyScalars(KernelBuilder &k, const DeltaArgs &a, Value bi, Value t,
+                       Value j, const std::function<Value(Value)> &sumOfSquares,
+                       Value keyFactor = {}) const;
+  /// Step t's scalars that only its update reads: the query's factor (when
+  /// o is read) and beta.
+  DeltaStep
+  updateScalars(KernelBuilder &k, const DeltaArgs &a, Value bi, Value t,
+                Value j, const std::function<Value(Value)> &sumOfSquares) const;
+  /// Rows [r, ...) of step t as keyScalars' `step` gives them, loaded
+  /// through `run` (ChannelRun: scalars or vectors of rows): the key, alpha
+  /// and a (step t's).
+  DeltaRow keyRows(KernelBuilder &k, const ChannelRun &run, const DeltaArgs &a,
+                   const DeltaStep &step, Value bi, Value t, Value j, Value h,
+                   Value r) const;
+  /// What only step t's update reads of rows [r, ...): q' and b.
+  DeltaRow updateRows(KernelBuilder &k, const ChannelRun &run,
+                      const DeltaArgs &a, const DeltaStep &step, Value bi,
+                      Value t, Value h, Value r) const;
   /// The first step's sums p_0 of the columns `runs`, a pass over rows
   /// [0, K) with a(r) the first step's a_r as a scalar, broadcast(x) a
   /// scalar as a run.
@@ -150,20 +166,20 @@ public:
 
   /// The deferred decay. A target may hold the state as diag(c) U, c a
   /// scale per row (1 at the start, S = c U at the end), so that a decay
-  /// multiplies c alone: then each state element takes two FMAs a step
-  /// (three with b), where decaying S itself takes a multiply more. With
-  /// c' = c alpha_r (`scale`), a step's coefficients for U are
+  /// multiplies c alone: then a step's update of a state element is one
+  /// FMA, where decaying S itself takes a multiply more (beside the FMAs
+  /// of the output and the next sums). With c' = c alpha_r (`scale`), a
+  /// step's coefficients for U are
   ///
-  ///   deferred  alpha null, k / c', b / c', q' c', a c'   and c becomes c'
-  ///   folded    alpha c',   k,      b,      q',    a      and c becomes 1
+  ///   deferred  U's rows as they are, k / c', b / c', q' c', a c';  c = c'
+  ///   folded    U's rows times c',    k,      b,      q',    a;     c = 1
   ///
   /// (`a` being the next step's: p_{t+1} reads c' U). A step folds
   /// (`fold`, for all rows at once) when some c' is out of range
-  /// (scaleOutOfRange), where k / c' could overflow, or is NaN.
+  /// (deferredScaleOutOfRange: where k / c' could overflow) or NaN. The
+  /// row's alpha is c' for both: a deferred step's pass leaves it out.
   DeltaRow deferDecay(KernelBuilder &k, const DeltaRow &row, Value scale,
                       Value fold) const;
-  /// Whether c (scalars or a vector) is out of [2^-32, 2^32] or NaN.
-  static Value scaleOutOfRange(KernelBuilder &k, Value c);
   /// Whether the op has a decay to defer.
   bool decays() const { return decay != Decay::None; }
 

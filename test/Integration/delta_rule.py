@@ -9,8 +9,9 @@
 # RUN: %python %s
 import numpy as np
 from refs import delta_rule, generalized_delta_rule
-from seqc_testing import (Checker, bf16, f32, func, mlir_type, rel_rms, rng, run_aot, run_seqc,
-                          seq_op, type_of)
+from seqc_testing import (Checker, bf16, f32, func, growing_log_decays, mild_log_decays,
+                          mlir_type, rel_rms, rng, run_aot, run_seqc, seq_op, steep_log_decays,
+                          type_of)
 
 c = Checker()
 
@@ -236,38 +237,28 @@ c.run("stress decay exp(-20) KDA", lambda: case(1, 100, 1, 1, 16, 16, decay_rank
                                                 l2norm=True, g_range=(0.01, 20.0), g_floor=0.1,
                                                 seed=24))
 # The CPU defers the decay (S = c U): decays that take c out of
-# [2^-32, 2^32] within a step or two (exp(-80); growth with g > 0, outside
-# SPEC 4's range) fold it back; mild ones over a long T never do (c down to
-# about 2^-15).
-
-
-def steep(r, shape):
-    return np.where(r.uniform(0, 1, shape) < 0.2, -80.0, -r.uniform(0.01, 0.5, shape))
-
-
-def growth(r, shape):
-    return r.uniform(0.0, 0.9, shape)
-
-
-def mild(r, shape):
-    return -r.uniform(0.001, 0.006, shape)
-
-
+# [2^-32, 2^32] within a step or two (exp(-80), a constant exp(-12) per
+# head, growth) fold it back; mild ones over a long T never do (c down to
+# about 2^-26 at the most).
 for rank, name in ((3, "gated"), (4, "KDA")):
     c.run(f"decays exp(-80) {name}", lambda: case(1, 60, 1, 2, 16, 24, decay_rank=rank,
-                                                   init=True, l2norm=True, g_fn=steep, seed=30))
+                                                   init=True, l2norm=True,
+                                                   g_fn=steep_log_decays, seed=30))
     c.run(f"growth {name}", lambda: case(1, 50, 1, 1, 16, 16, decay_rank=rank, init=True,
-                                         l2norm=True, g_fn=growth, seed=32))
+                                         l2norm=True, g_fn=growing_log_decays, seed=32))
     c.run(f"mild decays T=3000 {name}", lambda: case(1, 3000, 1, 1, 64, 64, decay_rank=rank,
-                                                     init=True, l2norm=True, g_fn=mild,
-                                                     seed=33))
+                                                     init=True, l2norm=True,
+                                                     g_fn=mild_log_decays, seed=33))
+c.run("decay HV exp(-12)", lambda: case(1, 30, 1, 2, 8, 12, decay_rank=1, init=True,
+                                        l2norm=True, g_fn=lambda r, shape: np.full(shape, -12.0),
+                                        seed=36))
 # AVX2's 8 lanes and 16 registers (three blocks of columns at V = 64) on
 # any host; ragged K and V.
 for rank in (0, 3, 4):
     c.run(f"AOT x86-64-v3 decay={rank}", lambda: aot_case("x86-64-v3", 150, 64, 64, rank,
                                                          seed=34))
 c.run("AOT x86-64-v3 K=20 V=70 steep", lambda: aot_case("x86-64-v3", 90, 20, 70, 4, seed=35,
-                                                        g_fn=steep))
+                                                        g_fn=steep_log_decays))
 c.run("long T=2048", lambda: case(1, 2048, 1, 1, 8, 8, decay_rank=3, init=True, seed=25))
 c.run("long T=16384", lambda: case(1, 16384, 1, 1, 4, 4, decay_rank=3, l2norm=True, seed=26))
 # The state carried across two calls, split inside a chunk.

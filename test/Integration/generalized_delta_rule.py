@@ -5,8 +5,8 @@
 # RUN: %python %s
 import numpy as np
 from refs import generalized_delta_rule
-from seqc_testing import (Checker, bf16, f32, func, mlir_type, rel_rms, rng, run_aot, run_seqc,
-                          seq_op, type_of)
+from seqc_testing import (Checker, bf16, f32, func, growing_log_decays, mlir_type, rel_rms, rng,
+                          run_aot, run_seqc, seq_op, steep_log_decays, type_of)
 
 c = Checker()
 REQ = ("q", "k", "v", "a", "b")
@@ -146,27 +146,18 @@ c.run("decode no decay", lambda: case(1, 1, 2, 12, 20, init=True, seed=7))
 c.run("chunks T=100", lambda: case(1, 100, 2, 32, 32, decay=True, init=True, seed=10))
 c.run("chunks T=129 no decay", lambda: case(1, 129, 1, 16, 24, seed=11))
 c.run("chunks T=200", lambda: case(1, 200, 1, 20, 20, decay=True, scale=20 ** -0.5, seed=12))
-# The state carried across two calls, split inside a chunk.
 # The CPU defers the decay (S = c U): steps of exp(-80) fold c back into
-# the state; so do decays that grow it (g > 0, outside SPEC 4's range).
-
-
-def steep(r, shape):
-    return np.where(r.uniform(0, 1, shape) < 0.2, -80.0, -r.uniform(0.01, 0.5, shape))
-
-
-def growth(r, shape):
-    return r.uniform(0.0, 0.9, shape)
-
-
-c.run("decays exp(-80)", lambda: case(1, 60, 2, 16, 24, decay=True, init=True, g_fn=steep,
-                                      seed=13))
-c.run("growth", lambda: case(1, 50, 1, 16, 16, decay=True, init=True, g_fn=growth, seed=14))
+# the state; so do decays that grow it.
+c.run("decays exp(-80)", lambda: case(1, 60, 2, 16, 24, decay=True, init=True,
+                                      g_fn=steep_log_decays, seed=13))
+c.run("growth", lambda: case(1, 50, 1, 16, 16, decay=True, init=True, g_fn=growing_log_decays,
+                             seed=14))
 # AVX2's 8 lanes and 16 registers (four blocks of columns at V = 64) on any
 # host; ragged K and V.
 c.run("AOT x86-64-v3", lambda: aot_case("x86-64-v3", 150, 64, 64, seed=15))
 c.run("AOT x86-64-v3 K=20 V=70 steep", lambda: aot_case("x86-64-v3", 90, 20, 70, seed=16,
-                                                        g_fn=steep))
+                                                        g_fn=steep_log_decays))
+# The state carried across two calls, split inside a chunk.
 c.run("pieces decay", lambda: pieces(1, 90, 2, 8, 8, True, 37))
 c.run("pieces no decay", lambda: pieces(2, 50, 1, 6, 10, False, 21))
 c.run("bf16 decay", case_bf16)

@@ -242,6 +242,24 @@ def f32(x):
     return np.asarray(x, dtype=np.float32)
 
 
+# Log decays g (alpha = exp(g)) for the recurrences that defer their decay
+# (the state held as c U, c a product of decays kept in [2^-32, 2^32]):
+# each takes a generator r and a shape.
+def steep_log_decays(r, shape):
+    """A fifth of the steps exp(-80): c leaves the range within a step."""
+    return np.where(r.uniform(0, 1, shape) < 0.2, -80.0, -r.uniform(0.01, 0.5, shape))
+
+
+def growing_log_decays(r, shape):
+    """g in (0, 0.9): c grows out of the range (outside SPEC 4's decays)."""
+    return r.uniform(0.0, 0.9, shape)
+
+
+def mild_log_decays(r, shape):
+    """g in (-0.006, -0.001): c stays in the range for over 3700 steps."""
+    return -r.uniform(0.001, 0.006, shape)
+
+
 def bf16(a):
     """Rounds f32 to the nearest bf16 (ties to even), as arith.truncf does."""
     bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
