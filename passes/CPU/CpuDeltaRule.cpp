@@ -5,9 +5,9 @@
 // (batch, value head) keeps the K x V state on its stack (16 KiB at
 // K = V = 64, in L1) and per step
 //
-//   rows     the step's row coefficients q', k, alpha, b and the next
-//            step's a, vectorized over K into a stack table (norms by
-//            vector sums)
+//   rows     the step's row coefficients q', k, b (and c' with a decay)
+//            and the next step's a, vectorized over K into a stack table
+//            (norms by vector sums), the next step's key rows kept
 //   columns  one pass over the state per block of column vectors (as many
 //            as the register file holds: each carries a write, an output
 //            sum and the next step's sum), the pass DeltaRecurrence
@@ -92,9 +92,9 @@ private:
   }
   /// Beside them: the row's broadcasts (k, a, q', b and, in a pass that
   /// multiplies the rows, c') and the state vector in flight. Both passes
-  /// take the blocks of the one that multiplies: on a Zen 3 (AVX2) the
-  /// delta rule's blocks of four column vectors (two at V = 64), which fit
-  /// 16 registers only without c', ran 1.07x slower than three blocks.
+  /// take the blocks of the one that multiplies: on a Zen 3 (AVX2, V = 64)
+  /// the delta rule's passes without c' in two blocks of four column
+  /// vectors (16 registers) ran 1.07x slower than in three of at most three.
   int64_t fixedRegisters() const {
     return 3 + (form.outputUsed ? 1 : 0) + (defers ? 1 : 0) +
            (form.generalized ? 1 : 0);

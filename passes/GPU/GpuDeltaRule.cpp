@@ -28,7 +28,9 @@ namespace {
 /// The steps of one state column (thread): step t's pass reads the rows
 /// of step t and the next step's key rows for its a (the last step's pass
 /// reads its own). The loop carries the next step's sums and, with
-/// qk_l2norm, its key's factor (each key is normed once).
+/// qk_l2norm, its key's factor (a key's norm, a sum over K, is computed for
+/// the step before and kept; a row's decay is computed for both steps, as
+/// it was for both passes).
 void emitColumn(KernelBuilder &k, const DeltaRecurrence &form,
                 const DeltaArgs &a, Value bi, Value j, Value h,
                 ColumnRun &column, Value c) {
@@ -48,7 +50,8 @@ void emitColumn(KernelBuilder &k, const DeltaRecurrence &form,
   auto keyScalars = [&](Value t, Value keyFactor) {
     return form.keyScalars(k, a, bi, t, j, sumsOfSquares(t), keyFactor);
   };
-  // (sums, key factor) as the loop carries them.
+  // (sums, key factor) as the loop carries them: a key factor exactly with
+  // qk_l2norm (`types`).
   auto carried = [&](Value sum, const DeltaStep &keys) {
     SmallVector<Value> values{sum};
     if (keys.keyFactor)

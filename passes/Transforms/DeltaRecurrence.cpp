@@ -112,6 +112,7 @@ static Value inverseNorm(KernelBuilder &k, Value sumOfSquares, double eps) {
 DeltaStep DeltaRecurrence::keyScalars(
     KernelBuilder &k, const DeltaArgs &a, Value bi, Value t, Value j,
     const std::function<Value(Value)> &sumOfSquares, Value keyFactor) const {
+  assert((!keyFactor || l2norm) && "a key factor without qk_l2norm");
   DeltaStep s;
   if (l2norm)
     s.keyFactor =

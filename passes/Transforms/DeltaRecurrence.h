@@ -51,12 +51,13 @@ struct DeltaArgs {
 };
 
 /// A step's scalars, shared by its rows. Its key is read twice, by the
-/// sums of the step before (a_r) and by its own update: the scalars and
-/// rows of the key (keyScalars, keyRows) are computed once, for the step
-/// before, and kept by the target; the rest only for the update
-/// (updateScalars, updateRows).
+/// sums of the step before (a_r) and by its own update: what the key rows
+/// need (keyScalars, keyRows) is computed for the step before, and a
+/// target may keep it (the CPU the rows, the GPU the key's factor); the
+/// rest only for the update (updateScalars, updateRows).
 struct DeltaStep {
-  /// q' = q * queryFactor (scale, over |q| with qk_l2norm).
+  /// q' = q * queryFactor (scale, over |q| with qk_l2norm); null when
+  /// nothing reads o.
   Value queryFactor;
   /// k = k * keyFactor with qk_l2norm; null: the key as it is.
   Value keyFactor;
@@ -157,7 +158,7 @@ public:
                  const std::function<Value(Value)> &broadcast, Value K) const;
   /// One step of the columns `runs` from their sums p_t (`sums`): the pass
   /// over rows [0, K), rows(r) the coefficients of row r as scalars (`a` of
-  /// step t + 1).
+  /// step t + 1); `step` gives beta (updateScalars).
   ColumnStep emitColumnStep(KernelBuilder &k, llvm::ArrayRef<ColumnRun> runs,
                             mlir::ValueRange sums,
                             const std::function<DeltaRow(Value)> &rows,

@@ -256,7 +256,7 @@ def growing_log_decays(r, shape):
 
 
 def mild_log_decays(r, shape):
-    """g in (-0.006, -0.001): c stays in the range for over 3700 steps."""
+    """g in (-0.006, -0.001): c stays in the range for 3697 steps or more."""
     return -r.uniform(0.001, 0.006, shape)
 
 
