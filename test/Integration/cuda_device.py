@@ -13,7 +13,8 @@ import tempfile
 
 import numpy as np
 from refs import linear_scan, selective_scan, ssd
-from seqc_testing import SEQC_RUN, Checker, f32, func, mlir_type, rng, seq_op, type_of
+from seqc_testing import (SEQC_RUN, Checker, f32, func, load_results, mlir_type, rng, save_inputs,
+                          seq_op, type_of)
 
 c = Checker()
 # SEQC_CUDA_TEST_TARGET=cuda-emulated checks this file itself without a GPU.
@@ -26,18 +27,11 @@ def run_cuda(mlir, inputs):
         with open(src, "w") as f:
             f.write(mlir)
         cmd = [SEQC_RUN, src, "--target", TARGET, "--output-dir", os.path.join(tmp, "out")]
-        for i, a in enumerate(inputs):
-            path = os.path.join(tmp, f"in{i}.npy")
-            np.save(path, np.ascontiguousarray(a))
-            cmd += ["--input", path]
+        cmd += save_inputs(inputs, tmp)
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise AssertionError(f"seqc-run --target cuda failed: {proc.stderr}")
-        out, i = [], 0
-        while os.path.exists(os.path.join(tmp, "out", f"result{i}.npy")):
-            out.append(np.load(os.path.join(tmp, "out", f"result{i}.npy")))
-            i += 1
-        return out
+        return load_results(os.path.join(tmp, "out"))
 
 
 def case_linear_scan():

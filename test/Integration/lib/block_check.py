@@ -19,7 +19,7 @@ import tempfile
 
 import blocks_ref as ref
 import numpy as np
-from seqc_testing import SEQC_AOT_RUN, SEQC_COMPILE, SEQC_RUN, Checker
+from seqc_testing import SEQC_AOT_RUN, SEQC_COMPILE, SEQC_RUN, Checker, load_results, save_inputs
 
 import blocks
 import weights as wgen
@@ -41,18 +41,11 @@ def seqc_run(path, func, weight_file, inputs, tmp, tag, extra=(), runner=SEQC_RU
     to the arguments the weights do not name); returns the results."""
     out = os.path.join(tmp, "out-" + tag)
     cmd = [runner, path, "-e", func, "--weights", weight_file, "--output-dir", out]
-    for i, a in enumerate(inputs):
-        p = os.path.join(tmp, f"{tag}-in{i}.npy")
-        np.save(p, np.ascontiguousarray(a, dtype=a.dtype))
-        cmd += ["--input", p]
+    cmd += save_inputs(inputs, tmp, prefix=f"{tag}-")
     proc = subprocess.run(cmd + list(extra), capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"seqc-run {' '.join(cmd[1:])}: {proc.stderr.strip()}")
-    results, i = [], 0
-    while os.path.exists(os.path.join(out, f"result{i}.npy")):
-        results.append(np.load(os.path.join(out, f"result{i}.npy")))
-        i += 1
-    return results
+    return load_results(out)
 
 
 def seqc_aot_run(path, func, weight_file, inputs, tmp, cpu):

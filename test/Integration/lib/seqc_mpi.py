@@ -10,8 +10,7 @@ import os
 import subprocess
 import tempfile
 
-import numpy as np
-from seqc_testing import SEQC_RUN
+from seqc_testing import SEQC_RUN, load_results, save_inputs
 
 MPI = os.environ.get("SEQC_MPI_TEST_MPI", "openmpi")
 if MPI == "mpich":
@@ -45,11 +44,7 @@ def run(mlir, inputs, ranks, extra=(), expect_error=False, timeout=240,
             f.write(mlir)
         cmd = [SEQC_RUN, src, "--output-dir", os.path.join(tmp, "out"),
                "--target", TARGET]
-        for i, a in enumerate(inputs):
-            path = os.path.join(tmp, f"in{i}.npy")
-            np.save(path, np.ascontiguousarray(a))
-            cmd += ["--input", path]
-        cmd += list(extra)
+        cmd += save_inputs(inputs, tmp) + list(extra)
         if ranks:
             cmd = MPIRUN + ["-np", str(ranks)] + cmd + ["--parallel", parallel]
         proc = subprocess.run(cmd, capture_output=True, text=True,
@@ -58,7 +53,4 @@ def run(mlir, inputs, ranks, extra=(), expect_error=False, timeout=240,
             return proc.returncode, proc.stderr
         if proc.returncode != 0:
             raise AssertionError(f"exit {proc.returncode}: {proc.stderr[-2000:]}")
-        out, results = os.path.join(tmp, "out"), []
-        while os.path.exists(os.path.join(out, f"result{len(results)}.npy")):
-            results.append(np.load(os.path.join(out, f"result{len(results)}.npy")))
-        return results
+        return load_results(os.path.join(tmp, "out"))

@@ -44,7 +44,27 @@ PIPELINES = ([], ["--reference"], ["--target", "cuda-emulated"])
 PIPELINE_NAMES = ("fast", "reference", "cuda-emulated")
 
 
-def _run_once(mlir, inputs, func, extra, tmp, tag):
+def save_inputs(inputs, directory, prefix=""):
+    """Saves `inputs` (numpy arrays, in argument order) as .npy files in
+    `directory`; returns the --input arguments that bind them."""
+    args = []
+    for i, a in enumerate(inputs):
+        path = os.path.join(directory, f"{prefix}in{i}.npy")
+        np.save(path, np.ascontiguousarray(a))
+        args += ["--input", path]
+    return args
+
+
+def load_results(directory):
+    """The result<i>.npy files a run wrote into `directory`, in order."""
+    results, i = [], 0
+    while os.path.exists(os.path.join(directory, f"result{i}.npy")):
+        results.append(np.load(os.path.join(directory, f"result{i}.npy")))
+        i += 1
+    return results
+
+
+def _run_once(mlir, input_args, func, extra, tmp, tag):
     src = os.path.join(tmp, "graph.mlir")
     if not os.path.exists(src):
         with open(src, "w") as f:
@@ -53,16 +73,9 @@ def _run_once(mlir, inputs, func, extra, tmp, tag):
     cmd = [SEQC_RUN, src, "--output-dir", out]
     if func:
         cmd += ["-e", func]
-    for i in range(len(inputs)):
-        cmd += ["--input", os.path.join(tmp, f"in{i}.npy")]
-    cmd += list(extra)
+    cmd += input_args + list(extra)
     proc = subprocess.run(cmd, capture_output=True, text=True)
-    results = []
-    i = 0
-    while os.path.exists(os.path.join(out, f"result{i}.npy")):
-        results.append(np.load(os.path.join(out, f"result{i}.npy")))
-        i += 1
-    return proc, out, results
+    return proc, out, load_results(out)
 
 
 def _compare(fast, other, name, tol):
@@ -126,9 +139,8 @@ def run_seqc(mlir, inputs, func=None, extra=(), expect_error=False, tol=1e-4,
     strict = (([], [], []) if expect_error
               else _strict_flags(cpu_strict, gpu_strict))
     with tempfile.TemporaryDirectory(prefix="seqc-test-") as tmp:
-        for i, a in enumerate(inputs):
-            np.save(os.path.join(tmp, f"in{i}.npy"), np.ascontiguousarray(a))
-        runs = [_run_once(mlir, inputs, func, list(extra) + p + strict[n], tmp, f"p{n}")
+        input_args = save_inputs(inputs, tmp)
+        runs = [_run_once(mlir, input_args, func, list(extra) + p + strict[n], tmp, f"p{n}")
                 for n, p in enumerate(PIPELINES)]
         if expect_error:
             messages = set()
@@ -164,18 +176,11 @@ def run_aot(mlir, inputs, cpu):
                            capture_output=True, text=True)
         if p.returncode != 0:
             raise AssertionError(f"seqc-compile --cpu {cpu}: {p.stderr}")
-        cmd = [SEQC_AOT_RUN, lib, "--output-dir", tmp]
-        for i, a in enumerate(inputs):
-            np.save(os.path.join(tmp, f"in{i}.npy"), np.ascontiguousarray(a))
-            cmd += ["--input", os.path.join(tmp, f"in{i}.npy")]
+        cmd = [SEQC_AOT_RUN, lib, "--output-dir", tmp] + save_inputs(inputs, tmp)
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             raise AssertionError(f"seqc-aot-run ({cpu}): {p.stderr}")
-        results, i = [], 0
-        while os.path.exists(os.path.join(tmp, f"result{i}.npy")):
-            results.append(np.load(os.path.join(tmp, f"result{i}.npy")))
-            i += 1
-        return results
+        return load_results(tmp)
 
 
 class Checker:
