@@ -119,79 +119,83 @@ SmallVector<Value> KernelBuilder::polynomialExp(ValueRange xs) {
   // (ln 2 split in two for an exact product), e^r by a polynomial of
   // degree 5, then scaled by 2^n. x is clamped to at most 88.7228...,
   // where the scaling overflows to +inf exactly as exp does (past FLT_MAX).
-  // Below -87.3 the result is 0 (never a subnormal, which would slow the
-  // FMAs that read it on some cores): scalef's lanes are zeroed there,
-  // whatever n and r were; the exponent bits' path needs n in range, so
-  // its x is clamped to -87.3 too.
+  // Where n <= -126 (x below about -86.99, e^x below 1.5 FLT_MIN) the
+  // result is 0, never a subnormal, which would slow the FMAs that read it
+  // on some cores. Both ways of scaling give the same bits: scalef's p 2^n
+  // and the exponent bits' 2p 2^(n-1) are exact.
+  //
+  // The clamps are selects that keep x when the comparison is unordered,
+  // the form x86's min and max instructions take (one instruction, where
+  // arith.minimumf is three on AVX2): a NaN x stays NaN through n, r and
+  // p, and p 2^n is NaN whatever the exponent bits made of it.
   //
   // Each stage is emitted for every x before the next, so independent
   // chains sit side by side in the instruction stream (one exp is a chain
-  // of about 13 dependent operations, some 50 cycles) instead of leaving
+  // of about 11 dependent operations, some 40 cycles) instead of leaving
   // the core's out-of-order window to find them. (On the Intel host where
   // this was measured, the selective scan's exps ran at the vector ports'
   // bound either way.)
   bool scalef = scalesWithScalef(xs.front().getType());
   SmallVector<Value> c = llvm::map_to_vector(xs, [&](Value x) {
-    Value top = minimumf(x, like(x, 88.72283935546875));
-    return scalef ? top : maximumf(top, like(x, -87.3));
+    Value top = clampAbove(x, 88.72283935546875);
+    // The exponent bits need n >= -126 (x >= -87.68).
+    return scalef ? top : clampBelow(top, -87.3);
   });
   // n by the shifter 1.5 x 2^23: the sum keeps round(x / ln 2) (to nearest
   // even) in its low mantissa bits, and subtracting the shifter leaves it:
   // an FMA and a subtraction, where a multiply and a rounding instruction
   // take three operations on Intel's cores.
-  const double shifter = 0x1.8p23;
-  SmallVector<Value> n = llvm::map_to_vector(c, [&](Value ci) -> Value {
-    Value shifted = math::FmaOp::create(b, ci, like(ci, 1.4426950408889634),
-                                        like(ci, shifter));
-    return fsub(shifted, like(ci, shifter));
+  SmallVector<Value> shifted = llvm::map_to_vector(c, [&](Value ci) -> Value {
+    return math::FmaOp::create(b, ci, like(ci, 1.4426950408889634),
+                               like(ci, ExpShifter));
   });
+  SmallVector<Value> n = llvm::map_to_vector(
+      shifted, [&](Value si) { return fsub(si, like(si, ExpShifter)); });
   SmallVector<Value> r;
   for (auto [ni, ci] : llvm::zip_equal(n, c))
     r.push_back(math::FmaOp::create(b, ni, like(ci, -0.693359375), ci));
   for (auto [ni, ri] : llvm::zip_equal(n, r))
     ri = math::FmaOp::create(b, ni, like(ri, 2.12194440e-4), ri);
+  if (!scalef) {
+    SmallVector<Value> twoP = expPolynomial(r, /*scale=*/2.0);
+    return llvm::map_to_vector(llvm::zip_equal(twoP, shifted),
+                               [&](auto pair) -> Value {
+                                 auto [p2, si] = pair;
+                                 return fmul(p2, halfPowerOfTwo(si));
+                               });
+  }
   SmallVector<Value> p = expPolynomial(r);
   SmallVector<Value> out;
   for (auto [x, ni, pi] : llvm::zip_equal(xs, n, p)) {
-    Value under = fcmp(arith::CmpFPredicate::OLT, x, like(x, -87.3));
-    if (scalef) {
-      // A NaN x is a NaN n and p, and scalef's result is NaN. x86vector's
-      // mask.scalef (MLIR 22) hands its operands (src, a, b) to the
-      // intrinsic's (a, b, pass-through) in that order: with every lane
-      // selected, the value scaled is its `src` and the exponent its `a`
-      // (test/Integration/fast_exp.py checks the result).
-      Value allLanes = arith::ConstantOp::create(b, b.getI16IntegerAttr(-1));
-      Value currentRounding =
-          arith::ConstantOp::create(b, b.getI32IntegerAttr(4));
-      Value e = x86vector::MaskScaleFOp::create(b, x.getType(), pi, ni, pi,
-                                                allLanes, currentRounding);
-      out.push_back(select(under, like(x, 0.0), e));
-      continue;
-    }
-    // The float-to-int conversion of a NaN n would be poison: NaN is
-    // selected at the end, not left to flow through the integer n.
-    Type intType = b.getI32Type();
-    if (auto vt = dyn_cast<VectorType>(x.getType()))
-      intType = VectorType::get(vt.getShape(), b.getI32Type());
-    Value e = scaleByExponentBits(pi, arith::FPToSIOp::create(b, intType, ni));
-    Value isNan = fcmp(arith::CmpFPredicate::UNO, x, x);
-    out.push_back(select(isNan, x, select(under, like(x, 0.0), e)));
+    // A NaN x is a NaN n and p, and scalef's result is NaN. x86vector's
+    // mask.scalef (MLIR 22) hands its operands (src, a, b) to the
+    // intrinsic's (a, b, pass-through) in that order: with every lane
+    // selected, the value scaled is its `src` and the exponent its `a`
+    // (test/Integration/fast_exp.py checks the result).
+    Value allLanes = arith::ConstantOp::create(b, b.getI16IntegerAttr(-1));
+    Value currentRounding =
+        arith::ConstantOp::create(b, b.getI32IntegerAttr(4));
+    Value e = x86vector::MaskScaleFOp::create(b, x.getType(), pi, ni, pi,
+                                              allLanes, currentRounding);
+    Value under = fcmp(arith::CmpFPredicate::OLT, ni, like(ni, -125.5));
+    out.push_back(select(under, like(x, 0.0), e));
   }
   return out;
 }
 
-SmallVector<Value> KernelBuilder::expPolynomial(ValueRange rs) {
+SmallVector<Value> KernelBuilder::expPolynomial(ValueRange rs, double scale) {
   // e^r = 1 + r + r^2 q(r) on [-ln2/2, ln2/2], q of degree 3 fitted for the
   // least maximum relative error (Remez, scripts/fit-exp-polynomial.py):
   // 1.6e-7 after f32 rounding, below the 2.2e-7 of the degree-6 Taylor
   // polynomial it replaces, in one FMA fewer. The leading 1 + r stays
   // exact, so e^0 is 1 and a recurrence whose decay is near 1 gathers no
-  // bias step after step.
+  // bias step after step. A power-of-two scale of every coefficient scales
+  // each step's rounding exactly: the result is scale e^r to the bit.
   SmallVector<Value> q = llvm::map_to_vector(
-      rs, [&](Value r) { return like(r, 8.312525227665901e-3); });
+      rs, [&](Value r) { return like(r, scale * 8.312525227665901e-3); });
   auto fmaEach = [&](double coef) {
     for (auto [qi, r] : llvm::zip_equal(q, rs))
-      qi = math::FmaOp::create(b, qi, r, like(r, coef));
+      qi = math::FmaOp::create(b, qi, r, like(r, scale * coef));
   };
   for (double coef :
        {4.1890114545822144e-2, 1.6667114198207855e-1, 4.99992311000824e-1})
@@ -212,23 +216,36 @@ bool KernelBuilder::scalesWithScalef(Type type) const {
          b.getContext()->getLoadedDialect<x86vector::X86VectorDialect>();
 }
 
-Value KernelBuilder::scaleByExponentBits(Value p, Value n) {
-  // n is in [-126, 128] after exp's clamp. 2^n for n <= 127 is a normal
-  // float's exponent bits; 2^128 is not a float, so it is 2 x 2^127.
-  Type intType = n.getType();
+Value KernelBuilder::halfPowerOfTwo(Value shifted) {
+  // `shifted` is 1.5 x 2^23 + n, n in [-126, 128]: its bits are
+  // 0x4B400000 + n, and shifting them left by 23 leaves n's low 9 bits in
+  // the exponent field, the shifter's bits all shifted out. Adding a bias
+  // of 126 makes 2^(n-1): a normal float for n >= -125, 2^127 for
+  // n = 128 (2^128 is not a float), and +0 for n = -126, so exp's
+  // underflow needs no select. No float-to-int conversion: a NaN x makes
+  // some bits here, never poison.
+  Type intType = b.getI32Type();
+  if (auto vt = dyn_cast<VectorType>(shifted.getType()))
+    intType = VectorType::get(vt.getShape(), b.getI32Type());
   auto intConst = [&](int32_t v) -> Value {
     if (auto vt = dyn_cast<VectorType>(intType))
       return arith::ConstantOp::create(
           b, DenseElementsAttr::get(vt, b.getI32IntegerAttr(v)));
     return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
   };
-  Value top =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, n, intConst(127));
-  Value m = arith::MinSIOp::create(b, n, intConst(127));
   Value bits = arith::ShLIOp::create(
-      b, arith::AddIOp::create(b, m, intConst(127)), intConst(23));
-  Value scale = arith::BitcastOp::create(b, p.getType(), bits);
-  return fmul(select(top, fadd(p, p), p), scale);
+      b, arith::BitcastOp::create(b, intType, shifted), intConst(23));
+  Value biased = arith::AddIOp::create(b, bits, intConst(126 << 23));
+  return arith::BitcastOp::create(b, shifted.getType(), biased);
+}
+
+Value KernelBuilder::clampAbove(Value x, double bound) {
+  Value c = like(x, bound);
+  return select(fcmp(arith::CmpFPredicate::OLT, c, x), c, x);
+}
+Value KernelBuilder::clampBelow(Value x, double bound) {
+  Value c = like(x, bound);
+  return select(fcmp(arith::CmpFPredicate::OGT, c, x), c, x);
 }
 
 Value KernelBuilder::maximumf(Value a, Value c) {

@@ -208,12 +208,22 @@ private:
   mlir::arith::FastMathFlags contractFlags() const;
 
   llvm::SmallVector<Value> polynomialExp(mlir::ValueRange xs);
-  /// e^r for each r in [-ln2/2, ln2/2] (exp after its range reduction).
-  llvm::SmallVector<Value> expPolynomial(mlir::ValueRange rs);
+  /// The shifter whose sum with x / ln 2 rounds it to an integer n, kept in
+  /// the sum's low mantissa bits (1.5 x 2^23).
+  static constexpr double ExpShifter = 0x1.8p23;
+  /// scale e^r for each r in [-ln2/2, ln2/2] (exp after its range
+  /// reduction); `scale` a power of two.
+  llvm::SmallVector<Value> expPolynomial(mlir::ValueRange rs,
+                                         double scale = 1.0);
   /// Whether exp of `type` scales by 2^n with AVX-512's scalef.
   bool scalesWithScalef(mlir::Type type) const;
-  /// p 2^n, n in [-126, 128], through the exponent bits of a float.
-  Value scaleByExponentBits(Value p, Value n);
+  /// 2^(n-1) from the shifter's sum 1.5 x 2^23 + n, n in [-126, 128],
+  /// through a float's exponent bits (+0 for n = -126).
+  Value halfPowerOfTwo(Value shifted);
+  /// min(x, bound) and max(x, bound) that keep a NaN x (x86's minps and
+  /// maxps with x second).
+  Value clampAbove(Value x, double bound);
+  Value clampBelow(Value x, double bound);
 };
 
 /// A kernel's buffers by name. `Derived` lists its Value fields once, in
