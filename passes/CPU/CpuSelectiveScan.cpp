@@ -83,6 +83,8 @@ public:
   /// dependent operations each, which fit the vector registers without
   /// spilling.
   static constexpr int64_t ExpGroup = 8;
+  /// Steps staged together (their softplus side by side).
+  static constexpr int64_t StageGroup = 4;
 
   /// Task `task` of tasks of `perTask` channel blocks.
   SelectiveScanTask(KernelBuilder &k, const ScanShape &s, const ScanBuffers &io,
@@ -206,27 +208,46 @@ private:
   }
 
   /// dt (bias, softplus), dt u and u of steps [t0, t0 + steps) into L1,
-  /// step by step over the task's blocks (the lines of a step's row are
-  /// adjacent); the same rows of the next chunk are prefetched.
+  /// StageGroup steps at a time over the task's blocks (the lines of a
+  /// step's row are adjacent); the same rows of the next chunk are
+  /// prefetched. A group's softplus chains run side by side: one step's
+  /// (an exp, then a log1p with a division) is some 100 cycles of
+  /// dependent operations, and about two fit the reorder buffer. The last
+  /// group repeats the chunk's last step where `steps` is not a multiple
+  /// of StageGroup (the same row, written again).
   void stage(Value t0, Value steps) {
     Value lastStep = k.sub(nT, k.idx(1));
-    k.forEach(k.idx(0), steps, k.idx(1), [&](Value i) {
-      Value t = k.add(t0, i);
-      Value ahead = k.mins(k.add(t, k.idx(chunkSteps())), lastStep);
+    Value lastOfChunk = k.sub(steps, k.idx(1));
+    Value groups =
+        k.divs(k.add(steps, k.idx(StageGroup - 1)), k.idx(StageGroup));
+    k.forEach(k.idx(0), groups, k.idx(1), [&](Value g) {
+      SmallVector<Value> rows, ts;
+      for (int64_t j = 0; j < StageGroup; ++j) {
+        rows.push_back(
+            k.mins(k.add(k.mul(g, k.idx(StageGroup)), k.idx(j)), lastOfChunk));
+        ts.push_back(k.add(t0, rows.back()));
+      }
       forEachBlock([&](const ChannelBlock &c) {
-        for (Value m : {io.delta, io.u, io.gate})
-          if (m)
-            prefetch(c, m, ahead, /*forWrite=*/false);
-        prefetch(c, io.y, ahead, /*forWrite=*/true);
-        Value dt = load(c, io.delta, {bi, t, c.d0});
-        if (io.bias)
-          dt = k.fadd(dt, load(c, io.bias, {c.d0}));
+        SmallVector<Value> dts, us;
+        for (Value t : ts) {
+          Value ahead = k.mins(k.add(t, k.idx(chunkSteps())), lastStep);
+          for (Value m : {io.delta, io.u, io.gate})
+            if (m)
+              prefetch(c, m, ahead, /*forWrite=*/false);
+          prefetch(c, io.y, ahead, /*forWrite=*/true);
+          Value dt = load(c, io.delta, {bi, t, c.d0});
+          if (io.bias)
+            dt = k.fadd(dt, load(c, io.bias, {c.d0}));
+          dts.push_back(dt);
+          us.push_back(load(c, io.u, {bi, t, c.d0}));
+        }
         if (s.softplus)
-          dt = k.softplus(dt);
-        Value u = load(c, io.u, {bi, t, c.d0});
-        setRow(dt, dtBuf, c.slot, i);
-        setRow(k.fmul(dt, u), dtuBuf, c.slot, i);
-        setRow(u, uBuf, c.slot, i);
+          dts = k.softplus(dts);
+        for (auto [i, dt, u] : llvm::zip_equal(rows, dts, us)) {
+          setRow(dt, dtBuf, c.slot, i);
+          setRow(k.fmul(dt, u), dtuBuf, c.slot, i);
+          setRow(u, uBuf, c.slot, i);
+        }
       });
     });
   }

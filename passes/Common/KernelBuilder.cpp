@@ -273,10 +273,21 @@ Value KernelBuilder::sigmoid(Value a) {
   return fdiv(like(a, 1.0), fadd(like(a, 1.0), exp(fneg(a))));
 }
 Value KernelBuilder::softplus(Value a) {
+  return softplus(ValueRange{a}).front();
+}
+SmallVector<Value> KernelBuilder::softplus(ValueRange xs) {
   // exp is evaluated on min(x, 20) so the branch not taken cannot overflow.
-  Value big = fcmp(arith::CmpFPredicate::OGT, a, like(a, 20.0));
-  Value clamped = select(big, like(a, 20.0), a);
-  return select(big, a, log1p(exp(clamped)));
+  // The exps go side by side (exp of a range); each log1p follows.
+  SmallVector<Value> big = llvm::map_to_vector(xs, [&](Value x) {
+    return fcmp(arith::CmpFPredicate::OGT, x, like(x, 20.0));
+  });
+  SmallVector<Value> clamped;
+  for (auto [x, isBig] : llvm::zip_equal(xs, big))
+    clamped.push_back(select(isBig, like(x, 20.0), x));
+  SmallVector<Value> out;
+  for (auto [x, isBig, e] : llvm::zip_equal(xs, big, exp(clamped)))
+    out.push_back(select(isBig, x, log1p(e)));
+  return out;
 }
 Value KernelBuilder::silu(Value a) { return fmul(a, sigmoid(a)); }
 

@@ -87,6 +87,8 @@ public:
   Value sigmoid(Value a);
   /// softplus(x) = log1p(exp(x)), and x itself for x > 20 (Mamba's tail).
   Value softplus(Value a);
+  /// softplus of each x, their exps emitted side by side.
+  llvm::SmallVector<Value> softplus(mlir::ValueRange xs);
   Value silu(Value a);
   /// Exact GELU: 0.5 x (1 + erf(x / sqrt 2)).
   Value gelu(Value a);
