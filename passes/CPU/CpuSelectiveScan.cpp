@@ -79,7 +79,7 @@ struct ChannelBlock {
 /// sequence.
 class SelectiveScanTask {
 public:
-  /// Exps emitted side by side (KernelBuilder::exp): 8 chains of about 13
+  /// Exps emitted side by side (KernelBuilder::exp): 8 chains of about 12
   /// dependent operations each, which fit the vector registers without
   /// spilling.
   static constexpr int64_t ExpGroup = 8;

@@ -5,7 +5,7 @@
 # selective scan of one step with dt = 1, B = C = 1, u = 0 and h0 = 1, so
 # y = exp(dt A) = exp(A) lane by lane. Expected: exp in float64 rounded to
 # f32 within 4e-7 relative, 0 exactly where n = round(x / ln 2) <= -126
-# (below about -86.99: e^x under 1.5 FLT_MIN, no subnormals), +inf exactly
+# (below about -86.99: e^x under sqrt(2) FLT_MIN, no subnormals), +inf exactly
 # where float32 exp overflows (past 88.72283172607421875), NaN for NaN.
 # RUN: %python %s
 import os
@@ -17,8 +17,10 @@ from seqc_testing import Checker, f32, func, seq_op, type_of
 
 c = Checker()
 
-EDGES = [-np.inf, -1e30, -1000.0, -103.9, -87.4, -87.3, -87.29, -87.0, -86.9897, -86.9896,
-         -86.98, -86.0, -80.0, -20.0,
+# -86.98997497558594 and -86.98996734619141 are the f32 neighbours either
+# side of the flush (n = -126 and -125).
+EDGES = [-np.inf, -1e30, -1000.0, -103.9, -87.4, -87.3, -87.29, -87.0, -86.98997497558594,
+         -86.98996734619141, -86.98, -86.0, -80.0, -20.0,
          -1.0, -0.3466, -1e-8, 0.0, 1e-8, 0.3466, 0.5, 1.0, 10.0, 80.0, 87.9, 88.0,
          88.3, 88.5, 88.7, 88.72283172607421875, 88.72283935546875, 88.8, 89.0, 100.0,
          1e30, np.inf, np.nan]

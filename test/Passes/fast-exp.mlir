@@ -31,7 +31,8 @@
 // W16-NOT: math.fma
 // W16: %[[E:.*]] = x86vector.avx512.mask.scalef %{{.*}}, %[[N]], %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>
 // W16-NOT: arith.bitcast
-// W16: %[[UNDER:.*]] = arith.cmpf olt, %[[N]], %{{.*}} : vector<16xf32>
+// W16: %[[FLOOR:.*]] = arith.constant dense<-1.255000e+02> : vector<16xf32>
+// W16-NEXT: %[[UNDER:.*]] = arith.cmpf olt, %[[N]], %[[FLOOR]] : vector<16xf32>
 // W16: arith.select %[[UNDER]], %{{.*}}, %[[E]] : vector<16xi1>, vector<16xf32>
 // W16-COUNT-3: x86vector.avx512.mask.scalef
 
@@ -49,6 +50,7 @@
 // W8-NOT: arith.fptosi
 // W8-NOT: arith.minsi
 // W8: %[[BITS:.*]] = arith.bitcast %[[SUM]] : vector<8xf32> to vector<8xi32>
+// W8-NEXT: arith.constant dense<23> : vector<8xi32>
 // W8-NEXT: %[[SHIFTED:.*]] = arith.shli %[[BITS]], %{{.*}} : vector<8xi32>
 // 126 << 23
 // W8-NEXT: arith.constant dense<1056964608> : vector<8xi32>
