@@ -226,7 +226,7 @@ Value KernelBuilder::halfPowerOfTwo(Value shifted) {
   // some bits here, never poison.
   Type intType = b.getI32Type();
   if (auto vt = dyn_cast<VectorType>(shifted.getType()))
-    intType = VectorType::get(vt.getShape(), b.getI32Type());
+    intType = vt.clone(b.getI32Type());
   auto intConst = [&](int32_t v) -> Value {
     if (auto vt = dyn_cast<VectorType>(intType))
       return arith::ConstantOp::create(
